@@ -1,0 +1,3 @@
+"""benchtui: fair, budgeted, resumable agent-benchmark campaigns."""
+
+__version__ = "0.1.0"

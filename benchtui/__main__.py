@@ -1,0 +1,5 @@
+import sys
+
+from benchtui.cli import main
+
+sys.exit(main())

@@ -1,0 +1,67 @@
+"""Crash-safe file writes: temp file in the same dir, fsync, rename, fsync the dir."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data`; a crash at any instant leaves the old or the new file, whole."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class AppendLog:
+    """An append-only JSON-lines file; a torn last line (crash mid-write) is cut off on open."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        self._cut_torn_tail(os.lseek(self.fd, 0, os.SEEK_END))
+        os.lseek(self.fd, 0, os.SEEK_END)
+
+    def _cut_torn_tail(self, size: int) -> None:
+        end = size
+        while end > 0:
+            start = max(0, end - 65536)
+            os.lseek(self.fd, start, os.SEEK_SET)
+            chunk = os.read(self.fd, end - start)
+            if end == size and chunk.endswith(b"\n"):
+                return
+            cut = chunk.rfind(b"\n")
+            if cut >= 0:
+                os.ftruncate(self.fd, start + cut + 1)
+                return
+            end = start
+        os.ftruncate(self.fd, 0)
+
+    def append(self, data: bytes) -> None:
+        """Write whole lines and fsync them."""
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view):]
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        os.close(self.fd)

@@ -1,0 +1,230 @@
+"""The campaign file: validated settings (TOML < env `BENCHTUI_*` < CLI) and its identity."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from contextvars import ContextVar
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from benchtui.errors import BadInput
+from runners import registry
+from runners.base import ModelSpec, RunnerProfile
+
+_toml_data: ContextVar[dict[str, Any]] = ContextVar("_toml_data", default={})
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Budget(Strict):
+    total_usd: Decimal = Field(gt=0)
+    """The whole campaign never spends more than this (with `enforce`)."""
+    per_model_usd: Decimal | None = Field(default=None, gt=0)
+    """Each model's cap; default total_usd / number of models."""
+    per_session_usd: Decimal | None = Field(default=None, gt=0)
+    """Reserved in full before a session starts; default per_model_usd / sessions per model."""
+    enforce: bool = True
+    """False: no reservations, no refusals, no skips (the campaign may overspend)."""
+
+
+class Model(Strict):
+    name: str = Field(min_length=1)
+    """A litellm model id (for real runners)."""
+    input_usd_per_mtok: Decimal = Field(ge=0)
+    output_usd_per_mtok: Decimal = Field(ge=0)
+    max_output_tokens: int = Field(default=4096, gt=0)
+    """Sent with every call; bounds the worst case that is authorised."""
+    api_base: str | None = None
+    api_key_env: str | None = None
+    """Name of the environment variable holding this model's API key (never the key itself)."""
+    litellm: dict[str, Any] = Field(default_factory=dict)
+    """Extra litellm keyword arguments."""
+
+    def spec(self) -> ModelSpec:
+        return ModelSpec(**{k: getattr(self, k) for k in ModelSpec.__slots__})
+
+
+class Environment(Strict):
+    path: Path
+    """The target checkout, relative to the campaign file."""
+    tools: list[str] = Field(default_factory=list)
+    """Executables whose `--version` is part of the environment fingerprint (e.g. ["pred"])."""
+
+
+class Campaign(BaseSettings):
+    """A campaign file. Every key is checked; unknown keys are errors."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="BENCHTUI_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    """Run dir name: <state-dir>/<name>/."""
+    sessions_per_model: int | None = Field(default=None, gt=0)
+    tasks: list[str] | None = Field(default=None, min_length=1)
+    """Task names (e.g. reduction rules); sessions per model = len(tasks) × repeats."""
+    repeats: int = Field(default=1, gt=0)
+    parallelism: int = Field(default=4, gt=0)
+    runner: str
+    """The active profile from [runners.*]."""
+    budget: Budget
+    runners: dict[str, RunnerProfile] = Field(min_length=1)
+    models: list[Model] = Field(min_length=1)
+    environment: Environment
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, **_: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Precedence: explicit (CLI) > BENCHTUI_* environment > the TOML file.
+        return init_settings, env_settings, InitSettingsSource(settings_cls, _toml_data.get())
+
+    @field_validator("runners", mode="before")
+    @classmethod
+    def _profiles(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for name, table in value.items():
+            if isinstance(table, RunnerProfile):
+                out[name] = table
+                continue
+            if not isinstance(table, dict):
+                raise ValueError(f"runners.{name} must be a table")
+            try:
+                out[name] = registry.validate_profile(table)
+            except registry.UnknownRunner as exc:
+                raise ValueError(f"runners.{name}: {exc}") from None
+            except ValidationError as exc:
+                raise ValueError(f"runners.{name}: {_first_errors(exc)}") from None
+        return out
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Campaign:
+        if (self.sessions_per_model is None) == (self.tasks is None):
+            raise ValueError("give exactly one of sessions_per_model or tasks")
+        names = [m.name for m in self.models]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate model names: {', '.join(dupes)}")
+        if self.runner not in self.runners:
+            raise ValueError(f"runner {self.runner!r} is not one of [runners.*]: {', '.join(self.runners)}")
+        if self.per_model_usd > self.budget.total_usd:
+            raise ValueError(f"per_model_usd {self.per_model_usd} exceeds total_usd {self.budget.total_usd}")
+        if self.per_session_usd > self.per_model_usd:
+            raise ValueError(
+                f"per_session_usd {self.per_session_usd} exceeds a model's cap {self.per_model_usd}"
+            )
+        return self
+
+    @property
+    def sessions_per_model_count(self) -> int:
+        return len(self.tasks) * self.repeats if self.tasks else self.sessions_per_model
+
+    @property
+    def per_model_usd(self) -> Decimal:
+        return self.budget.per_model_usd or self.budget.total_usd / len(self.models)
+
+    @property
+    def per_session_usd(self) -> Decimal:
+        return self.budget.per_session_usd or self.per_model_usd / self.sessions_per_model_count
+
+    def warnings(self) -> list[str]:
+        free = [m.name for m in self.models if not (m.input_usd_per_mtok and m.output_usd_per_mtok)]
+        if free:
+            return [f"zero price for {', '.join(free)}: the money cap cannot bound those calls"]
+        return []
+
+    def task_for(self, index: int) -> str | None:
+        return self.tasks[index % len(self.tasks)] if self.tasks else None
+
+    def to_toml(self) -> str:
+        """The campaign as TOML (the frozen copy in the run dir)."""
+        data = self.model_dump(mode="python", exclude_none=True)
+        data["runners"] = {n: p.model_dump(exclude_none=True) for n, p in self.runners.items()}
+        return tomli_w.dumps(_plain(data))
+
+    def identity_parts(self, environment_fingerprint: str) -> dict[str, Any]:
+        """Everything that makes sessions comparable; `--resume` refuses if any part changed."""
+        return {
+            "models": [m.model_dump(mode="json") for m in self.models],
+            "sessions": {
+                "sessions_per_model": self.sessions_per_model,
+                "tasks": self.tasks,
+                "repeats": self.repeats,
+            },
+            "budget": self.budget.model_dump(mode="json"),
+            "runners": {n: p.model_dump(mode="json") for n, p in sorted(self.runners.items())},
+            "environment": environment_fingerprint,
+        }
+
+
+def identity_digest(parts: dict[str, Any]) -> dict[str, str]:
+    """A short hash per identity part (stored in the run dir, compared on resume)."""
+    return {
+        key: hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+        for key, value in parts.items()
+    }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() and "E" not in str(value) else float(value)
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _first_errors(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {msg}" if where else msg)
+    return "; ".join(parts)
+
+
+def load(path: Path, **overrides: Any) -> Campaign:
+    """Load and validate a campaign file; every problem is a one-line BadInput."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such campaign file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path}: cannot read: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path}: malformed TOML: {exc}") from None
+    env = data.get("environment")
+    if isinstance(env, dict) and isinstance(env.get("path"), str):
+        env["path"] = str((path.parent / env["path"]).resolve())
+    token = _toml_data.set(data)
+    try:
+        campaign = Campaign(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        raise BadInput(f"{path}: {_first_errors(exc)}") from None
+    finally:
+        _toml_data.reset(token)
+    if not campaign.environment.path.exists():
+        raise BadInput(f"{path}: environment.path {campaign.environment.path} does not exist")
+    return campaign

@@ -1,0 +1,107 @@
+"""Where a run stands: rebuilt from the journal and the saved ledger, reconciled after a crash.
+
+The journal is the history of attempts; the accounts are rebuilt from its end lines, so a
+finished attempt is counted exactly once whatever instant a crash hit. The saved ledger adds
+what only it knows: the spend and open holds of attempts that were in flight. An attempt that
+was running when the previous process died is ended as an `error` (interrupted, retryable),
+charged what it spent plus its unsettled holds at their worst case (F6), and queued again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchtui.campaign import Campaign
+from benchtui.errors import BadInput
+from benchtui.ledger import Ledger
+from benchtui.money import ZERO, to_float, usd
+from benchtui.plan import PlannedSession
+from benchtui.store import JOURNAL, LEDGER
+
+STATES = {"pending", "running", "done", "skipped_budget", "error", "killed"}
+ENDED = {"done", "skipped_budget", "error", "killed"}
+INTERRUPTED = "interrupted: benchtui stopped while the session ran"
+
+
+def new_ledger(campaign: Campaign) -> Ledger:
+    caps = {m.name: campaign.per_model_usd for m in campaign.models}
+    return Ledger(campaign.budget.total_usd, caps, enforce=campaign.budget.enforce)
+
+
+def is_final(record: dict[str, Any]) -> bool:
+    """Final states are never re-run; infrastructure errors are retried on resume."""
+    state = record["state"]
+    return state in ENDED and not (state == "error" and record.get("retryable"))
+
+
+@dataclass
+class Checkpoint:
+    ledger: Ledger
+    last: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The current (last) journal record of every session that has one."""
+    reconciled: list[dict[str, Any]] = field(default_factory=list)
+    """End lines for interrupted attempts, to append to the journal before anything runs."""
+    saved_meta: dict[str, Any] = field(default_factory=dict)
+
+    def pending(self, plan: list[PlannedSession]) -> list[PlannedSession]:
+        return [s for s in plan if s.id not in self.last or not is_final(self.last[s.id])]
+
+
+def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[dict[str, Any]]:
+    """Parse the journal; a torn last line is ignored, any other bad line is corruption."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    lines = raw.split(b"\n")
+    lines.pop()  # b"" when the file ends with a newline, else a torn last line: ignored
+    records = []
+    for number, line in enumerate(lines, 1):
+        try:
+            rec = json.loads(line)
+            planned = plan_ids[rec["session"]]
+            ok = (rec["state"] in STATES and rec["model"] == planned.model
+                  and isinstance(rec["attempt"], int) and rec["cost_usd"] >= 0)
+        except (ValueError, KeyError, TypeError):
+            ok = False
+        if not ok:
+            raise BadInput(f"{path}: corrupted journal at line {number}; use --fresh to start over")
+        records.append(rec)
+    return records
+
+
+def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Checkpoint:
+    try:
+        saved = tomllib.loads((run_dir / LEDGER).read_text())
+        in_flight = {f.session: f for f in Ledger.running_from_toml(saved)}
+    except FileNotFoundError:
+        raise BadInput(f"{run_dir / LEDGER}: missing; use --fresh to start over") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise BadInput(f"{run_dir / LEDGER}: corrupted ledger ({exc}); use --fresh") from None
+    ledger = new_ledger(campaign)
+    check = Checkpoint(ledger, saved_meta={k: saved[k] for k in ("runner",) if k in saved})
+    plan_ids = {s.id: s for s in plan}
+    for rec in read_journal(run_dir / JOURNAL, plan_ids):
+        check.last[rec["session"]] = rec
+        if rec["state"] in ENDED:
+            ledger.record_end(rec["model"], rec["state"], usd(rec["cost_usd"]),
+                              certificates=int(bool(rec.get("certificate"))),
+                              tokens=rec.get("tokens", 0))
+    now = time.time()
+    for sid, rec in list(check.last.items()):
+        if rec["state"] != "running":
+            continue
+        flight = in_flight.get(sid)
+        # No in-flight entry: the ledger was never saved with it, so no call was authorised.
+        cost = flight.spent + flight.held if flight and flight.attempt == rec["attempt"] else ZERO
+        end = {**rec, "state": "error", "cost_usd": to_float(cost), "result": "error",
+               "reason": INTERRUPTED, "retryable": True, "t": now}
+        ledger.record_end(rec["model"], "error", cost)
+        check.last[sid] = end
+        check.reconciled.append(end)
+    return check

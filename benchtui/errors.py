@@ -1,0 +1,27 @@
+"""Errors that end the program with a one-line message and a contract exit code."""
+
+from __future__ import annotations
+
+
+class BenchtuiError(Exception):
+    """Base: `str(exc)` is the one line shown to the user."""
+
+    exit_code = 1
+
+
+class BadInput(BenchtuiError):
+    """The user's input is wrong; nothing was written."""
+
+    exit_code = 2
+
+
+class RunDirBusy(BenchtuiError):
+    """Another benchtui holds the run dir."""
+
+    exit_code = 3
+
+
+class StorageFailed(BenchtuiError):
+    """Persisting state failed (disk full, I/O error); the last committed state is intact."""
+
+    exit_code = 1

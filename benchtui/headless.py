@@ -1,0 +1,104 @@
+"""The headless front end: a line per session start/end, a final per-model table.
+
+Ctrl-C (or SIGTERM) once: stop launching, let running sessions finish. Twice: interrupt them.
+Either way the state is saved and `--resume` continues.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import TextIO
+
+import trio
+
+from benchtui import engine
+from benchtui.errors import BenchtuiError
+from benchtui import events as ev
+from benchtui.money import fmt
+from benchtui.scheduler import Scheduler
+
+
+class LinePrinter:
+    """Turns events into log-friendly lines."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self.out = out
+        self.accounts: ev.AccountsCommitted | None = None
+
+    def __call__(self, event: ev.Event) -> None:
+        line = None
+        match event:
+            case ev.CampaignStarted():
+                verb = "resuming" if event.resumed else "starting"
+                line = (f"{verb} campaign {event.name}: {event.remaining} of {event.sessions} "
+                        f"sessions to run, runner {event.runner}, parallelism {event.parallelism}, "
+                        f"run dir {event.run_dir}")
+                for warning in event.warnings:
+                    self.write(f"note: {warning}")
+            case ev.SessionStarted():
+                line = f"start {event.session} (attempt {event.attempt}, runner {event.runner})"
+            case ev.SessionEnded():
+                what = event.state if event.state != "done" else f"done {event.result}"
+                why = f" - {event.reason}" if event.reason and event.state != "done" else ""
+                line = f"end   {event.session} {what} {fmt(event.cost_usd)}{why}"
+            case ev.Notice():
+                line = f"{event.level}: {event.message}"
+            case ev.ControlChanged():
+                line = f"control: {'stopping' if event.stopping else 'paused' if event.paused else 'running'}, runner {event.runner}, parallelism {event.parallelism}"
+            case ev.AccountsCommitted():
+                self.accounts = event
+            case ev.CampaignEnded():
+                line = "campaign finished" if event.finished else f"campaign {event.message}"
+        if line:
+            self.write(line)
+
+    def write(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+    def table(self) -> str:
+        return summary_table(self.accounts) if self.accounts else ""
+
+
+def summary_table(acc: ev.AccountsCommitted) -> str:
+    head = f"{'model':<28} {'done':>5} {'skip':>5} {'error':>5} {'killed':>6} {'certs':>5} {'spent':>10} {'cap':>10}"
+    rows = [head, "-" * len(head)]
+    for m in acc.models:
+        rows.append(f"{m.name:<28} {m.done:>5} {m.skipped:>5} {m.errors:>5} {m.killed:>6} "
+                    f"{m.certificates:>5} {fmt(m.spent_usd):>10} {fmt(m.cap_usd):>10}")
+    rows.append(f"{'total':<28} {'':>5} {'':>5} {'':>5} {'':>6} {'':>5} {fmt(acc.spent_usd):>10} "
+                f"{fmt(acc.budget_usd):>10}   (wasted {fmt(acc.wasted_usd)})")
+    return "\n".join(rows)
+
+
+async def _watch_signals(scheduler: Scheduler, printer: LinePrinter) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        count = 0
+        async for _ in signals:
+            count += 1
+            if count == 1:
+                printer.write("stopping: no new sessions; running ones finish (Ctrl-C again to interrupt them)")
+                scheduler.stop()
+            else:
+                printer.write("interrupting running sessions (they are retried on --resume)")
+                scheduler.stop(now=True)
+
+
+async def main(prep: engine.PreparedRun, printer: LinePrinter) -> bool:
+    """Run the campaign headless; returns True when it finished."""
+    bus = ev.EventBus()
+    bus.subscribe(printer)
+    finished = False
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def run_then_stop(task_status=trio.TASK_STATUS_IGNORED) -> None:
+                nonlocal finished
+                finished = await engine.run(prep, bus, task_status=task_status)
+                nursery.cancel_scope.cancel()
+
+            scheduler = await nursery.start(run_then_stop)
+            nursery.start_soon(_watch_signals, scheduler, printer)
+    except* BenchtuiError as group:
+        raise group.exceptions[0] from None
+    return finished

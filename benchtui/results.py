@@ -1,0 +1,95 @@
+"""Per-model results files in the target benchmark's schema, derived from the journal.
+
+Rows are the current attempt of every session that ran (done, error, killed), keyed by session
+id, so a row can never appear twice; bulky details (certificates) come from `outcomes.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from benchtui.atomic import atomic_write
+from benchtui.environment import library_commit
+from benchtui.ledger import Ledger
+from benchtui.plan import PlannedSession, slug
+from benchtui.store import OUTCOMES
+
+RAN = {"done", "error", "killed"}
+VIOLATIONS = {"unsound_extraction", "incomplete_reduction", "suboptimal_extraction"}
+
+
+def results_path(run_dir: Path, model: str) -> Path:
+    return run_dir / "results" / f"{slug(model)}.json"
+
+
+def read_details(run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
+    details = {}
+    try:
+        lines = (run_dir / OUTCOMES).read_bytes().split(b"\n")
+    except FileNotFoundError:
+        return details
+    for line in lines:
+        try:
+            rec = json.loads(line)
+            details[rec["session"], rec["attempt"]] = rec
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn last line
+    return details
+
+
+def is_schema_certificate(cert: Any) -> bool:
+    return (isinstance(cert, dict) and isinstance(cert.get("rule"), str)
+            and cert.get("violation") in VIOLATIONS
+            and isinstance(cert.get("source"), dict) and isinstance(cert.get("bundle"), dict))
+
+
+def _row(rec: dict[str, Any], detail: dict[str, Any] | None) -> dict[str, Any]:
+    result = rec.get("result") or "error"
+    cert = (detail or {}).get("certificate")
+    row = {
+        "rule": rec.get("task") or (cert or {}).get("rule") or "library",
+        "result": result, "cost": rec["cost_usd"], "tokens_k": rec.get("tokens", 0) / 1000,
+        "steps": rec.get("steps", 0), "session": rec["session"], "attempt": rec["attempt"],
+        "state": rec["state"], "reason": rec.get("reason", ""),
+    }
+    if result in ("bug_found", "rejected") and is_schema_certificate(cert):
+        row["certificate"] = cert
+    if detail and detail.get("verify_details"):
+        row["verify_details"] = detail["verify_details"]
+    if result == "rejected":
+        row["reject_reason"] = (detail or {}).get("reject_reason") or rec.get("reason", "")
+    return row
+
+
+def build(model: str, rows: list[dict[str, Any]], ledger: Ledger, fingerprint: str) -> dict[str, Any]:
+    bugs = {json.dumps({k: r["certificate"].get(k) for k in ("rule", "violation", "source")}, sort_keys=True)
+            for r in rows if r["result"] == "bug_found" and "certificate" in r}
+    account = ledger.models[model]
+    cost, tokens_k = float(account.spent), account.tokens / 1000
+    return {
+        "model": model, "library_commit": library_commit(fingerprint), "bugs_found": len(bugs),
+        "total_cost_usd": cost, "total_tokens_k": tokens_k,
+        "efficiency_bugs_per_ktok": len(bugs) / tokens_k if tokens_k else 0.0,
+        "efficiency_bugs_per_dollar": len(bugs) / cost if cost else 0.0,
+        "rules_tested": len({r["rule"] for r in rows}), "results": rows,
+    }
+
+
+def write_all(run_dir: Path, plan: list[PlannedSession], last: dict[str, dict[str, Any]],
+              ledger: Ledger, fingerprint: str) -> list[Path]:
+    """Rewrite every model's results file atomically; returns the paths written."""
+    details = read_details(run_dir)
+    rows: dict[str, list[dict[str, Any]]] = {m: [] for m in ledger.models}
+    for planned in plan:
+        rec = last.get(planned.id)
+        if rec and rec["state"] in RAN:
+            rows[planned.model].append(_row(rec, details.get((planned.id, rec["attempt"]))))
+    (run_dir / "results").mkdir(exist_ok=True)
+    paths = []
+    for model, model_rows in rows.items():
+        path = results_path(run_dir, model)
+        atomic_write(path, json.dumps(build(model, model_rows, ledger, fingerprint), indent=1).encode())
+        paths.append(path)
+    return paths

@@ -1,0 +1,111 @@
+"""Durability by group commit: journal lines, result rows and the ledger, written in batches.
+
+Callers append records and mark the ledger dirty in memory, then `await commit()`, which
+returns once everything appended before the call is on disk. One committer task writes each
+batch in a worker thread, in this order: result rows (`outcomes.jsonl`), journal lines
+(`sessions.jsonl`), then the ledger (`ledger.toml`, atomically). A SIGKILL between any two
+writes leaves files that `checkpoint.load` reconciles. Batching keeps the cost per event flat
+however many sessions run: the ledger holds accounts and in-flight attempts, not history.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from benchtui.atomic import AppendLog, atomic_write
+from benchtui.errors import StorageFailed
+from benchtui.ledger import Ledger
+
+JOURNAL = "sessions.jsonl"
+OUTCOMES = "outcomes.jsonl"
+LEDGER = "ledger.toml"
+
+
+class Store:
+    def __init__(self, run_dir: Path, ledger: Ledger, *,
+                 snapshot: Callable[[], Any] = lambda: None,
+                 on_commit: Callable[[Any], None] = lambda snap: None) -> None:
+        self.run_dir = run_dir
+        self.ledger = ledger
+        self.snapshot = snapshot
+        """Called when a batch is taken; its value goes to `on_commit` once the batch is on disk."""
+        self.on_commit = on_commit
+        self.journal = AppendLog(run_dir / JOURNAL)
+        self.outcomes = AppendLog(run_dir / OUTCOMES)
+        self._lines: list[str] = []
+        self._rows: list[str] = []
+        self._wanted = trio.Event()
+        self._batch_done = trio.Event()
+        self.failure: StorageFailed | None = None
+        self.commits = 0
+        self.write_seconds = 0.0
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Queue a journal line (one session state change)."""
+        self._lines.append(json.dumps(record, separators=(",", ":")))
+
+    def append_row(self, record: dict[str, Any]) -> None:
+        """Queue a result row; it is written before the journal line that ends the session."""
+        self._rows.append(json.dumps(record, separators=(",", ":")))
+
+    def mark_dirty(self) -> None:
+        """The ledger changed; the next commit writes it (no waiting)."""
+        self._wanted.set()
+
+    async def commit(self) -> None:
+        """Wait until everything queued so far is durable (raises StorageFailed if it cannot be)."""
+        if self.failure:
+            raise self.failure
+        done = self._batch_done
+        self._wanted.set()
+        await done.wait()
+        if self.failure:
+            raise self.failure
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The committer: runs until cancelled; commits whatever is pending when it wakes."""
+        task_status.started()
+        while True:
+            await self._wanted.wait()
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write one batch now (also used for the final commit after the committer stops)."""
+        self._wanted = trio.Event()
+        rows, self._rows = self._rows, []
+        lines, self._lines = self._lines, []
+        ledger_bytes = self.ledger.to_toml()
+        snap = self.snapshot()
+        done, self._batch_done = self._batch_done, trio.Event()
+        try:
+            # The write is not abandoned on cancel: a batch is either written or has failed.
+            await trio.to_thread.run_sync(self._write, rows, lines, ledger_bytes)
+        except OSError as exc:
+            self.failure = StorageFailed(
+                f"cannot save state in {self.run_dir}: {exc.strerror or exc}; the last saved "
+                "state is intact: fix this, then run with --resume")
+        finally:
+            done.set()
+        if self.failure:
+            raise self.failure
+        self.commits += 1
+        self.on_commit(snap)
+
+    def _write(self, rows: list[str], lines: list[str], ledger_bytes: bytes) -> None:
+        t0 = time.perf_counter()
+        if rows:
+            self.outcomes.append(("\n".join(rows) + "\n").encode())
+        if lines:
+            self.journal.append(("\n".join(lines) + "\n").encode())
+        atomic_write(self.run_dir / LEDGER, ledger_bytes)
+        self.write_seconds += time.perf_counter() - t0
+
+    def close(self) -> None:
+        self.journal.close()
+        self.outcomes.close()

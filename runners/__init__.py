@@ -1,0 +1,1 @@
+"""Agent runners behind the `AgentRunner` boundary (see `runners.base`)."""
