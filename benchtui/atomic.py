@@ -13,7 +13,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     try:
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
         os.fsync(fd)
     except BaseException:
         os.close(fd)
@@ -60,7 +60,7 @@ class AppendLog:
         """Write whole lines and fsync them."""
         view = memoryview(data)
         while view:
-            view = view[os.write(self.fd, view):]
+            view = view[os.write(self.fd, view) :]
         os.fsync(self.fd)
 
     def close(self) -> None:

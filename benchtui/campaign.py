@@ -23,7 +23,8 @@ from benchtui.errors import BadInput
 from runners import registry
 from runners.base import ModelSpec, RunnerProfile
 
-_toml_data: ContextVar[dict[str, Any]] = ContextVar("_toml_data", default={})
+# The TOML file's data while a Campaign is being built (the lowest-precedence settings source).
+_toml_data: ContextVar[dict[str, Any] | None] = ContextVar("_toml_data", default=None)
 
 
 class Strict(BaseModel):
@@ -88,11 +89,14 @@ class Campaign(BaseSettings):
 
     @classmethod
     def settings_customise_sources(
-        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource, **_: PydanticBaseSettingsSource,
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        **_: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Precedence: explicit (CLI) > BENCHTUI_* environment > the TOML file.
-        return init_settings, env_settings, InitSettingsSource(settings_cls, _toml_data.get())
+        return init_settings, env_settings, InitSettingsSource(settings_cls, _toml_data.get() or {})
 
     @field_validator("runners", mode="before")
     @classmethod
@@ -161,17 +165,19 @@ class Campaign(BaseSettings):
 
     def identity_parts(self, environment_fingerprint: str) -> dict[str, Any]:
         """Everything that makes sessions comparable; `--resume` refuses if any part changed."""
-        return {
-            "models": [m.model_dump(mode="json") for m in self.models],
-            "sessions": {
-                "sessions_per_model": self.sessions_per_model,
-                "tasks": self.tasks,
-                "repeats": self.repeats,
-            },
-            "budget": self.budget.model_dump(mode="json"),
-            "runners": {n: p.model_dump(mode="json") for n, p in sorted(self.runners.items())},
-            "environment": environment_fingerprint,
-        }
+        return _canonical(
+            {
+                "models": [m.model_dump() for m in self.models],
+                "sessions": {
+                    "sessions_per_model": self.sessions_per_model,
+                    "tasks": self.tasks,
+                    "repeats": self.repeats,
+                },
+                "budget": self.budget.model_dump(),
+                "runners": {n: p.model_dump() for n, p in sorted(self.runners.items())},
+                "environment": environment_fingerprint,
+            }
+        )
 
 
 def identity_digest(parts: dict[str, Any]) -> dict[str, str]:
@@ -180,6 +186,21 @@ def identity_digest(parts: dict[str, Any]) -> dict[str, str]:
         key: hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
         for key, value in parts.items()
     }
+
+
+def _canonical(value: Any) -> Any:
+    """JSON-able, with numbers spelled one way (0.20 == 0.2, 3 == 3.0) so equal means equal."""
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical(v) for v in value]
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        value = Decimal(repr(value))
+    if isinstance(value, Decimal):
+        return format(value.normalize(), "f")
+    if isinstance(value, Path):
+        return str(value)
+    return value
 
 
 def _plain(value: Any) -> Any:

@@ -65,8 +65,12 @@ def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[dict[s
         try:
             rec = json.loads(line)
             planned = plan_ids[rec["session"]]
-            ok = (rec["state"] in STATES and rec["model"] == planned.model
-                  and isinstance(rec["attempt"], int) and rec["cost_usd"] >= 0)
+            ok = (
+                rec["state"] in STATES
+                and rec["model"] == planned.model
+                and isinstance(rec["attempt"], int)
+                and rec["cost_usd"] >= 0
+            )
         except (ValueError, KeyError, TypeError):
             ok = False
         if not ok:
@@ -89,9 +93,13 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
     for rec in read_journal(run_dir / JOURNAL, plan_ids):
         check.last[rec["session"]] = rec
         if rec["state"] in ENDED:
-            ledger.record_end(rec["model"], rec["state"], usd(rec["cost_usd"]),
-                              certificates=int(bool(rec.get("certificate"))),
-                              tokens=rec.get("tokens", 0))
+            ledger.record_end(
+                rec["model"],
+                rec["state"],
+                usd(rec["cost_usd"]),
+                certificates=int(bool(rec.get("certificate"))),
+                tokens=rec.get("tokens", 0),
+            )
     now = time.time()
     for sid, rec in list(check.last.items()):
         if rec["state"] != "running":
@@ -99,8 +107,15 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
         flight = in_flight.get(sid)
         # No in-flight entry: the ledger was never saved with it, so no call was authorised.
         cost = flight.spent + flight.held if flight and flight.attempt == rec["attempt"] else ZERO
-        end = {**rec, "state": "error", "cost_usd": to_float(cost), "result": "error",
-               "reason": INTERRUPTED, "retryable": True, "t": now}
+        end = {
+            **rec,
+            "state": "error",
+            "cost_usd": to_float(cost),
+            "result": "error",
+            "reason": INTERRUPTED,
+            "retryable": True,
+            "t": now,
+        }
         ledger.record_end(rec["model"], "error", cost)
         check.last[sid] = end
         check.reconciled.append(end)

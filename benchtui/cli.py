@@ -18,19 +18,29 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def run_parser() -> ArgumentParser:
-    p = ArgumentParser(prog="benchtui", description="Run a fair, budgeted, resumable campaign.",
-                       epilog="Also: `benchtui ctl --help`, `benchtui schema`.")
+    p = ArgumentParser(
+        prog="benchtui",
+        description="Run a fair, budgeted, resumable campaign.",
+        epilog="Also: `benchtui ctl --help`, `benchtui schema`.",
+    )
     p.add_argument("campaign", nargs="?", type=Path, help="campaign TOML file")
     p.add_argument("--no-ui", action="store_true", help="headless: log lines instead of the TUI")
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--resume", action="store_true",
-                      help="continue the existing run (without CAMPAIGN: the latest run)")
-    mode.add_argument("--fresh", action="store_true",
-                      help="start over; the old run dir is moved aside, never deleted")
+    mode.add_argument(
+        "--resume", action="store_true", help="continue the existing run (without CAMPAIGN: the latest run)"
+    )
+    mode.add_argument(
+        "--fresh", action="store_true", help="start over; the old run dir is moved aside, never deleted"
+    )
     p.add_argument("--runner", metavar="PROFILE", help="active runner profile from [runners.*]")
     p.add_argument("--parallelism", type=int, metavar="N", help="sessions running at once")
-    p.add_argument("--state-dir", type=Path, default=None, metavar="DIR",
-                   help="where run dirs live (default: runs, or BENCHTUI_STATE_DIR)")
+    p.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where run dirs live (default: runs, or BENCHTUI_STATE_DIR)",
+    )
     return p
 
 
@@ -46,8 +56,9 @@ def main_run(argv: list[str]) -> int:
     args = run_parser().parse_args(argv)
     if args.parallelism is not None and args.parallelism < 1:
         raise_bad("--parallelism must be at least 1")
-    opts = engine.Options(args.campaign, _state_dir(args.state_dir), args.resume, args.fresh,
-                          args.runner, args.parallelism)
+    opts = engine.Options(
+        args.campaign, _state_dir(args.state_dir), args.resume, args.fresh, args.runner, args.parallelism
+    )
     prep = engine.prepare(opts)
     try:
         if args.no_ui or not sys.stdout.isatty():

@@ -68,8 +68,10 @@ def prepare(opts: Options) -> PreparedRun:
             stored = rundir.read_identity(run_dir)
             changed = [key for key in digest if stored.get(key) != digest[key]]
             if changed:
-                raise BadInput(f"cannot resume {run_dir}: changed since it started: "
-                               f"{', '.join(changed)} (use --fresh to start over)")
+                raise BadInput(
+                    f"cannot resume {run_dir}: changed since it started: "
+                    f"{', '.join(changed)} (use --fresh to start over)"
+                )
             check = checkpoint.load(run_dir, campaign, plan)
         except BaseException:
             lock.release()
@@ -84,11 +86,14 @@ def prepare(opts: Options) -> PreparedRun:
         if run_dir.exists():
             notes.append(f"previous run moved to {rundir.move_aside(run_dir)}")
         check = checkpoint.Checkpoint(checkpoint.new_ledger(campaign))
-        lock = rundir.create(run_dir, {
-            rundir.CAMPAIGN: campaign.to_toml().encode(),
-            rundir.IDENTITY: json.dumps(digest, indent=1).encode(),
-            LEDGER: check.ledger.to_toml(),
-        })
+        lock = rundir.create(
+            run_dir,
+            {
+                rundir.CAMPAIGN: campaign.to_toml().encode(),
+                rundir.IDENTITY: json.dumps(digest, indent=1).encode(),
+                LEDGER: check.ledger.to_toml(),
+            },
+        )
         resumed = False
     rundir.set_latest(opts.state_dir, campaign.name)
     return PreparedRun(campaign, run_dir, lock, plan, check, fingerprint, runner, resumed, notes)
@@ -96,25 +101,46 @@ def prepare(opts: Options) -> PreparedRun:
 
 def accounts(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitted:
     models = tuple(
-        ev.ModelTotals(name, m.cap, m.spent, m.reserved, m.wasted, m.done, m.skipped, m.errors,
-                       m.killed, m.running, m.certificates, planned[name])
-        for name, m in ledger.models.items())
+        ev.ModelTotals(
+            name,
+            m.cap,
+            m.spent,
+            m.reserved,
+            m.wasted,
+            m.done,
+            m.skipped,
+            m.errors,
+            m.killed,
+            m.running,
+            m.certificates,
+            planned[name],
+        )
+        for name, m in ledger.models.items()
+    )
     return ev.AccountsCommitted(ledger.budget, ledger.spent, ledger.reserved, ledger.wasted, models)
 
 
-async def run(prep: PreparedRun, bus: ev.EventBus, *,
-              task_status: trio.TaskStatus[Scheduler] = trio.TASK_STATUS_IGNORED) -> bool:
+async def run(
+    prep: PreparedRun, bus: ev.EventBus, *, task_status: trio.TaskStatus[Scheduler] = trio.TASK_STATUS_IGNORED
+) -> bool:
     """Run the campaign; `task_status.started(scheduler)` hands front ends the control calls.
 
     Returns True when every session reached a final state (False: stopped, resumable).
     """
     campaign, ledger = prep.campaign, prep.checkpoint.ledger
     planned = Counter(s.model for s in prep.plan)
-    store = Store(prep.run_dir, ledger, snapshot=lambda: accounts(ledger, planned),
-                  on_commit=bus.emit)
-    scheduler = Scheduler(campaign, prep.run_dir, prep.plan, prep.checkpoint, store, bus,
-                          runner=prep.runner,
-                          parallelism=campaign.parallelism, fingerprint=prep.fingerprint)
+    store = Store(prep.run_dir, ledger, snapshot=lambda: accounts(ledger, planned), on_commit=bus.emit)
+    scheduler = Scheduler(
+        campaign,
+        prep.run_dir,
+        prep.plan,
+        prep.checkpoint,
+        store,
+        bus,
+        runner=prep.runner,
+        parallelism=campaign.parallelism,
+        fingerprint=prep.fingerprint,
+    )
     finished = False
     try:
         async with trio.open_nursery() as services:
@@ -122,9 +148,18 @@ async def run(prep: PreparedRun, bus: ev.EventBus, *,
             for line in prep.checkpoint.reconciled:
                 store.append(line)
             await store.commit()
-            bus.emit(ev.CampaignStarted(campaign.name, str(prep.run_dir), scheduler.runner,
-                                        scheduler.parallelism, len(prep.plan),
-                                        len(scheduler.queue), prep.resumed, tuple(prep.notes)))
+            bus.emit(
+                ev.CampaignStarted(
+                    campaign.name,
+                    str(prep.run_dir),
+                    scheduler.runner,
+                    scheduler.parallelism,
+                    len(prep.plan),
+                    len(scheduler.queue),
+                    prep.resumed,
+                    tuple(prep.notes),
+                )
+            )
             task_status.started(scheduler)
             finished = await scheduler.run()
             services.cancel_scope.cancel()
@@ -134,5 +169,6 @@ async def run(prep: PreparedRun, bus: ev.EventBus, *,
         store.close()
         if store.failure is None:
             results.write_all(prep.run_dir, prep.plan, scheduler.last, ledger, prep.fingerprint)
+        prep.lock.release()
     bus.emit(ev.CampaignEnded(finished, "" if finished else "stopped: resume with --resume"))
     return finished

@@ -13,9 +13,7 @@ SKIP_DIRS = {".git", "target", "__pycache__", "node_modules"}
 
 def _git(path: Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(
-            ["git", "-C", str(path), *args], capture_output=True, text=True, timeout=30
-        )
+        done = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
@@ -43,7 +41,9 @@ def tool_version(tool: str) -> str:
         done = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return f"{tool}=missing"
-    return f"{tool}={(done.stdout or done.stderr).strip().splitlines()[0] if done.returncode == 0 else 'broken'}"
+    return (
+        f"{tool}={(done.stdout or done.stderr).strip().splitlines()[0] if done.returncode == 0 else 'broken'}"
+    )
 
 
 def fingerprint(path: Path, tools: list[str] = ()) -> str:
@@ -71,11 +71,17 @@ def make_session_copy(source: Path, dest: Path) -> Path:
     if is_git_checkout(source):
         subprocess.run(
             ["git", "clone", "--quiet", "--no-hardlinks", str(source), str(dest)],
-            check=True, capture_output=True, timeout=600,
+            check=True,
+            capture_output=True,
+            timeout=600,
         )
         commit = _git(source, "rev-parse", "HEAD")
-        subprocess.run(["git", "-C", str(dest), "checkout", "--quiet", "--detach", commit],
-                       check=True, capture_output=True, timeout=600)
+        subprocess.run(
+            ["git", "-C", str(dest), "checkout", "--quiet", "--detach", commit],
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
     else:
         shutil.copytree(source, dest, symlinks=True, ignore=shutil.ignore_patterns(*SKIP_DIRS))
     return dest

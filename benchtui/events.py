@@ -105,8 +105,16 @@ class CampaignEnded:
     message: str = ""
 
 
-Event = (CampaignStarted | SessionStarted | SessionProgress | SessionEnded | AccountsCommitted
-         | ControlChanged | Notice | CampaignEnded)
+Event = (
+    CampaignStarted
+    | SessionStarted
+    | SessionProgress
+    | SessionEnded
+    | AccountsCommitted
+    | ControlChanged
+    | Notice
+    | CampaignEnded
+)
 Listener = Callable[[Event], None]
 
 

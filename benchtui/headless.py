@@ -13,8 +13,8 @@ from typing import TextIO
 import trio
 
 from benchtui import engine
-from benchtui.errors import BenchtuiError
 from benchtui import events as ev
+from benchtui.errors import BenchtuiError
 from benchtui.money import fmt
 from benchtui.scheduler import Scheduler
 
@@ -31,9 +31,11 @@ class LinePrinter:
         match event:
             case ev.CampaignStarted():
                 verb = "resuming" if event.resumed else "starting"
-                line = (f"{verb} campaign {event.name}: {event.remaining} of {event.sessions} "
-                        f"sessions to run, runner {event.runner}, parallelism {event.parallelism}, "
-                        f"run dir {event.run_dir}")
+                line = (
+                    f"{verb} campaign {event.name}: {event.remaining} of {event.sessions} "
+                    f"sessions to run, runner {event.runner}, parallelism {event.parallelism}, "
+                    f"run dir {event.run_dir}"
+                )
                 for warning in event.warnings:
                     self.write(f"note: {warning}")
             case ev.SessionStarted():
@@ -64,10 +66,14 @@ def summary_table(acc: ev.AccountsCommitted) -> str:
     head = f"{'model':<28} {'done':>5} {'skip':>5} {'error':>5} {'killed':>6} {'certs':>5} {'spent':>10} {'cap':>10}"
     rows = [head, "-" * len(head)]
     for m in acc.models:
-        rows.append(f"{m.name:<28} {m.done:>5} {m.skipped:>5} {m.errors:>5} {m.killed:>6} "
-                    f"{m.certificates:>5} {fmt(m.spent_usd):>10} {fmt(m.cap_usd):>10}")
-    rows.append(f"{'total':<28} {'':>5} {'':>5} {'':>5} {'':>6} {'':>5} {fmt(acc.spent_usd):>10} "
-                f"{fmt(acc.budget_usd):>10}   (wasted {fmt(acc.wasted_usd)})")
+        rows.append(
+            f"{m.name:<28} {m.done:>5} {m.skipped:>5} {m.errors:>5} {m.killed:>6} "
+            f"{m.certificates:>5} {fmt(m.spent_usd):>10} {fmt(m.cap_usd):>10}"
+        )
+    rows.append(
+        f"{'total':<28} {'':>5} {'':>5} {'':>5} {'':>6} {'':>5} {fmt(acc.spent_usd):>10} "
+        f"{fmt(acc.budget_usd):>10}   (wasted {fmt(acc.wasted_usd)})"
+    )
     return "\n".join(rows)
 
 
@@ -77,7 +83,9 @@ async def _watch_signals(scheduler: Scheduler, printer: LinePrinter) -> None:
         async for _ in signals:
             count += 1
             if count == 1:
-                printer.write("stopping: no new sessions; running ones finish (Ctrl-C again to interrupt them)")
+                printer.write(
+                    "stopping: no new sessions; running ones finish (Ctrl-C again to interrupt them)"
+                )
                 scheduler.stop()
             else:
                 printer.write("interrupting running sessions (they are retried on --resume)")

@@ -37,16 +37,26 @@ class InFlight:
 
     def to_toml(self) -> dict[str, Any]:
         return {
-            "model": self.model, "index": self.index, "attempt": self.attempt, "runner": self.runner,
-            "reservation_usd": to_float(self.reservation), "spent_usd": to_float(self.spent),
+            "model": self.model,
+            "index": self.index,
+            "attempt": self.attempt,
+            "runner": self.runner,
+            "reservation_usd": to_float(self.reservation),
+            "spent_usd": to_float(self.spent),
             "held_usd": to_float(self.held),
         }
 
     @classmethod
     def from_toml(cls, session: str, data: dict[str, Any]) -> InFlight:
         return cls(
-            session, data["model"], int(data["index"]), int(data["attempt"]), data["runner"],
-            usd(data["reservation_usd"]), usd(data["spent_usd"]), usd(data["held_usd"]),
+            session,
+            data["model"],
+            int(data["index"]),
+            int(data["attempt"]),
+            data["runner"],
+            usd(data["reservation_usd"]),
+            usd(data["spent_usd"]),
+            usd(data["held_usd"]),
         )
 
 
@@ -66,11 +76,16 @@ class ModelAccount:
 
     def to_toml(self) -> dict[str, Any]:
         return {
-            "cap_usd": to_float(self.cap), "spent_usd": to_float(self.spent),
-            "reserved_usd": to_float(self.reserved), "wasted_usd": to_float(self.wasted),
-            "sessions_done": self.done, "sessions_skipped": self.skipped,
-            "sessions_error": self.errors, "sessions_killed": self.killed,
-            "sessions_running": self.running, "certificates": self.certificates,
+            "cap_usd": to_float(self.cap),
+            "spent_usd": to_float(self.spent),
+            "reserved_usd": to_float(self.reserved),
+            "wasted_usd": to_float(self.wasted),
+            "sessions_done": self.done,
+            "sessions_skipped": self.skipped,
+            "sessions_error": self.errors,
+            "sessions_killed": self.killed,
+            "sessions_running": self.running,
+            "certificates": self.certificates,
         }
 
 
@@ -102,22 +117,21 @@ class Ledger:
         if not self.enforce:
             return True
         m = self.models[model]
-        return (m.spent + m.reserved + amount <= m.cap
-                and self.spent + self.reserved + amount <= self.budget)
+        return m.spent + m.reserved + amount <= m.cap and self.spent + self.reserved + amount <= self.budget
 
     def may_fit_later(self, model: str, amount: Decimal) -> bool:
         """True if running sessions handing back unused reservation could make room."""
         m = self.models[model]
-        model_later = m.spent + amount <= m.cap and (
-            m.spent + m.reserved + amount <= m.cap or m.running > 0)
+        model_later = m.spent + amount <= m.cap and (m.spent + m.reserved + amount <= m.cap or m.running > 0)
         total_later = self.spent + amount <= self.budget and (
-            self.spent + self.reserved + amount <= self.budget or bool(self.running))
+            self.spent + self.reserved + amount <= self.budget or bool(self.running)
+        )
         return model_later and total_later
 
-    def open(self, session: str, model: str, index: int, attempt: int, runner: str,
-             reservation: Decimal) -> InFlight:
-        flight = InFlight(session, model, index, attempt, runner,
-                          reservation if self.enforce else ZERO)
+    def open(
+        self, session: str, model: str, index: int, attempt: int, runner: str, reservation: Decimal
+    ) -> InFlight:
+        flight = InFlight(session, model, index, attempt, runner, reservation if self.enforce else ZERO)
         self.running[session] = flight
         account = self.models[model]
         account.reserved += flight.unspent
@@ -153,12 +167,21 @@ class Ledger:
         account = self.models[flight.model]
         account.reserved -= flight.unspent
         account.running -= 1
-        self.record_end(flight.model, state, flight.spent, already_spent=True,
-                        certificates=certificates, tokens=tokens)
+        self.record_end(
+            flight.model, state, flight.spent, already_spent=True, certificates=certificates, tokens=tokens
+        )
         return flight.spent
 
-    def record_end(self, model: str, state: str, cost: Decimal, *, already_spent: bool = False,
-                   certificates: int = 0, tokens: int = 0) -> None:
+    def record_end(
+        self,
+        model: str,
+        state: str,
+        cost: Decimal,
+        *,
+        already_spent: bool = False,
+        certificates: int = 0,
+        tokens: int = 0,
+    ) -> None:
         """Count an ended attempt (also used to rebuild the accounts from the journal)."""
         account = self.models[model]
         if not already_spent:
@@ -182,8 +205,10 @@ class Ledger:
             **self.meta,
             "enforce": self.enforce,
             "totals": {
-                "budget_usd": to_float(self.budget), "spent_usd": to_float(self.spent),
-                "reserved_usd": to_float(self.reserved), "wasted_usd": to_float(self.wasted),
+                "budget_usd": to_float(self.budget),
+                "spent_usd": to_float(self.spent),
+                "reserved_usd": to_float(self.reserved),
+                "wasted_usd": to_float(self.wasted),
                 "held_usd": to_float(sum((f.held for f in self.running.values()), ZERO)),
                 "sessions_running": len(self.running),
             },

@@ -34,13 +34,16 @@ class SessionMeter:
         return self._budget - self._flight.spent - self._flight.held
 
     def worst_case_usd(self, prompt_tokens: int) -> Decimal:
-        return (token_cost(prompt_tokens, self._model.input_usd_per_mtok)
-                + token_cost(self._model.max_output_tokens, self._model.output_usd_per_mtok))
+        return token_cost(prompt_tokens, self._model.input_usd_per_mtok) + token_cost(
+            self._model.max_output_tokens, self._model.output_usd_per_mtok
+        )
 
     def price(self, usage: Usage) -> Decimal:
-        return (token_cost(usage.input_tokens, self._model.input_usd_per_mtok)
-                + token_cost(usage.output_tokens, self._model.output_usd_per_mtok)
-                + usd(usage.flat_usd))
+        return (
+            token_cost(usage.input_tokens, self._model.input_usd_per_mtok)
+            + token_cost(usage.output_tokens, self._model.output_usd_per_mtok)
+            + usd(usage.flat_usd)
+        )
 
     async def authorise(self, worst_case_usd: Decimal) -> bool:
         """Hold the worst case; returns once the hold is on disk, or False if it does not fit."""
@@ -64,4 +67,5 @@ class SessionMeter:
 
     def progress(self, note: str) -> None:
         self._scheduler.bus.emit(
-            ev.SessionProgress(self._flight.session, note, self.calls, self._flight.spent))
+            ev.SessionProgress(self._flight.session, note, self.calls, self._flight.spent)
+        )

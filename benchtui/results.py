@@ -40,9 +40,13 @@ def read_details(run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
 
 
 def is_schema_certificate(cert: Any) -> bool:
-    return (isinstance(cert, dict) and isinstance(cert.get("rule"), str)
-            and cert.get("violation") in VIOLATIONS
-            and isinstance(cert.get("source"), dict) and isinstance(cert.get("bundle"), dict))
+    return (
+        isinstance(cert, dict)
+        and isinstance(cert.get("rule"), str)
+        and cert.get("violation") in VIOLATIONS
+        and isinstance(cert.get("source"), dict)
+        and isinstance(cert.get("bundle"), dict)
+    )
 
 
 def _row(rec: dict[str, Any], detail: dict[str, Any] | None) -> dict[str, Any]:
@@ -50,9 +54,14 @@ def _row(rec: dict[str, Any], detail: dict[str, Any] | None) -> dict[str, Any]:
     cert = (detail or {}).get("certificate")
     row = {
         "rule": rec.get("task") or (cert or {}).get("rule") or "library",
-        "result": result, "cost": rec["cost_usd"], "tokens_k": rec.get("tokens", 0) / 1000,
-        "steps": rec.get("steps", 0), "session": rec["session"], "attempt": rec["attempt"],
-        "state": rec["state"], "reason": rec.get("reason", ""),
+        "result": result,
+        "cost": rec["cost_usd"],
+        "tokens_k": rec.get("tokens", 0) / 1000,
+        "steps": rec.get("steps", 0),
+        "session": rec["session"],
+        "attempt": rec["attempt"],
+        "state": rec["state"],
+        "reason": rec.get("reason", ""),
     }
     if result in ("bug_found", "rejected") and is_schema_certificate(cert):
         row["certificate"] = cert
@@ -64,21 +73,33 @@ def _row(rec: dict[str, Any], detail: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def build(model: str, rows: list[dict[str, Any]], ledger: Ledger, fingerprint: str) -> dict[str, Any]:
-    bugs = {json.dumps({k: r["certificate"].get(k) for k in ("rule", "violation", "source")}, sort_keys=True)
-            for r in rows if r["result"] == "bug_found" and "certificate" in r}
+    bugs = {
+        json.dumps({k: r["certificate"].get(k) for k in ("rule", "violation", "source")}, sort_keys=True)
+        for r in rows
+        if r["result"] == "bug_found" and "certificate" in r
+    }
     account = ledger.models[model]
     cost, tokens_k = float(account.spent), account.tokens / 1000
     return {
-        "model": model, "library_commit": library_commit(fingerprint), "bugs_found": len(bugs),
-        "total_cost_usd": cost, "total_tokens_k": tokens_k,
+        "model": model,
+        "library_commit": library_commit(fingerprint),
+        "bugs_found": len(bugs),
+        "total_cost_usd": cost,
+        "total_tokens_k": tokens_k,
         "efficiency_bugs_per_ktok": len(bugs) / tokens_k if tokens_k else 0.0,
         "efficiency_bugs_per_dollar": len(bugs) / cost if cost else 0.0,
-        "rules_tested": len({r["rule"] for r in rows}), "results": rows,
+        "rules_tested": len({r["rule"] for r in rows}),
+        "results": rows,
     }
 
 
-def write_all(run_dir: Path, plan: list[PlannedSession], last: dict[str, dict[str, Any]],
-              ledger: Ledger, fingerprint: str) -> list[Path]:
+def write_all(
+    run_dir: Path,
+    plan: list[PlannedSession],
+    last: dict[str, dict[str, Any]],
+    ledger: Ledger,
+    fingerprint: str,
+) -> list[Path]:
     """Rewrite every model's results file atomically; returns the paths written."""
     details = read_details(run_dir)
     rows: dict[str, list[dict[str, Any]]] = {m: [] for m in ledger.models}

@@ -39,9 +39,19 @@ class Ending:
 
 
 class Scheduler:
-    def __init__(self, campaign: Campaign, run_dir: Path, plan: list[PlannedSession],
-                 checkpoint: Checkpoint, store: Store, bus: ev.EventBus, *, runner: str,
-                 parallelism: int, fingerprint: str) -> None:
+    def __init__(
+        self,
+        campaign: Campaign,
+        run_dir: Path,
+        plan: list[PlannedSession],
+        checkpoint: Checkpoint,
+        store: Store,
+        bus: ev.EventBus,
+        *,
+        runner: str,
+        parallelism: int,
+        fingerprint: str,
+    ) -> None:
         self.campaign = campaign
         self.run_dir = run_dir
         self.plan = plan
@@ -65,8 +75,7 @@ class Scheduler:
         self._released = trio.Event()
         self._runners: dict[str, AgentRunner] = {}
         self._models = {m.name: m.spec() for m in campaign.models}
-        self.ledger.meta.update(campaign=campaign.name, runner=runner, paused=False,
-                                parallelism=parallelism)
+        self.ledger.meta.update(campaign=campaign.name, runner=runner, paused=False, parallelism=parallelism)
 
     # -- control calls ------------------------------------------------------------------------
     @property
@@ -107,8 +116,9 @@ class Scheduler:
     def set_runner(self, profile: str) -> None:
         """Sessions not yet started use `profile`; raises ValueError for an unknown profile."""
         if profile not in self.campaign.runners:
-            raise ValueError(f"unknown runner profile {profile!r} "
-                             f"(campaign has: {', '.join(self.campaign.runners)})")
+            raise ValueError(
+                f"unknown runner profile {profile!r} (campaign has: {', '.join(self.campaign.runners)})"
+            )
         if profile == self.runner:
             return
         self.runner = profile
@@ -116,8 +126,13 @@ class Scheduler:
         self.store.mark_dirty()
         used = {r["runner"] for r in self.last.values() if r.get("runner") and r["state"] != "skipped_budget"}
         if used - {profile}:
-            self.bus.emit(ev.Notice("warning", f"fairness: sessions already ran on {', '.join(sorted(used))}; "
-                                               f"from now on they run on {profile}, so models may be compared across runners"))
+            self.bus.emit(
+                ev.Notice(
+                    "warning",
+                    f"fairness: sessions already ran on {', '.join(sorted(used))}; "
+                    f"from now on they run on {profile}, so models may be compared across runners",
+                )
+            )
         self._control_changed()
 
     def set_parallelism(self, n: int) -> None:
@@ -167,19 +182,46 @@ class Scheduler:
         return self.ledger.open(session.id, session.model, session.index, attempt, self.runner, amount)
 
     async def _skip(self, session: PlannedSession) -> None:
-        record = self._record(session, "skipped_budget", attempt=0, runner=self.runner,
-                              cost=Decimal(0), reason="budget: the full per-session budget no longer fits")
+        previous = self.last.get(session.id)
+        record = self._record(
+            session,
+            "skipped_budget",
+            runner=self.runner,
+            attempt=previous["attempt"] if previous else 0,
+            cost=Decimal(0),
+            reason="budget: the full per-session budget no longer fits",
+        )
         self.ledger.record_end(session.model, "skipped_budget", Decimal(0))
         self.store.append(record)
         await self.store.commit()
-        self.bus.emit(ev.SessionEnded(session.id, session.model, session.index, 0,
-                                      "skipped_budget", None, record["reason"], Decimal(0)))
+        self.bus.emit(
+            ev.SessionEnded(
+                session.id,
+                session.model,
+                session.index,
+                record["attempt"],
+                "skipped_budget",
+                None,
+                record["reason"],
+                Decimal(0),
+            )
+        )
 
-    def _record(self, session: PlannedSession, state: str, *, attempt: int, runner: str,
-                cost: Decimal, **extra: Any) -> dict[str, Any]:
-        record = {"session": session.id, "model": session.model, "index": session.index,
-                  "task": session.task, "state": state, "attempt": attempt, "runner": runner,
-                  "cost_usd": float(cost), "t": round(time.time(), 3), **extra}
+    def _record(
+        self, session: PlannedSession, state: str, *, attempt: int, runner: str, cost: Decimal, **extra: Any
+    ) -> dict[str, Any]:
+        record = {
+            "session": session.id,
+            "model": session.model,
+            "index": session.index,
+            "task": session.task,
+            "state": state,
+            "attempt": attempt,
+            "runner": runner,
+            "cost_usd": float(cost),
+            "t": round(time.time(), 3),
+            **extra,
+        }
         self.last[session.id] = record
         return record
 
@@ -191,9 +233,17 @@ class Scheduler:
 
     async def _session(self, session: PlannedSession, flight: InFlight) -> None:
         sid = session.id
-        self.store.append(self._record(session, "running", attempt=flight.attempt,
-                                       runner=flight.runner, cost=Decimal(0),
-                                       environment=self.fingerprint))
+        self.store.append(
+            self._record(
+                session,
+                "running",
+                attempt=flight.attempt,
+                runner=flight.runner,
+                cost=Decimal(0),
+                reserved_usd=float(flight.reservation),
+                environment=self.fingerprint,
+            )
+        )
         meter = SessionMeter(self, flight, self._models[session.model], self.campaign.per_session_usd)
         self._meters[sid] = meter
         scope = self._scopes[sid] = trio.CancelScope()
@@ -202,16 +252,29 @@ class Scheduler:
         try:
             with scope:
                 await self.store.commit()
-                self.bus.emit(ev.SessionStarted(sid, session.model, session.index, session.task,
-                                                flight.attempt, flight.runner))
-                spec = SessionSpec(sid, self._models[session.model], session.index, session.task,
-                                   flight.attempt, self.campaign.per_session_usd,
-                                   self.run_dir / "sessions" / sid,
-                                   self.campaign.environment.path, self.fingerprint)
+                self.bus.emit(
+                    ev.SessionStarted(
+                        sid, session.model, session.index, session.task, flight.attempt, flight.runner
+                    )
+                )
+                spec = SessionSpec(
+                    sid,
+                    self._models[session.model],
+                    session.index,
+                    session.task,
+                    flight.attempt,
+                    self.campaign.per_session_usd,
+                    self.run_dir / "sessions" / sid,
+                    self.campaign.environment.path,
+                    self.fingerprint,
+                )
                 with trio.move_on_after(profile.wall_time_s or math.inf) as wall:
                     outcome = await self._runner_for(flight.runner).run(spec, meter)
-                ending = (Ending("error", "error", f"wall-clock limit of {profile.wall_time_s:g} s reached")
-                          if wall.cancelled_caught else self._judge(outcome))
+                ending = (
+                    Ending("error", "error", f"wall-clock limit of {profile.wall_time_s:g} s reached")
+                    if wall.cancelled_caught
+                    else self._judge(outcome)
+                )
         except StorageFailed:
             raise
         except Exception as exc:  # a crashing runner is an infrastructure error: retried on resume
@@ -225,29 +288,50 @@ class Scheduler:
         await self._end(session, flight, meter, ending)
 
     def _judge(self, outcome: Any) -> Ending:
-        if not isinstance(outcome, SessionOutcome) or outcome.result not in RESULTS \
-                or not isinstance(outcome.reason, str) \
-                or not (outcome.certificate is None or isinstance(outcome.certificate, dict)):
+        if (
+            not isinstance(outcome, SessionOutcome)
+            or outcome.result not in RESULTS
+            or not isinstance(outcome.reason, str)
+            or not (outcome.certificate is None or isinstance(outcome.certificate, dict))
+        ):
             return Ending("error", "error", f"runner returned garbage: {outcome!r:.200}", retryable=True)
         if outcome.infra_error:
             return Ending("error", "error", outcome.reason or "infrastructure error", True, outcome)
         return Ending("done", outcome.result, outcome.reason, False, outcome)
 
-    async def _end(self, session: PlannedSession, flight: InFlight, meter: SessionMeter,
-                   ending: Ending) -> None:
+    async def _end(
+        self, session: PlannedSession, flight: InFlight, meter: SessionMeter, ending: Ending
+    ) -> None:
         sid = session.id
         outcome = ending.outcome
         certificate = bool(outcome and outcome.certificate)
         cost = self.ledger.close(sid, ending.state, certificates=certificate, tokens=meter.tokens)
         if outcome and (outcome.certificate or outcome.verify_details or outcome.extra):
-            self.store.append_row({"session": sid, "attempt": flight.attempt,
-                                   "certificate": outcome.certificate,
-                                   "verify_details": outcome.verify_details, **outcome.extra})
-        self.store.append(self._record(
-            session, ending.state, attempt=flight.attempt, runner=flight.runner, cost=cost,
-            result=ending.result, reason=ending.reason, retryable=ending.retryable,
-            steps=outcome.steps if outcome else 0, calls=meter.calls, tokens=meter.tokens,
-            certificate=certificate))
+            self.store.append_row(
+                {
+                    "session": sid,
+                    "attempt": flight.attempt,
+                    "certificate": outcome.certificate,
+                    "verify_details": outcome.verify_details,
+                    **outcome.extra,
+                }
+            )
+        self.store.append(
+            self._record(
+                session,
+                ending.state,
+                attempt=flight.attempt,
+                runner=flight.runner,
+                cost=cost,
+                result=ending.result,
+                reason=ending.reason,
+                retryable=ending.retryable,
+                steps=outcome.steps if outcome else 0,
+                calls=meter.calls,
+                tokens=meter.tokens,
+                certificate=certificate,
+            )
+        )
         del self._scopes[sid], self._meters[sid]
         self._killed.discard(sid)
         self._overspent.discard(sid)
@@ -256,9 +340,20 @@ class Scheduler:
         self.limiter.release_on_behalf_of(sid)
         self._released.set()
         self._released = trio.Event()
-        self.bus.emit(ev.SessionEnded(sid, session.model, session.index, flight.attempt,
-                                      ending.state, ending.result, ending.reason, cost,
-                                      ending.retryable, certificate))
+        self.bus.emit(
+            ev.SessionEnded(
+                sid,
+                session.model,
+                session.index,
+                flight.attempt,
+                ending.state,
+                ending.result,
+                ending.reason,
+                cost,
+                ending.retryable,
+                certificate,
+            )
+        )
 
     def overspent(self, session: str) -> None:
         """Called by a meter whose charges passed the reservation: stop that session now."""

@@ -28,9 +28,14 @@ LEDGER = "ledger.toml"
 
 
 class Store:
-    def __init__(self, run_dir: Path, ledger: Ledger, *,
-                 snapshot: Callable[[], Any] = lambda: None,
-                 on_commit: Callable[[Any], None] = lambda snap: None) -> None:
+    def __init__(
+        self,
+        run_dir: Path,
+        ledger: Ledger,
+        *,
+        snapshot: Callable[[], Any] = lambda: None,
+        on_commit: Callable[[Any], None] = lambda snap: None,
+    ) -> None:
         self.run_dir = run_dir
         self.ledger = ledger
         self.snapshot = snapshot
@@ -89,7 +94,8 @@ class Store:
         except OSError as exc:
             self.failure = StorageFailed(
                 f"cannot save state in {self.run_dir}: {exc.strerror or exc}; the last saved "
-                "state is intact: fix this, then run with --resume")
+                "state is intact: fix this, then run with --resume"
+            )
         finally:
             done.set()
         if self.failure:

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 import trio
 from pydantic import Field
 
-from runners.base import Result, RunnerProfile, SessionOutcome, SessionSpec, Meter, Usage
+from runners.base import Meter, Result, RunnerProfile, SessionOutcome, SessionSpec, Usage
 
 CANNED_CERTIFICATE = Path(__file__).with_name("data") / "fake-certificate.json"
 

@@ -1,0 +1,130 @@
+"""Helpers for the engine tests: campaign files, run-dir readers, the CLI as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def campaign_toml(
+    *,
+    name: str = "t",
+    sessions: int = 5,
+    parallelism: int = 4,
+    total: str = "0.20",
+    per_model: str | None = None,
+    per_session: str | None = "0.03",
+    enforce: bool = True,
+    cost: str = "0.03",
+    latency: float = 0.0,
+    models: tuple[str, ...] = ("fake/model-a", "fake/model-b"),
+    extra_runners: str = "",
+    extra: str = "",
+    env_path: str = "target",
+) -> str:
+    budget = [f"total_usd = {total}", f"enforce = {str(enforce).lower()}"]
+    if per_model:
+        budget.append(f"per_model_usd = {per_model}")
+    if per_session:
+        budget.append(f"per_session_usd = {per_session}")
+    model_tables = "".join(
+        f'\n[[models]]\nname = "{m}"\ninput_usd_per_mtok = 3.0\noutput_usd_per_mtok = 15.0\n' for m in models
+    )
+    budget_lines = "\n".join(budget)
+    return f'''name = "{name}"
+sessions_per_model = {sessions}
+parallelism = {parallelism}
+runner = "fake"
+{extra}
+[budget]
+{budget_lines}
+
+[runners.fake]
+kind = "fake"
+cost_usd = {cost}
+latency_s = {latency}
+call_log = "calls.jsonl"
+{extra_runners}
+{model_tables}
+[environment]
+path = "{env_path}"
+'''
+
+
+def write_campaign(tmp: Path, **kw: Any) -> Path:
+    (tmp / "target").mkdir(exist_ok=True)
+    (tmp / "target" / "README").write_text("a stand-in target\n")
+    path = tmp / f"{kw.get('name', 't')}.toml"
+    path.write_text(campaign_toml(**kw))
+    return path
+
+
+def benchtui(
+    *args: str | Path,
+    cwd: Path,
+    timeout: float = 60,
+    env: dict | None = None,
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "benchtui", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def popen(*args: str | Path, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "benchtui", *map(str, args)],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def journal(run_dir: Path) -> list[dict[str, Any]]:
+    lines = (run_dir / "sessions.jsonl").read_text().split("\n")
+    return [json.loads(line) for line in lines[:-1]]  # the last piece is "" or a torn line
+
+
+def last_states(run_dir: Path) -> dict[str, dict[str, Any]]:
+    return {rec["session"]: rec for rec in journal(run_dir)}
+
+
+def ledger(run_dir: Path) -> dict[str, Any]:
+    return tomllib.loads((run_dir / "ledger.toml").read_text())
+
+
+def calls(run_dir: Path) -> list[str]:
+    path = run_dir / "calls.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line)["session"] for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def money(x: float) -> Decimal:
+    return Decimal(repr(x))
+
+
+def check_accounts(run_dir: Path) -> None:
+    """Totals equal the sum of done sessions plus wasted; no cap exceeded; nothing in flight."""
+    doc = ledger(run_dir)
+    last = last_states(run_dir)
+    done = sum((money(r["cost_usd"]) for r in last.values() if r["state"] == "done"), Decimal(0))
+    totals = doc["totals"]
+    assert money(totals["spent_usd"]) == done + money(totals["wasted_usd"])
+    if doc["enforce"]:
+        assert money(totals["spent_usd"]) <= money(totals["budget_usd"])
+        for m in doc["models"].values():
+            assert money(m["spent_usd"]) <= money(m["cap_usd"])

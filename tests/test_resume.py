@@ -1,0 +1,146 @@
+"""F6/F7: SIGKILL at any instant, then --resume: nothing re-run, re-charged, duplicated or lost."""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from support import benchtui, calls, check_accounts, journal, last_states, ledger, popen, write_campaign
+
+FINAL = {"done", "skipped_budget", "killed"}
+
+
+def wait_for(predicate, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def finished_sessions(run: Path) -> set[str]:
+    if not (run / "sessions.jsonl").exists():
+        return set()
+    return {s for s, r in last_states(run).items() if r["state"] == "done"}
+
+
+def result_rows(run: Path) -> list[str]:
+    rows = []
+    for path in (run / "results").glob("*.json"):
+        rows += [r["session"] for r in json.loads(path.read_text())["results"]]
+    return rows
+
+
+def test_sigkill_then_resume_runs_only_the_rest(tmp_path):
+    write_campaign(tmp_path, sessions=10, total="10", per_session="0.03", latency=0.1, parallelism=2)
+    run = tmp_path / "runs/t"
+    proc = popen("t.toml", "--no-ui", cwd=tmp_path)
+    wait_for(lambda: len(finished_sessions(run)) >= 4)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done_before = finished_sessions(run)
+    calls_before = len(calls(run))
+    spent_before = ledger(run)["totals"]["spent_usd"]
+
+    resumed = benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    new_calls = calls(run)[calls_before:]
+    assert not done_before & set(new_calls), "a finished session ran again"
+    assert set(new_calls) | done_before == {s for s in last_states(run)}
+    assert ledger(run)["totals"]["spent_usd"] >= spent_before  # nothing recorded was lost
+    assert Counter(r["state"] for r in last_states(run).values()) == {"done": 20}
+    rows = result_rows(run)
+    assert len(rows) == len(set(rows)) == 20
+    check_accounts(run)
+
+
+def test_run_without_resume_starts_over_and_keeps_the_old_run(tmp_path):
+    write_campaign(tmp_path, sessions=3, total="10", per_session="0.03")
+    assert benchtui("t.toml", "--no-ui", cwd=tmp_path).returncode == 0
+    old = (tmp_path / "runs/t/sessions.jsonl").read_bytes()
+    again = benchtui("t.toml", "--no-ui", cwd=tmp_path)
+    assert again.returncode == 0
+    assert "previous run moved to" in again.stdout
+    asides = [p for p in (tmp_path / "runs").iterdir() if p.name.startswith("t.")]
+    assert len(asides) == 1 and (asides[0] / "sessions.jsonl").read_bytes() == old
+    assert len(calls(tmp_path / "runs/t")) == 6  # everything ran again, in the new run dir
+
+
+def test_resume_of_a_finished_run_runs_nothing(tmp_path):
+    write_campaign(tmp_path, sessions=3)
+    assert benchtui("t.toml", "--no-ui", cwd=tmp_path).returncode == 0
+    before, calls_before = ledger(tmp_path / "runs/t"), calls(tmp_path / "runs/t")
+    again = benchtui("--resume", "--no-ui", cwd=tmp_path)
+    assert again.returncode == 0 and "0 of 6 sessions to run" in again.stdout
+    assert calls(tmp_path / "runs/t") == calls_before
+    assert ledger(tmp_path / "runs/t") == before
+
+
+def test_crash_mid_ledger_write_and_torn_journal_line(tmp_path):
+    """The on-disk shapes a kill during a write leaves: a half temp ledger, a torn journal line."""
+    write_campaign(tmp_path, sessions=4, total="10", per_session="0.03")
+    assert benchtui("t.toml", "--no-ui", cwd=tmp_path).returncode == 0
+    run = tmp_path / "runs/t"
+    (run / ".ledger.toml.tmp").write_text("[totals]\nspent_usd = 0.0")
+    with open(run / "sessions.jsonl", "a") as f:
+        f.write('{"session":"fake_model-a-0000","model":"fake/mo')
+    again = benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert journal(run)  # parses: the torn tail was cut before appending
+    check_accounts(run)
+
+
+def journal_size(run: Path) -> int:
+    path = run / "sessions.jsonl"
+    return path.stat().st_size if path.exists() else 0
+
+
+@pytest.mark.slow
+def test_repeated_sigkill_at_random_instants(tmp_path):
+    """30 kills at random instants while sessions run (the store writes continuously, so many
+    land mid-write); after each: the ledger parses, no finished session ran again, the
+    accounts add up, no cap is exceeded. Finally every session is final exactly once."""
+    rng = random.Random(1234)
+    write_campaign(
+        tmp_path,
+        sessions=60,
+        parallelism=2,
+        total="2.0",
+        per_model="1.0",
+        per_session="0.03",
+        cost="0.02",
+        latency=0.05,
+    )
+    run = tmp_path / "runs/t"
+    done_at_kill: set[str] = set()
+    calls_at_kill: list[str] = []
+    progress = []
+    for _ in range(30):
+        size = journal_size(run)
+        proc = popen("t.toml", "--no-ui", "--resume", cwd=tmp_path)
+        wait_for(lambda p=proc, n=size: journal_size(run) > n or p.poll() is not None)
+        time.sleep(rng.uniform(0, 0.15))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        ledger(run)  # always parses
+        assert not set(calls(run)[len(calls_at_kill) :]) & done_at_kill, "a finished session ran again"
+        done_at_kill, calls_at_kill = finished_sessions(run), calls(run)
+        progress.append(len(done_at_kill))
+        check_accounts(run)
+    assert progress[-1] < 90, f"kills did not land mid-campaign: {progress}"
+    final = benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path)
+    assert final.returncode == 0, final.stderr
+    last = last_states(run)
+    # Interrupted calls are charged at their worst case (wasted), so fewer than 98 fit the caps.
+    states = Counter(r["state"] for r in last.values())
+    assert set(states) == {"done", "skipped_budget"} and sum(states.values()) == 120
+    assert ledger(run)["totals"]["wasted_usd"] > 0
+    assert not set(calls(run)[len(calls_at_kill) :]) & done_at_kill
+    rows = result_rows(run)
+    assert len(rows) == len(set(rows)) == states["done"]
+    check_accounts(run)
+    assert ledger(run)["totals"]["reserved_usd"] == 0

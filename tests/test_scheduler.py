@@ -1,0 +1,167 @@
+"""The scheduler's control calls and its handling of misbehaving runners, in-process under Trio."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+import trio
+from support import journal, last_states, ledger, write_campaign
+
+from benchtui import engine
+from benchtui import events as ev
+
+
+def prepare(tmp_path, **kw) -> engine.PreparedRun:
+    path = write_campaign(tmp_path, **kw)
+    return engine.prepare(engine.Options(path, tmp_path / "runs"))
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[ev.Event] = []
+
+    def __call__(self, event: ev.Event) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type) -> list:
+        return [e for e in self.events if isinstance(e, kind)]
+
+
+async def start(prep: engine.PreparedRun, nursery: trio.Nursery, rec: Recorder):
+    bus = ev.EventBus()
+    bus.subscribe(rec)
+    result = {}
+
+    async def go(task_status=trio.TASK_STATUS_IGNORED):
+        result["finished"] = await engine.run(prep, bus, task_status=task_status)
+
+    return await nursery.start(go), result
+
+
+async def wait_until(predicate, timeout: float = 10) -> None:
+    with trio.fail_after(timeout):
+        while not predicate():
+            await trio.sleep(0.005)
+
+
+@pytest.mark.trio
+async def test_pause_stops_launching_and_resume_continues(tmp_path):
+    prep = prepare(tmp_path, sessions=4, total="10", latency=0.05, parallelism=2)
+    rec = Recorder()
+    async with trio.open_nursery() as nursery:
+        scheduler, result = await start(prep, nursery, rec)
+        await wait_until(lambda: len(rec.of(ev.SessionStarted)) >= 2)
+        scheduler.pause()
+        started = len(rec.of(ev.SessionStarted))
+        await wait_until(lambda: not scheduler.running_sessions())
+        await trio.sleep(0.2)
+        assert len(rec.of(ev.SessionStarted)) == started  # running ones finished, none launched
+        assert ledger(prep.run_dir)["paused"] is True
+        scheduler.resume()
+    assert result["finished"] is True
+    assert len(rec.of(ev.SessionStarted)) == 8
+
+
+@pytest.mark.trio
+async def test_kill_ends_the_session_killed_with_its_spend_kept(tmp_path):
+    prep = prepare(tmp_path, sessions=2, total="10", latency=5, parallelism=4)
+    rec = Recorder()
+    async with trio.open_nursery() as nursery:
+        scheduler, result = await start(prep, nursery, rec)
+        await wait_until(lambda: len(scheduler.running_sessions()) == 4)
+        await trio.sleep(0.1)  # let the fake call be authorised
+        assert scheduler.kill("fake_model-a-0000") is True
+        assert scheduler.kill("no-such-session") is False
+        await wait_until(lambda: rec.of(ev.SessionEnded))
+        scheduler.stop(now=True)
+    assert result["finished"] is False
+    last = last_states(prep.run_dir)
+    assert last["fake_model-a-0000"]["state"] == "killed"
+    assert last["fake_model-a-0000"]["cost_usd"] == 0.03  # the authorised call is charged
+    interrupted = [r for s, r in last.items() if s != "fake_model-a-0000"]
+    assert all(r["state"] == "error" and r["retryable"] for r in interrupted)
+    doc = ledger(prep.run_dir)
+    assert Decimal(repr(doc["totals"]["wasted_usd"])) == Decimal("0.12")
+    assert doc["running"] == {}
+
+
+@pytest.mark.trio
+async def test_stop_lets_running_sessions_finish(tmp_path):
+    prep = prepare(tmp_path, sessions=5, total="10", latency=0.1, parallelism=2)
+    rec = Recorder()
+    async with trio.open_nursery() as nursery:
+        scheduler, result = await start(prep, nursery, rec)
+        await wait_until(lambda: len(scheduler.running_sessions()) == 2)
+        scheduler.stop()
+    assert result["finished"] is False
+    states = [r["state"] for r in last_states(prep.run_dir).values()]
+    assert states == ["done", "done"]
+
+
+@pytest.mark.trio
+async def test_set_runner_applies_to_sessions_not_yet_started_and_warns(tmp_path):
+    prep = prepare(tmp_path, sessions=3, total="10", latency=0.05, parallelism=1,
+                   extra_runners='[runners.other]\nkind = "fake"\ncost_usd = 0.02\n')
+    rec = Recorder()
+    async with trio.open_nursery() as nursery:
+        scheduler, _ = await start(prep, nursery, rec)
+        await wait_until(lambda: rec.of(ev.SessionStarted))
+        with pytest.raises(ValueError, match="unknown runner profile"):
+            scheduler.set_runner("nope")
+        scheduler.set_runner("other")
+        assert ledger(prep.run_dir)["runner"] in ("fake", "other")
+    runners = [r["runner"] for r in journal(prep.run_dir) if r["state"] == "running"]
+    assert runners[0] == "fake" and set(runners[1:]) == {"other"}
+    assert any("fairness" in n.message for n in rec.of(ev.Notice))
+    assert ledger(prep.run_dir)["runner"] == "other"
+
+
+@pytest.mark.trio
+async def test_set_parallelism_changes_how_many_run_at_once(tmp_path):
+    prep = prepare(tmp_path, sessions=10, total="10", latency=0.05, parallelism=1)
+    rec = Recorder()
+    peak = 0
+    async with trio.open_nursery() as nursery:
+        scheduler, _ = await start(prep, nursery, rec)
+        scheduler.set_parallelism(5)
+        with pytest.raises(ValueError):
+            scheduler.set_parallelism(0)
+        while scheduler.running_sessions() or not rec.of(ev.CampaignEnded):
+            peak = max(peak, len(scheduler.running_sessions()))
+            await trio.sleep(0.005)
+    assert peak == 5
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize(("kind", "reason", "retryable"), [
+    ("Raising", "runner failed: RuntimeError: boom", True),
+    ("Garbage", "runner returned garbage", True),
+    ("Hanging", "wall-clock limit of 0.2 s reached", False),
+])
+async def test_misbehaving_runner_ends_as_error_and_the_campaign_goes_on(tmp_path, kind, reason, retryable):
+    write_campaign(tmp_path, sessions=4, total="10", latency=0, parallelism=2,
+                   extra_runners=f'[runners.stub]\nkind = "stub_runners:{kind}"\nwall_time_s = 0.2\n')
+    prep = engine.prepare(engine.Options(tmp_path / "t.toml", tmp_path / "runs", runner="stub"))
+    async with trio.open_nursery() as nursery:
+        _, result = await start(prep, nursery, Recorder())
+    last = last_states(prep.run_dir)
+    errors = {s: r for s, r in last.items() if r["state"] == "error"}
+    assert set(errors) == {s for s, r in last.items() if r["index"] % 2 == 0}
+    assert all(reason in r["reason"] and r["retryable"] is retryable for r in errors.values())
+    assert sum(r["state"] == "done" for r in last.values()) == 4
+    assert result["finished"] is not retryable  # retryable errors are not final
+
+
+@pytest.mark.trio
+async def test_a_session_charged_past_its_reservation_is_stopped(tmp_path):
+    write_campaign(tmp_path, sessions=2, total="10", per_session="0.5",
+                   extra_runners='[runners.stub]\nkind = "stub_runners:Greedy"\n')
+    prep = engine.prepare(engine.Options(tmp_path / "t.toml", tmp_path / "runs", runner="stub"))
+    async with trio.open_nursery() as nursery:
+        await start(prep, nursery, Recorder())
+    greedy = last_states(prep.run_dir)["fake_model-a-0000"]
+    assert greedy["state"] == "error" and "exceeded the session's reservation" in greedy["reason"]
+    # Each call costs $0.303 against a $0.0644 hold; the second passes the $0.5 reservation and
+    # the session is stopped there. Honest accounting: the overrun is recorded, not clamped.
+    assert greedy["cost_usd"] == 0.606

@@ -1,0 +1,74 @@
+"""Acceptance 1 and 5: the fair campaign end to end on a fresh clone; one owner per run dir."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import jsonschema
+from support import ROOT, benchtui, popen, write_campaign
+
+
+def schema() -> dict:
+    """The contract's results schema (../shared), or the copy kept beside the tests."""
+    shared = ROOT.parent / "shared/contracts/results.schema.json"
+    return json.loads(
+        (shared if shared.exists() else ROOT / "tests/fixtures/results.schema.json").read_text()
+    )
+
+
+def test_fair_campaign_runs_end_to_end_without_heavy_imports(tmp_path):
+    """Runs campaigns/fair.toml in a subprocess and inspects its sys.modules at exit."""
+    shutil.copytree(ROOT / "campaigns", tmp_path / "campaigns")
+    probe = textwrap.dedent("""
+        import atexit, json, sys
+        from benchtui.cli import main
+        def report():
+            heavy = sorted({m.split(".")[0] for m in sys.modules} & {"textual", "litellm", "minisweagent"})
+            print("HEAVY=" + json.dumps(heavy))
+        atexit.register(report)
+        sys.exit(main(["campaigns/fair.toml", "--no-ui"]))
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY=[]" in done.stdout
+    results = sorted((tmp_path / "runs/fair/results").glob("*.json"))
+    assert [p.name for p in results] == ["fake_model-a.json", "fake_model-b.json"]
+    for path in results:
+        doc = json.loads(path.read_text())
+        jsonschema.validate(doc, schema())
+        assert [r["result"] for r in doc["results"]] == ["bug_found"] * 3
+        assert doc["total_cost_usd"] == 0.09 and doc["bugs_found"] == 1  # one distinct bug
+
+
+def test_second_benchtui_on_the_same_run_dir_is_refused(tmp_path):
+    write_campaign(tmp_path, sessions=4, latency=0.5, parallelism=1)
+    first = popen("t.toml", "--no-ui", cwd=tmp_path)
+    deadline = time.monotonic() + 20
+    while not (tmp_path / "runs/t/sessions.jsonl").exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    for flags in (["--resume"], [], ["--fresh"]):
+        second = benchtui("t.toml", "--no-ui", *flags, cwd=tmp_path)
+        assert second.returncode == 3, second
+        assert "in use by another benchtui" in second.stderr and "Traceback" not in second.stderr
+    second = benchtui("--resume", "--no-ui", cwd=tmp_path)
+    assert second.returncode == 3
+    first.terminate()  # SIGTERM = Ctrl-C: stop launching, let the running session finish
+    assert first.wait(timeout=20) == 130
+    assert benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path).returncode == 0
+    assert not list(Path(tmp_path / "runs").glob("t.*"))  # nothing was moved aside
+
+
+def test_schema_command_prints_the_campaign_json_schema(tmp_path):
+    done = benchtui("schema", cwd=tmp_path)
+    assert done.returncode == 0
+    doc = json.loads(done.stdout)
+    assert {"budget", "models", "runners", "environment"} <= set(doc["properties"])
