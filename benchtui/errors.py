@@ -25,3 +25,11 @@ class StorageFailed(BenchtuiError):
     """Persisting state failed (disk full, I/O error); the last committed state is intact."""
 
     exit_code = 1
+
+
+def first_error(group: BaseExceptionGroup) -> BaseException:
+    """The first leaf of a (nested) exception group: Trio nurseries wrap what tasks raise."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        exc = exc.exceptions[0]
+    return exc

@@ -1,7 +1,8 @@
 """Per-model results files in the target benchmark's schema, derived from the journal.
 
 Rows are the current attempt of every session that ran (done, error, killed), keyed by session
-id, so a row can never appear twice; bulky details (certificates) come from `outcomes.jsonl`.
+id, so a row can never appear twice; bulky details (certificates) come from
+`outcomes/<model>.jsonl`, read one model at a time to keep memory flat.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ def results_path(run_dir: Path, model: str) -> Path:
     return run_dir / "results" / f"{slug(model)}.json"
 
 
-def read_details(run_dir: Path) -> dict[tuple[str, int], dict[str, Any]]:
+def read_details(run_dir: Path, model: str) -> dict[tuple[str, int], dict[str, Any]]:
     details = {}
     try:
-        lines = (run_dir / OUTCOMES).read_bytes().split(b"\n")
+        lines = (run_dir / OUTCOMES / f"{slug(model)}.jsonl").read_bytes().split(b"\n")
     except FileNotFoundError:
         return details
     for line in lines:
@@ -101,16 +102,16 @@ def write_all(
     fingerprint: str,
 ) -> list[Path]:
     """Rewrite every model's results file atomically; returns the paths written."""
-    details = read_details(run_dir)
-    rows: dict[str, list[dict[str, Any]]] = {m: [] for m in ledger.models}
-    for planned in plan:
-        rec = last.get(planned.id)
-        if rec and rec["state"] in RAN:
-            rows[planned.model].append(_row(rec, details.get((planned.id, rec["attempt"]))))
     (run_dir / "results").mkdir(exist_ok=True)
     paths = []
-    for model, model_rows in rows.items():
+    for model in ledger.models:
+        details = read_details(run_dir, model)
+        model_rows = []
+        for planned in plan:
+            rec = last.get(planned.id)
+            if planned.model == model and rec and rec["state"] in RAN:
+                model_rows.append(_row(rec, details.get((planned.id, rec["attempt"]))))
         path = results_path(run_dir, model)
-        atomic_write(path, json.dumps(build(model, model_rows, ledger, fingerprint), indent=1).encode())
+        atomic_write(path, json.dumps(build(model, model_rows, ledger, fingerprint)).encode())
         paths.append(path)
     return paths

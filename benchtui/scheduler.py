@@ -21,7 +21,7 @@ from benchtui.checkpoint import Checkpoint, is_final
 from benchtui.errors import StorageFailed
 from benchtui.ledger import InFlight, Ledger
 from benchtui.meter import SessionMeter
-from benchtui.plan import PlannedSession
+from benchtui.plan import PlannedSession, slug
 from benchtui.store import Store
 from runners import registry
 from runners.base import AgentRunner, Result, SessionOutcome, SessionSpec
@@ -154,20 +154,17 @@ class Scheduler:
     # -- the launch loop ----------------------------------------------------------------------
     async def run(self) -> bool:
         """Run every pending session; returns True when all sessions reached a final state."""
-        try:
-            async with trio.open_nursery() as nursery:
-                with self._launching:
-                    for session in self.queue:
-                        await self.limiter.acquire_on_behalf_of(session.id)
-                        await self._unpaused.wait()
-                        flight = await self._reserve(session)
-                        if flight is None:
-                            self.limiter.release_on_behalf_of(session.id)
-                            await self._skip(session)
-                        else:
-                            nursery.start_soon(self._session, session, flight)
-        except* StorageFailed as group:
-            raise group.exceptions[0] from None
+        async with trio.open_nursery() as nursery:
+            with self._launching:
+                for session in self.queue:
+                    await self.limiter.acquire_on_behalf_of(session.id)
+                    await self._unpaused.wait()
+                    flight = await self._reserve(session)
+                    if flight is None:
+                        self.limiter.release_on_behalf_of(session.id)
+                        await self._skip(session)
+                    else:
+                        nursery.start_soon(self._session, session, flight)
         return all(s.id in self.last and is_final(self.last[s.id]) for s in self.plan)
 
     async def _reserve(self, session: PlannedSession) -> InFlight | None:
@@ -308,6 +305,7 @@ class Scheduler:
         cost = self.ledger.close(sid, ending.state, certificates=certificate, tokens=meter.tokens)
         if outcome and (outcome.certificate or outcome.verify_details or outcome.extra):
             self.store.append_row(
+                slug(session.model),
                 {
                     "session": sid,
                     "attempt": flight.attempt,

@@ -2,7 +2,7 @@
 
 Callers append records and mark the ledger dirty in memory, then `await commit()`, which
 returns once everything appended before the call is on disk. One committer task writes each
-batch in a worker thread, in this order: result rows (`outcomes.jsonl`), journal lines
+batch in a worker thread, in this order: result details (`outcomes/<model>.jsonl`), journal lines
 (`sessions.jsonl`), then the ledger (`ledger.toml`, atomically). A SIGKILL between any two
 writes leaves files that `checkpoint.load` reconciles. Batching keeps the cost per event flat
 however many sessions run: the ledger holds accounts and in-flight attempts, not history.
@@ -23,7 +23,7 @@ from benchtui.errors import StorageFailed
 from benchtui.ledger import Ledger
 
 JOURNAL = "sessions.jsonl"
-OUTCOMES = "outcomes.jsonl"
+OUTCOMES = "outcomes"  # one JSON-lines file per model: results are written a model at a time
 LEDGER = "ledger.toml"
 
 
@@ -42,9 +42,9 @@ class Store:
         """Called when a batch is taken; its value goes to `on_commit` once the batch is on disk."""
         self.on_commit = on_commit
         self.journal = AppendLog(run_dir / JOURNAL)
-        self.outcomes = AppendLog(run_dir / OUTCOMES)
+        self.outcomes: dict[str, AppendLog] = {}
         self._lines: list[str] = []
-        self._rows: list[str] = []
+        self._rows: dict[str, list[str]] = {}
         self._wanted = trio.Event()
         self._batch_done = trio.Event()
         self.failure: StorageFailed | None = None
@@ -55,9 +55,10 @@ class Store:
         """Queue a journal line (one session state change)."""
         self._lines.append(json.dumps(record, separators=(",", ":")))
 
-    def append_row(self, record: dict[str, Any]) -> None:
-        """Queue a result row; it is written before the journal line that ends the session."""
-        self._rows.append(json.dumps(record, separators=(",", ":")))
+    def append_row(self, file: str, record: dict[str, Any]) -> None:
+        """Queue result details (certificates) for `outcomes/<file>.jsonl`; they are written
+        before the journal line that ends the session."""
+        self._rows.setdefault(file, []).append(json.dumps(record, separators=(",", ":")))
 
     def mark_dirty(self) -> None:
         """The ledger changed; the next commit writes it (no waiting)."""
@@ -83,7 +84,7 @@ class Store:
     async def flush(self) -> None:
         """Write one batch now (also used for the final commit after the committer stops)."""
         self._wanted = trio.Event()
-        rows, self._rows = self._rows, []
+        rows, self._rows = self._rows, {}
         lines, self._lines = self._lines, []
         ledger_bytes = self.ledger.to_toml()
         snap = self.snapshot()
@@ -103,10 +104,13 @@ class Store:
         self.commits += 1
         self.on_commit(snap)
 
-    def _write(self, rows: list[str], lines: list[str], ledger_bytes: bytes) -> None:
+    def _write(self, rows: dict[str, list[str]], lines: list[str], ledger_bytes: bytes) -> None:
         t0 = time.perf_counter()
-        if rows:
-            self.outcomes.append(("\n".join(rows) + "\n").encode())
+        for file, batch in rows.items():
+            if file not in self.outcomes:
+                (self.run_dir / OUTCOMES).mkdir(exist_ok=True)
+                self.outcomes[file] = AppendLog(self.run_dir / OUTCOMES / f"{file}.jsonl")
+            self.outcomes[file].append(("\n".join(batch) + "\n").encode())
         if lines:
             self.journal.append(("\n".join(lines) + "\n").encode())
         atomic_write(self.run_dir / LEDGER, ledger_bytes)
@@ -114,4 +118,5 @@ class Store:
 
     def close(self) -> None:
         self.journal.close()
-        self.outcomes.close()
+        for log in self.outcomes.values():
+            log.close()
