@@ -128,3 +128,29 @@ def check_accounts(run_dir: Path) -> None:
         assert money(totals["spent_usd"]) <= money(totals["budget_usd"])
         for m in doc["models"].values():
             assert money(m["spent_usd"]) <= money(m["cap_usd"])
+
+
+def check_caps_on_disk(run_dir: Path) -> None:
+    """What must hold at every instant, even mid-crash: the ledger parses, no cap is exceeded."""
+    doc = ledger(run_dir)
+    totals = doc["totals"]
+    assert money(totals["spent_usd"]) <= money(totals["budget_usd"])
+    for m in doc["models"].values():
+        assert money(m["spent_usd"]) <= money(m["cap_usd"])
+
+
+def check_reconciled(campaign: Path, state_dir: Path) -> None:
+    """What --resume rebuilds from the files a crash left: accounts equal to done + wasted."""
+    from benchtui import engine
+
+    prep = engine.prepare(engine.Options(campaign, state_dir, resume=True))
+    try:
+        book = prep.checkpoint.ledger
+        last = prep.checkpoint.last
+        done = sum((money(r["cost_usd"]) for r in last.values() if r["state"] == "done"), Decimal(0))
+        assert book.spent == done + book.wasted
+        assert book.spent <= book.budget
+        assert all(m.spent <= m.cap for m in book.models.values())
+        assert not book.running
+    finally:
+        prep.lock.release()
