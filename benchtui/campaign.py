@@ -27,6 +27,11 @@ from runners.base import ModelSpec, RunnerProfile
 _toml_data: ContextVar[dict[str, Any] | None] = ContextVar("_toml_data", default=None)
 
 
+def slug(model: str) -> str:
+    """A model name as a file-name part (session ids, results files): `/` and `:` become `_`."""
+    return model.replace("/", "_").replace(":", "_")
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -126,6 +131,10 @@ class Campaign(BaseSettings):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"duplicate model names: {', '.join(dupes)}")
+        slugs = [slug(n) for n in names]
+        clash = sorted({n for n in names if slugs.count(slug(n)) > 1})
+        if clash:
+            raise ValueError(f"models {', '.join(clash)} map to the same file name (/ and : become _)")
         if self.runner not in self.runners:
             raise ValueError(f"runner {self.runner!r} is not one of [runners.*]: {', '.join(self.runners)}")
         if self.per_model_usd > self.budget.total_usd:

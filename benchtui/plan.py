@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchtui.campaign import Campaign
+from benchtui.campaign import Campaign, slug
 
-
-def slug(model: str) -> str:
-    """A model name as a file-name part: `/` and `:` become `_`."""
-    return model.replace("/", "_").replace(":", "_")
+__all__ = ["PlannedSession", "build_plan", "slug"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,3 +156,30 @@ def test_repeated_sigkill_at_random_instants(tmp_path):
     assert len(rows) == len(set(rows)) == states["done"]
     check_accounts(run)
     assert ledger(run)["totals"]["reserved_usd"] == 0
+
+
+def test_ctrl_c_twice_interrupts_running_sessions_and_resume_finishes(tmp_path):
+    write_campaign(tmp_path, sessions=6, total="10", latency=30, parallelism=3,
+                   extra_runners='[runners.fast]\nkind = "fake"\ncost_usd = 0.03\n')
+    run = tmp_path / "runs/t"
+    proc = popen("t.toml", "--no-ui", cwd=tmp_path)
+    wait_for(lambda: sum(r["state"] == "running" for r in last_states(run).values()) == 3
+             if (run / "sessions.jsonl").exists() else False)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    assert proc.poll() is None  # once: running sessions may finish
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=10)
+    assert proc.returncode == 130
+    assert "interrupting running sessions" in out
+    last = last_states(run)
+    interrupted = [r for r in last.values() if r["state"] == "error"]
+    assert len(interrupted) == 3 and all(r["retryable"] for r in interrupted)
+    assert ledger(run)["running"] == {}
+    # The active runner may change on resume (it is recorded per session).
+    resumed = benchtui("t.toml", "--no-ui", "--resume", "--runner", "fast", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    last = last_states(run)
+    assert {r["state"] for r in last.values()} == {"done"}
+    assert sorted(r["attempt"] for r in last.values()) == [1] * 9 + [2] * 3
+    check_accounts(run)
