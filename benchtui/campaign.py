@@ -146,6 +146,10 @@ class Campaign(BaseSettings):
         return self
 
     @property
+    def models_by_name(self) -> dict[str, Model]:
+        return {m.name: m for m in self.models}
+
+    @property
     def sessions_per_model_count(self) -> int:
         return len(self.tasks) * self.repeats if self.tasks else self.sessions_per_model
 

@@ -68,8 +68,12 @@ def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[dict[s
     for number, rec in enumerate(records, 1):
         try:
             planned = plan_ids[rec["session"]]
-            ok = (rec["state"] in STATES and rec["model"] == planned.model
-                  and isinstance(rec["attempt"], int) and rec["cost_usd"] >= 0)
+            ok = (
+                rec["state"] in STATES
+                and rec["model"] == planned.model
+                and isinstance(rec["attempt"], int)
+                and rec["cost_usd"] >= 0
+            )
         except (KeyError, TypeError):
             ok = False
         if not ok:

@@ -6,36 +6,21 @@ methods called from the Trio thread; every state change goes out as an event on 
 
 from __future__ import annotations
 
-import math
-import time
-from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import trio
 
 from benchtui import events as ev
+from benchtui.attempt import INTERRUPTED, KILLED, OVERSPENT, Attempt, journal_record
 from benchtui.campaign import Campaign
 from benchtui.checkpoint import Checkpoint, is_final
-from benchtui.errors import StorageFailed
 from benchtui.ledger import InFlight, Ledger
-from benchtui.meter import SessionMeter
-from benchtui.plan import PlannedSession, slug
+from benchtui.plan import PlannedSession
 from benchtui.store import Store
 from runners import registry
-from runners.base import AgentRunner, Result, SessionOutcome, SessionSpec
-
-RESULTS = set(get_args(Result))
-
-
-@dataclass(slots=True)
-class Ending:
-    state: str
-    result: str | None
-    reason: str = ""
-    retryable: bool = False
-    outcome: SessionOutcome | None = None
+from runners.base import AgentRunner
 
 
 class Scheduler:
@@ -68,13 +53,9 @@ class Scheduler:
         self._unpaused = trio.Event()
         self._unpaused.set()
         self._launching = trio.CancelScope()
-        self._scopes: dict[str, trio.CancelScope] = {}
-        self._meters: dict[str, SessionMeter] = {}
-        self._killed: set[str] = set()
-        self._overspent: set[str] = set()
+        self._attempts: dict[str, Attempt] = {}
         self._released = trio.Event()
         self._runners: dict[str, AgentRunner] = {}
-        self._models = {m.name: m.spec() for m in campaign.models}
         self.ledger.meta.update(campaign=campaign.name, runner=runner, paused=False, parallelism=parallelism)
 
     # -- control calls ------------------------------------------------------------------------
@@ -100,17 +81,16 @@ class Scheduler:
         self.stopping = True
         self._launching.cancel()
         if now:
-            for scope in self._scopes.values():
-                scope.cancel()
+            for attempt in self._attempts.values():
+                attempt.cancel(INTERRUPTED)
         self._control_changed()
 
     def kill(self, session: str) -> bool:
         """Kill one running session: it ends `killed` (final), its spend kept."""
-        scope = self._scopes.get(session)
-        if scope is None:
+        attempt = self._attempts.get(session)
+        if attempt is None:
             return False
-        self._killed.add(session)
-        scope.cancel()
+        attempt.cancel(KILLED)
         return True
 
     def set_runner(self, profile: str) -> None:
@@ -144,7 +124,7 @@ class Scheduler:
         self._control_changed()
 
     def running_sessions(self) -> list[str]:
-        return list(self._scopes)
+        return list(self._attempts)
 
     def _control_changed(self) -> None:
         self.ledger.meta["paused"] = self.paused
@@ -164,7 +144,8 @@ class Scheduler:
                         self.limiter.release_on_behalf_of(session.id)
                         await self._skip(session)
                     else:
-                        nursery.start_soon(self._session, session, flight)
+                        attempt = self._attempts[session.id] = Attempt(self, session, flight)
+                        nursery.start_soon(attempt.run)
         return all(s.id in self.last and is_final(self.last[s.id]) for s in self.plan)
 
     async def _reserve(self, session: PlannedSession) -> InFlight | None:
@@ -180,7 +161,7 @@ class Scheduler:
 
     async def _skip(self, session: PlannedSession) -> None:
         previous = self.last.get(session.id)
-        record = self._record(
+        record = journal_record(
             session,
             "skipped_budget",
             runner=self.runner,
@@ -189,7 +170,7 @@ class Scheduler:
             reason="budget: the full per-session budget no longer fits",
         )
         self.ledger.record_end(session.model, "skipped_budget", Decimal(0))
-        self.store.append(record)
+        self.record(record)
         await self.store.commit()
         self.bus.emit(
             ev.SessionEnded(
@@ -204,157 +185,25 @@ class Scheduler:
             )
         )
 
-    def _record(
-        self, session: PlannedSession, state: str, *, attempt: int, runner: str, cost: Decimal, **extra: Any
-    ) -> dict[str, Any]:
-        record = {
-            "session": session.id,
-            "model": session.model,
-            "index": session.index,
-            "task": session.task,
-            "state": state,
-            "attempt": attempt,
-            "runner": runner,
-            "cost_usd": float(cost),
-            "t": round(time.time(), 3),
-            **extra,
-        }
-        self.last[session.id] = record
-        return record
+    # -- attempts ---------------------------------------------------------------------------
+    def record(self, record: dict[str, Any]) -> None:
+        """Queue a journal line; it becomes the session's current record."""
+        self.last[record["session"]] = record
+        self.store.append(record)
 
-    # -- one session --------------------------------------------------------------------------
-    def _runner_for(self, profile: str) -> AgentRunner:
+    def runner_for(self, profile: str) -> AgentRunner:
         if profile not in self._runners:
             self._runners[profile] = registry.create(self.campaign.runners[profile], run_dir=self.run_dir)
         return self._runners[profile]
 
-    async def _session(self, session: PlannedSession, flight: InFlight) -> None:
-        sid = session.id
-        self.store.append(
-            self._record(
-                session,
-                "running",
-                attempt=flight.attempt,
-                runner=flight.runner,
-                cost=Decimal(0),
-                reserved_usd=float(flight.reservation),
-                environment=self.fingerprint,
-            )
-        )
-        meter = SessionMeter(self, flight, self._models[session.model], self.campaign.per_session_usd)
-        self._meters[sid] = meter
-        scope = self._scopes[sid] = trio.CancelScope()
-        profile = self.campaign.runners[flight.runner]
-        ending: Ending | None = None
-        try:
-            with scope:
-                await self.store.commit()
-                self.bus.emit(
-                    ev.SessionStarted(
-                        sid, session.model, session.index, session.task, flight.attempt, flight.runner
-                    )
-                )
-                spec = SessionSpec(
-                    sid,
-                    self._models[session.model],
-                    session.index,
-                    session.task,
-                    flight.attempt,
-                    self.campaign.per_session_usd,
-                    self.run_dir / "sessions" / sid,
-                    self.campaign.environment.path,
-                    self.fingerprint,
-                )
-                with trio.move_on_after(profile.wall_time_s or math.inf) as wall:
-                    outcome = await self._runner_for(flight.runner).run(spec, meter)
-                ending = (
-                    Ending("error", "error", f"wall-clock limit of {profile.wall_time_s:g} s reached")
-                    if wall.cancelled_caught
-                    else self._judge(outcome)
-                )
-        except StorageFailed:
-            raise
-        except Exception as exc:  # a crashing runner is an infrastructure error: retried on resume
-            ending = Ending("error", "error", f"runner failed: {type(exc).__name__}: {exc}", retryable=True)
-        if sid in self._overspent:
-            ending = Ending("error", "error", "killed: charges exceeded the session's reservation")
-        elif sid in self._killed:
-            ending = Ending("killed", "error", "killed by the user")
-        elif ending is None:
-            ending = Ending("error", "error", "interrupted: campaign stopped", retryable=True)
-        await self._end(session, flight, meter, ending)
-
-    def _judge(self, outcome: Any) -> Ending:
-        if (
-            not isinstance(outcome, SessionOutcome)
-            or outcome.result not in RESULTS
-            or not isinstance(outcome.reason, str)
-            or not (outcome.certificate is None or isinstance(outcome.certificate, dict))
-        ):
-            return Ending("error", "error", f"runner returned garbage: {outcome!r:.200}", retryable=True)
-        if outcome.infra_error:
-            return Ending("error", "error", outcome.reason or "infrastructure error", True, outcome)
-        return Ending("done", outcome.result, outcome.reason, False, outcome)
-
-    async def _end(
-        self, session: PlannedSession, flight: InFlight, meter: SessionMeter, ending: Ending
-    ) -> None:
-        sid = session.id
-        outcome = ending.outcome
-        certificate = bool(outcome and outcome.certificate)
-        cost = self.ledger.close(sid, ending.state, certificates=certificate, tokens=meter.tokens)
-        if outcome and (outcome.certificate or outcome.verify_details or outcome.extra):
-            self.store.append_row(
-                slug(session.model),
-                {
-                    "session": sid,
-                    "attempt": flight.attempt,
-                    "certificate": outcome.certificate,
-                    "verify_details": outcome.verify_details,
-                    **outcome.extra,
-                }
-            )
-        self.store.append(
-            self._record(
-                session,
-                ending.state,
-                attempt=flight.attempt,
-                runner=flight.runner,
-                cost=cost,
-                result=ending.result,
-                reason=ending.reason,
-                retryable=ending.retryable,
-                steps=outcome.steps if outcome else 0,
-                calls=meter.calls,
-                tokens=meter.tokens,
-                certificate=certificate,
-            )
-        )
-        del self._scopes[sid], self._meters[sid]
-        self._killed.discard(sid)
-        self._overspent.discard(sid)
-        with trio.CancelScope(shield=True):
-            await self.store.commit()
-        self.limiter.release_on_behalf_of(sid)
+    def attempt_ended(self, session: str) -> None:
+        """Hand the slot and the unused reservation back; waiting launches re-check the budget."""
+        del self._attempts[session]
+        self.limiter.release_on_behalf_of(session)
         self._released.set()
         self._released = trio.Event()
-        self.bus.emit(
-            ev.SessionEnded(
-                sid,
-                session.model,
-                session.index,
-                flight.attempt,
-                ending.state,
-                ending.result,
-                ending.reason,
-                cost,
-                ending.retryable,
-                certificate,
-            )
-        )
 
     def overspent(self, session: str) -> None:
         """Called by a meter whose charges passed the reservation: stop that session now."""
-        if session in self._scopes:
-            self._overspent.add(session)
-            self._scopes[session].cancel()
+        if session in self._attempts:
+            self._attempts[session].cancel(OVERSPENT)

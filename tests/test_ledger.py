@@ -78,7 +78,13 @@ def test_ledger_toml_has_the_contract_keys():
     ledger.open("a-0", "a", 0, 1, "fake", D("0.03"))
     doc = tomllib.loads(ledger.to_toml().decode())
     assert set(doc["totals"]) >= {"budget_usd", "spent_usd", "reserved_usd", "wasted_usd"}
-    assert set(doc["models"]["a"]) >= {"cap_usd", "spent_usd", "reserved_usd", "sessions_done", "sessions_skipped"}
+    assert set(doc["models"]["a"]) >= {
+        "cap_usd",
+        "spent_usd",
+        "reserved_usd",
+        "sessions_done",
+        "sessions_skipped",
+    }
     assert doc["running"]["a-0"]["reservation_usd"] == 0.03
 
 
@@ -112,8 +118,11 @@ def test_identity_ignores_parallelism_but_not_prices(tmp_path):
 
 
 def test_zero_price_is_allowed_with_a_warning(tmp_path):
-    text = campaign_toml().replace("input_usd_per_mtok = 3.0\noutput_usd_per_mtok = 15.0",
-                                   "input_usd_per_mtok = 0\noutput_usd_per_mtok = 0", 1)
+    text = campaign_toml().replace(
+        "input_usd_per_mtok = 3.0\noutput_usd_per_mtok = 15.0",
+        "input_usd_per_mtok = 0\noutput_usd_per_mtok = 0",
+        1,
+    )
     (tmp_path / "target").mkdir()
     (tmp_path / "c.toml").write_text(text)
     c = campaign_file.load(tmp_path / "c.toml")

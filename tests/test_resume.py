@@ -159,12 +159,23 @@ def test_repeated_sigkill_at_random_instants(tmp_path):
 
 
 def test_ctrl_c_twice_interrupts_running_sessions_and_resume_finishes(tmp_path):
-    write_campaign(tmp_path, sessions=6, total="10", latency=30, parallelism=3,
-                   extra_runners='[runners.fast]\nkind = "fake"\ncost_usd = 0.03\n')
+    write_campaign(
+        tmp_path,
+        sessions=6,
+        total="10",
+        latency=30,
+        parallelism=3,
+        extra_runners='[runners.fast]\nkind = "fake"\ncost_usd = 0.03\n',
+    )
     run = tmp_path / "runs/t"
     proc = popen("t.toml", "--no-ui", cwd=tmp_path)
-    wait_for(lambda: sum(r["state"] == "running" for r in last_states(run).values()) == 3
-             if (run / "sessions.jsonl").exists() else False)
+    wait_for(
+        lambda: (
+            sum(r["state"] == "running" for r in last_states(run).values()) == 3
+            if (run / "sessions.jsonl").exists()
+            else False
+        )
+    )
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
     assert proc.poll() is None  # once: running sessions may finish
