@@ -1,0 +1,139 @@
+"""The engine's side of the zygote: one per Trio run, asked for a worker per session.
+
+The zygote is owned by a Trio *system task* and found through a `RunVar`: every runner (every
+campaign) in a Trio run shares it, and it is killed when that run ends, whoever forgets to
+close what. A zygote that died is restarted by the next session that needs one. It holds no
+per-session state: each request carries the worker's environment and settings.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import trio
+
+import runners
+
+#: Set before the zygote imports litellm and mini-swe-agent (they act on import otherwise).
+SETTINGS = {
+    "MSWEA_SILENT_STARTUP": "1",  # no banner
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no price-map download
+    "MSWEA_COST_TRACKING": "ignore_errors",  # prices are the campaign's, never litellm's (F6)
+}
+PROJECT_ROOT = str(Path(runners.__file__).resolve().parent.parent)
+
+
+class WorkerStartFailed(Exception):
+    """No worker process could be started (an infrastructure error)."""
+
+
+class _Zygote:
+    def __init__(self) -> None:
+        self.ready = trio.Event()
+        self.lock = trio.Lock()
+        self.control: trio.socket.SocketType | None = None
+        self.error = ""
+        self.dead = False
+
+
+_ZYGOTE: trio.lowlevel.RunVar[_Zygote] = trio.lowlevel.RunVar("benchtui_minisweagent_zygote")
+
+
+async def spawn(request: dict[str, Any], *, env: dict[str, str], startup_timeout: float) -> trio.SocketStream:
+    """A new worker for `request`; returns the engine's end of its private channel.
+
+    `env` is the zygote's environment if one must be started (never secrets).
+    """
+    zygote = await _ready(env, startup_timeout)
+    ours, theirs = socket.socketpair()
+    try:
+        async with zygote.lock:
+            await zygote.control.sendmsg(
+                [json.dumps(request).encode()],
+                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))],
+            )
+    except OSError as exc:
+        ours.close()
+        raise WorkerStartFailed(f"the worker zygote is gone: {exc}") from None
+    finally:
+        theirs.close()
+    return trio.SocketStream(trio.socket.from_stdlib_socket(ours))
+
+
+async def _ready(env: dict[str, str], startup_timeout: float) -> _Zygote:
+    zygote = _ZYGOTE.get(None)
+    if zygote is None or zygote.dead:
+        zygote = _Zygote()
+        _ZYGOTE.set(zygote)
+        trio.lowlevel.spawn_system_task(_serve, zygote, env, startup_timeout, name="mini-swe-agent zygote")
+    await zygote.ready.wait()
+    if zygote.control is None or zygote.dead:
+        raise WorkerStartFailed(f"the worker zygote failed: {zygote.error}")
+    return zygote
+
+
+async def _serve(zygote: _Zygote, env: dict[str, str], startup_timeout: float) -> None:
+    """Run the zygote until it exits or the Trio run ends (never raises: it is a system task)."""
+    config_dir = Path(tempfile.mkdtemp(prefix="benchtui-mswea-"))  # mini-swe-agent's, at import
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    control = trio.socket.from_stdlib_socket(ours)
+    process = None
+    env = {
+        **env,
+        **SETTINGS,
+        "MSWEA_GLOBAL_CONFIG_DIR": str(config_dir),
+        "PYTHONPATH": os.pathsep.join(filter(None, [PROJECT_ROOT, env.get("PYTHONPATH")])),
+    }
+    try:
+        with open(config_dir / "zygote.log", "wb") as log:
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-m", "runners.minisweagent.zygote", str(theirs.fileno()), str(os.getpid())],
+                pass_fds=(theirs.fileno(),),
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        theirs.close()
+        with trio.move_on_after(startup_timeout):
+            hello = await control.recv(64)
+        if hello != b"ready":
+            zygote.error = (
+                "no answer in time" if process.poll() is None else f"exit code {process.returncode}"
+            )
+            zygote.error += f": {_tail(config_dir / 'zygote.log')}"
+            return
+        zygote.control = control
+        zygote.ready.set()
+        await process.wait()
+        zygote.error = f"it exited with code {process.returncode}: {_tail(config_dir / 'zygote.log')}"
+    except Exception as exc:  # a system task must not raise
+        zygote.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        zygote.dead = True
+        zygote.ready.set()
+        theirs.close()
+        control.close()
+        if process is not None:
+            process.kill()
+            with trio.CancelScope(shield=True):
+                await process.wait()
+        shutil.rmtree(config_dir, ignore_errors=True)
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else "(no output)"

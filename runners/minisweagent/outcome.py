@@ -1,0 +1,137 @@
+"""From a worker's report to a SessionOutcome: parse the certificates, verify each with `pred`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchtui.verify import Verdict, parse_block, verify_async
+from runners.base import SessionOutcome
+
+EXIT_REASONS = {
+    "Submitted": "submitted without a certificate",
+    "BudgetExhausted": "budget_exhausted",
+    "LimitsExceeded": "step_limit",
+    "TimeExceeded": "wall_time",
+    "RepeatedFormatError": "format_errors",
+    "ContextWindowExceeded": "context_window_exceeded",
+}
+
+
+@dataclass
+class Report:
+    """What the engine learnt from one worker."""
+
+    copy_fingerprint: str = ""
+    prompt_sha256: str = ""
+    start_error: str = ""
+    done: dict[str, Any] | None = None
+    authorisations: int = 0
+    meter_wait_s: float = 0.0
+
+
+def _base(fingerprint: str) -> str:
+    """The target's identity in a fingerprint: commit or content hash (a clone is never dirty)."""
+    return fingerprint.split()[0].removesuffix("+dirty") if fingerprint else ""
+
+
+def _unique(blocks: list[str]) -> list[tuple[dict[str, Any] | None, str, str]]:
+    """(certificate or None, why malformed, raw block), first occurrence of each certificate."""
+    seen, out = set(), []
+    for raw in blocks:
+        cert, problem = parse_block(raw)
+        key = json.dumps(cert, sort_keys=True) if cert is not None else raw.strip()
+        if key not in seen:
+            seen.add(key)
+            out.append((cert, problem, raw))
+    return out
+
+
+async def judge(
+    report: Report,
+    *,
+    fingerprint: str,
+    pred: str,
+    timeout: float,
+    max_certificates: int,
+    certificates_file: Path,
+) -> SessionOutcome:
+    extra = {
+        "environment": fingerprint,
+        "copy_fingerprint": report.copy_fingerprint,
+        "prompt_sha256": report.prompt_sha256,
+    }
+    if report.authorisations:
+        extra["meter_wait_ms"] = round(1000 * report.meter_wait_s / report.authorisations, 3)
+    if report.start_error:
+        return SessionOutcome("error", reason=report.start_error, infra_error=True, extra=extra)
+    done = report.done
+    if done is None:
+        return SessionOutcome(
+            "error", reason="the worker ended without a report (see its log)", infra_error=True, extra=extra
+        )
+    steps, status = int(done.get("steps") or 0), str(done.get("exit_status") or "")
+    extra["exit_status"] = status
+    if done.get("meter_rtt_ms") is not None and report.authorisations:
+        extra["meter_rtt_ms"] = done["meter_rtt_ms"]  # the worker's view: socket + engine
+    if report.copy_fingerprint and _base(report.copy_fingerprint) != _base(fingerprint):
+        return SessionOutcome(
+            "error",
+            steps=steps,
+            infra_error=True,
+            extra=extra,
+            reason=f"the session copy ({report.copy_fingerprint}) is not the target ({fingerprint})",
+        )
+    checked: list[tuple[dict[str, Any] | None, Verdict]] = []
+    for cert, problem, _raw in _unique(list(done.get("blocks") or []))[:max_certificates]:
+        verdict = (
+            await verify_async(cert, pred=pred, timeout=timeout)
+            if cert is not None
+            else Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
+        )
+        checked.append((cert, verdict))
+        if verdict.accepted:
+            break
+    if checked:
+        certificates_file.write_text(
+            json.dumps(
+                [{"certificate": c, "verdict": v.to_json()} for c, v in checked], indent=1, default=str
+            )
+        )
+    summary = [{"status": v.status, "reason": v.reason} for _, v in checked]
+    for cert, verdict in checked:
+        if verdict.accepted:
+            return SessionOutcome(
+                "bug_found",
+                reason=verdict.reason,
+                steps=steps,
+                certificate=cert,
+                verify_details={**verdict.to_json(), "checked": summary},
+                extra=extra,
+            )
+    if done.get("infra_error"):
+        return SessionOutcome(
+            "error", reason=str(done.get("error")), steps=steps, infra_error=True, extra=extra
+        )
+    if checked:
+        if all(v.details.get("cause") == "pred_missing" for _, v in checked):
+            return SessionOutcome(
+                "error", reason=f"cannot verify: {checked[0][1].reason}", steps=steps, extra=extra
+            )
+        cert, verdict = next(((c, v) for c, v in checked if c is not None), checked[0])
+        return SessionOutcome(
+            "rejected",
+            reason=verdict.reason,
+            steps=steps,
+            certificate=cert,
+            verify_details={**verdict.to_json(), "checked": summary},
+            extra={**extra, "reject_reason": verdict.reason},
+        )
+    return SessionOutcome(
+        "no_certificate",
+        reason=EXIT_REASONS.get(status, status or "no certificate"),
+        steps=steps,
+        extra=extra,
+    )

@@ -1,0 +1,110 @@
+"""The `[runners.<name>]` table of kind "mini-swe-agent", and its prompt templates (F2).
+
+The templates' content hash and mini-swe-agent's version are computed at validation and are
+fields of the profile, so they are part of the campaign identity: editing the templates or
+upgrading the agent makes `--resume` refuse (sessions would no longer be comparable).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from runners.base import RunnerProfile
+
+DEFAULT_TEMPLATES = Path(__file__).with_name("templates.yaml")
+TEMPLATE_KEYS = ("system_template", "instance_template", "observation_template", "format_error_template")
+
+
+class MiniSweProfile(RunnerProfile):
+    kind: Literal["mini-swe-agent"] = "mini-swe-agent"
+    environment: Literal["local", "bubblewrap"] = "bubblewrap"
+    """Where the agent's commands run: `bubblewrap` (read-only system, writable session copy, no
+    network) or `local` (the plain host: no isolation)."""
+    step_limit: int = Field(default=40, gt=0)
+    """Model calls per session (the same for every model)."""
+    command_timeout_s: int = Field(default=120, gt=0)
+    """Wall-clock limit of one agent command."""
+    templates: Path | None = None
+    """Prompt templates (YAML); default: the bug-hunting templates shipped in runners/minisweagent/."""
+    pred: str = "pred"
+    """The `pred` executable the agent and the verifier use (a name on PATH, or a path)."""
+    verify_timeout_s: float = Field(default=60.0, gt=0)
+    """Limit of each `pred` call of the verifier; a timeout is inconclusive, never a bug."""
+    max_certificates: int = Field(default=5, gt=0)
+    """Distinct certificates verified per session (the first accepted one counts)."""
+    retries: int = Field(default=4, ge=0)
+    """Retries of a model call on 429/5xx/timeouts; every attempt is authorised and charged."""
+    retry_backoff_s: float = Field(default=2.0, ge=0)
+    """First wait before a retry (doubling each time, at most 60 s); a Retry-After header wins."""
+    request_timeout_s: float = Field(default=600.0, gt=0)
+    prompt_token_margin: float = Field(default=1.25, ge=1.0)
+    """Prompt tokens are counted locally (litellm.token_counter); the worst case authorised before
+    a call uses count × margin, as the provider's tokenizer may count more."""
+    api_key_env: str | None = None
+    """Default for models without `api_key_env`: the environment variable holding the API key."""
+    keep_workdir: bool = False
+    """Keep each session's copy of the target after the session (default: delete it)."""
+    startup_timeout_s: float = Field(default=120.0, gt=0)
+    """How long the pre-warmed worker process may take to import litellm and mini-swe-agent."""
+    templates_sha256: str = ""
+    """Computed: content hash of the templates (part of the campaign identity)."""
+    agent_version: str = ""
+    """Computed: the installed mini-swe-agent version (part of the campaign identity)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _computed(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        path = Path(data["templates"]).expanduser().resolve() if data.get("templates") else DEFAULT_TEMPLATES
+        if data.get("templates"):
+            data["templates"] = path
+        data["templates_sha256"] = templates_digest(path)
+        data["agent_version"] = _agent_version()
+        if data.get("environment", "bubblewrap") == "bubblewrap" and shutil.which("bwrap") is None:
+            raise ValueError(
+                'environment = "bubblewrap" needs the bwrap executable '
+                '(apt install bubblewrap), or use environment = "local"'
+            )
+        return data
+
+    @property
+    def templates_path(self) -> Path:
+        return self.templates or DEFAULT_TEMPLATES
+
+
+def load_templates(path: Path) -> dict[str, str]:
+    """The template texts; ValueError with one clear line if the file is unusable."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"templates {path}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"templates {path}: not a YAML mapping")
+    missing = [k for k in TEMPLATE_KEYS if not isinstance(data.get(k), str)]
+    if missing:
+        raise ValueError(f"templates {path}: missing {', '.join(missing)}")
+    return {k: data[k] for k in TEMPLATE_KEYS}
+
+
+def templates_digest(path: Path) -> str:
+    load_templates(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@cache
+def _agent_version() -> str:
+    try:
+        return f"mini-swe-agent {version('mini-swe-agent')}"
+    except PackageNotFoundError:
+        return "mini-swe-agent missing"

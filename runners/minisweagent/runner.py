@@ -1,0 +1,237 @@
+"""MiniSweRunner: the engine's side of a mini-swe-agent session (Trio; never imports litellm).
+
+A session is a worker process forked from the pre-warmed zygote. The engine answers its
+authorisation requests with the meter (F5), charges its reported usage at campaign prices (F6),
+and, when the session ends in any way (done, killed, cancelled, wall time), freezes and kills
+the worker's whole process tree, including commands the agent left running.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import trio
+
+from benchtui.verify import resolve_pred
+from runners.base import Meter, RunnerProfile, SessionOutcome, SessionSpec, Usage
+from runners.minisweagent import forkserver, keys, reaper
+from runners.minisweagent.outcome import Report, judge
+from runners.minisweagent.profile import MiniSweProfile
+from runners.minisweagent.protocol import EngineChannel
+
+
+@dataclass(frozen=True)
+class SessionFiles:
+    """`sessions/<id>/`: per attempt a trajectory (mini-swe-agent's format), a log, the certificates."""
+
+    dir: Path
+    attempt: int
+
+    def attempt_file(self, suffix: str) -> Path:
+        return self.dir / f"attempt-{self.attempt}.{suffix}"
+
+    @property
+    def written(self) -> list[Path]:
+        return [self.attempt_file(s) for s in ("traj.json", "worker.log", "certificates.json")]
+
+
+class WorkerProcess:
+    """A worker we did not fork ourselves (the zygote did): a pid plus, where possible, a pidfd."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self._pidfd: int | None = None
+
+    def adopt(self, pid: int) -> None:
+        self.pid = pid
+        try:
+            self._pidfd = os.pidfd_open(pid)
+        except OSError:
+            self._pidfd = None
+
+    def alive(self) -> bool:
+        if self.pid is None:
+            return False
+        if self._pidfd is not None:
+            try:
+                signal.pidfd_send_signal(self._pidfd, 0)
+            except ProcessLookupError:
+                return False
+        return reaper.is_alive(self.pid)
+
+    def kill(self) -> None:
+        if self.alive():
+            reaper.kill_tree(self.pid)
+
+    async def wait_exit(self, timeout: float) -> bool:
+        with trio.move_on_after(timeout):
+            while self.alive():
+                await trio.sleep(0.01)
+        return not self.alive()
+
+    def close(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
+class MiniSweRunner:
+    Profile: ClassVar[type[RunnerProfile]] = MiniSweProfile
+
+    def __init__(self, profile: MiniSweProfile, *, run_dir: Path) -> None:
+        self.profile = profile
+        found = resolve_pred(profile.pred)
+        self.pred = found if os.path.isabs(found) else None
+
+    async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
+        if self.pred is None:
+            return SessionOutcome(
+                "error",
+                reason=f"pred not found ({self.profile.pred!r}): install it "
+                "(cargo install) or set the profile's `pred` to its path",
+                infra_error=True,  # not the model's doing: retried on --resume once pred is there
+            )
+        key_name = session.model.api_key_env or self.profile.api_key_env
+        secrets = keys.collect(filter(None, [key_name]))
+        if key_name and key_name not in secrets:
+            return SessionOutcome("error", reason=f"API key variable {key_name} is not set", infra_error=True)
+        files = SessionFiles(session.session_dir.resolve(), session.attempt)
+        files.dir.mkdir(parents=True, exist_ok=True)
+        report = Report()
+        try:
+            await self._run_worker(self._request(session, files, secrets, key_name), meter, report)
+            outcome = await judge(
+                report,
+                fingerprint=session.environment_fingerprint,
+                pred=self.pred,
+                timeout=self.profile.verify_timeout_s,
+                max_certificates=self.profile.max_certificates,
+                certificates_file=files.attempt_file("certificates.json"),
+            )
+            return replace(outcome, reason=keys.scrub(outcome.reason, secrets.values()))
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(self._clean_up, files, secrets)
+
+    def _request(
+        self, session: SessionSpec, files: SessionFiles, secrets: dict[str, str], key_name: str | None
+    ) -> dict[str, Any]:
+        p, m = self.profile, session.model
+        return {
+            "session": session.id,
+            "task": session.task,
+            "attempt": session.attempt,
+            "model": {
+                "name": m.name,
+                "max_output_tokens": m.max_output_tokens,
+                "api_base": m.api_base,
+                "litellm": dict(m.litellm),
+            },
+            "profile": {
+                k: getattr(p, k)
+                for k in (
+                    "environment",
+                    "step_limit",
+                    "command_timeout_s",
+                    "retries",
+                    "retry_backoff_s",
+                    "request_timeout_s",
+                    "prompt_token_margin",
+                )
+            },
+            "paths": {
+                "target": str(session.environment.resolve()),
+                "workdir": str(files.dir / "workdir"),
+                "session_dir": str(files.dir),
+                "trajectory": str(files.attempt_file("traj.json")),
+                "log": str(files.attempt_file("worker.log")),
+                "templates": str(p.templates_path),
+                "pred": self.pred,
+            },
+            "env": keys.public_environment(filter(None, [key_name])),
+            "secrets": secrets,
+            "api_key": secrets.get(key_name) if key_name else None,
+        }
+
+    async def _run_worker(self, request: dict[str, Any], meter: Meter, report: Report) -> None:
+        try:
+            stream = await forkserver.spawn(
+                request, env=request["env"], startup_timeout=self.profile.startup_timeout_s
+            )
+        except forkserver.WorkerStartFailed as exc:
+            report.start_error = str(exc)
+            return
+        channel, worker = EngineChannel(stream), WorkerProcess()
+        try:
+            while report.done is None and (message := await channel.receive()) is not None:
+                await self._handle(message, channel, worker, meter, report)
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._stop(channel, worker, meter, report)
+
+    async def _handle(
+        self,
+        message: dict[str, Any],
+        channel: EngineChannel,
+        worker: WorkerProcess,
+        meter: Meter,
+        report: Report,
+    ) -> None:
+        kind = message.get("t")
+        if kind == "authorise":
+            started = time.perf_counter()
+            ok = await meter.authorise(meter.worst_case_usd(max(0, int(message["prompt_tokens"]))))
+            report.authorisations += 1
+            report.meter_wait_s += time.perf_counter() - started
+            await channel.send("authorised", ok=ok)
+        elif kind == "usage":
+            meter.charge(Usage(max(0, int(message["input_tokens"])), max(0, int(message["output_tokens"]))))
+        elif kind == "step":
+            meter.progress(str(message.get("note", ""))[:200])
+        elif kind == "hello":
+            worker.adopt(int(message["pid"]))
+            meter.progress(f"worker {worker.pid} started")
+        elif kind == "copy":
+            report.copy_fingerprint = str(message.get("fingerprint", ""))
+        elif kind == "prompt":
+            report.prompt_sha256 = str(message.get("sha256", ""))
+        elif kind == "done":
+            report.done = message
+
+    async def _stop(
+        self, channel: EngineChannel, worker: WorkerProcess, meter: Meter, report: Report
+    ) -> None:
+        """End the worker for sure; then settle the usage it reported before it died (F6)."""
+        if worker.pid is None:  # cancelled before it said hello: wait for its pid (a moment)
+            with trio.move_on_after(1.0):
+                while worker.pid is None and (message := await channel.receive()) is not None:
+                    await self._late(message, worker, meter)
+        if report.done is not None:
+            await worker.wait_exit(5.0)  # it kills what it started, then exits
+        worker.kill()
+        await worker.wait_exit(2.0)
+        with trio.move_on_after(0.5):
+            while (message := await channel.receive()) is not None:
+                await self._late(message, worker, meter)
+        worker.kill()  # in case its hello came only now
+        worker.close()
+        await channel.aclose()
+
+    async def _late(self, message: dict[str, Any], worker: WorkerProcess, meter: Meter) -> None:
+        if message.get("t") == "hello" and worker.pid is None:
+            worker.adopt(int(message["pid"]))
+        elif message.get("t") == "usage":
+            meter.charge(Usage(max(0, int(message["input_tokens"])), max(0, int(message["output_tokens"]))))
+
+    def _clean_up(self, files: SessionFiles, secrets: dict[str, str]) -> None:
+        keys.redact(files.written, secrets.values())
+        if not self.profile.keep_workdir:
+            shutil.rmtree(files.dir / "workdir", ignore_errors=True)
+        shutil.rmtree(files.dir / "bin", ignore_errors=True)
+        shutil.rmtree(files.dir / "tmp", ignore_errors=True)

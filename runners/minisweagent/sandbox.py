@@ -1,0 +1,99 @@
+"""Where the agent's commands run: mini-swe-agent's local or bubblewrap environment, configured.
+
+Both see the same things: the session's private copy of the target as working directory, `pred`
+on PATH, no secrets. bubblewrap adds isolation: a read-only system, nothing of the host's home or
+run dir but the session copy, its own PID namespace (killing bwrap kills everything inside), and
+no network.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+SANDBOX_BIN = "/opt/benchtui/bin"
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+COMMAND_ENV = {
+    "PAGER": "cat",
+    "MANPAGER": "cat",
+    "LESS": "-R",
+    "PIP_PROGRESS_BAR": "off",
+    "TQDM_DISABLE": "1",
+    "GIT_PAGER": "cat",
+    "LC_ALL": "C.UTF-8",
+}
+
+
+def bubblewrap_args(pred: str | None) -> list[str]:
+    """bwrap options before mini-swe-agent's own `--bind <cwd> <cwd> --chdir <cwd>`."""
+    args = [
+        "--die-with-parent",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-user-try",
+        "--new-session",
+        "--clearenv",
+    ]
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):  # merged /usr: /bin -> usr/bin
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    if pred:
+        args += ["--ro-bind", pred, f"{SANDBOX_BIN}/pred"]
+    args += [
+        "--setenv",
+        "PATH",
+        f"{SANDBOX_BIN}:/usr/local/bin:/usr/bin:/bin",
+        "--setenv",
+        "HOME",
+        "/tmp",
+        "--setenv",
+        "TMPDIR",
+        "/tmp",
+    ]
+    return args
+
+
+def local_bin(session_dir: Path, pred: str | None) -> Path:
+    """A directory holding `pred` (a link to the configured executable), for PATH."""
+    bin_dir = session_dir / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    link = bin_dir / "pred"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    if pred:
+        link.symlink_to(pred)
+    return bin_dir
+
+
+def environment(
+    kind: str, *, workdir: Path, session_dir: Path, pred: str | None, timeout: int, secret_names: list[str]
+) -> tuple[str, dict[str, Any]]:
+    """(mini-swe-agent environment class path, its keyword arguments)."""
+    if kind == "bubblewrap":
+        # `env -i`: bwrap itself (PID 1 in the sandbox, its /proc/1/environ readable inside) must not
+        # inherit the worker's environment, which holds the API keys for litellm.
+        return (
+            "minisweagent.environments.extra.bubblewrap.BubblewrapEnvironment",
+            {
+                "cwd": str(workdir),
+                "timeout": timeout,
+                "env": COMMAND_ENV,
+                "executable": shutil.which("env") or "/usr/bin/env",
+                "wrapper_args": ["-i", shutil.which("bwrap") or "bwrap", *bubblewrap_args(pred)],
+            },
+        )
+    # LocalEnvironment passes the worker's environment on, merged with `env`: blank the secrets.
+    path = f"{local_bin(session_dir, pred)}{os.pathsep}{os.environ.get('PATH', '')}"
+    env = {**dict.fromkeys(secret_names, ""), **COMMAND_ENV, "PATH": path}
+    return "minisweagent.environments.local.LocalEnvironment", {
+        "cwd": str(workdir),
+        "timeout": timeout,
+        "env": env,
+    }

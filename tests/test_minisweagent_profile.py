@@ -1,0 +1,118 @@
+"""The mini-swe-agent profile: validation, identity (templates are part of it), the real campaign file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+from benchtui import campaign as campaign_file
+from benchtui.campaign import identity_digest
+from benchtui.errors import BadInput
+from runners import registry
+from runners.minisweagent import MiniSweProfile, MiniSweRunner
+from runners.minisweagent.profile import DEFAULT_TEMPLATES, TEMPLATE_KEYS, load_templates
+
+REPO = Path(__file__).resolve().parent.parent
+CAMPAIGN = REPO / "campaigns" / "problem-reductions.toml"
+
+
+def profile(**table) -> MiniSweProfile:
+    return registry.validate_profile({"kind": "mini-swe-agent", **table})
+
+
+def test_the_kind_maps_to_the_runner_and_its_profile():
+    assert registry.runner_class("mini-swe-agent") is MiniSweRunner
+    p = profile()
+    assert isinstance(p, MiniSweProfile) and p.environment == "bubblewrap"
+    assert p.templates_sha256 and p.agent_version.startswith("mini-swe-agent ")
+
+
+def test_unknown_keys_and_bad_values_are_rejected():
+    for table in (
+        {"stepp_limit": 3},
+        {"environment": "docker"},
+        {"step_limit": 0},
+        {"prompt_token_margin": 0.5},
+    ):
+        with pytest.raises(ValueError):
+            profile(**table)
+
+
+def test_the_templates_content_is_part_of_the_identity(tmp_path):
+    custom = tmp_path / "prompt.yaml"
+    custom.write_text(DEFAULT_TEMPLATES.read_text())
+    before = profile(templates=str(custom))
+    assert before.templates_sha256 == profile().templates_sha256
+    custom.write_text(DEFAULT_TEMPLATES.read_text().replace("meticulous", "careless"))
+    after = profile(templates=str(custom))
+    assert after.templates_sha256 != before.templates_sha256
+    assert after.model_dump(mode="json") != before.model_dump(mode="json")
+    # A frozen copy carrying the old hash is re-hashed on load: a resume sees the change.
+    assert (
+        profile(**{**before.model_dump(mode="json"), "templates": str(custom)}).templates_sha256
+        == after.templates_sha256
+    )
+
+
+def test_unusable_templates_are_bad_input(tmp_path):
+    missing = tmp_path / "broken.yaml"
+    missing.write_text("system_template: hi\n")
+    with pytest.raises(ValueError, match="missing instance_template"):
+        profile(templates=str(missing))
+    with pytest.raises(ValueError, match="templates"):
+        profile(templates=str(tmp_path / "nowhere.yaml"))
+
+
+def test_the_shipped_templates_are_complete():
+    assert set(load_templates(DEFAULT_TEMPLATES)) == set(TEMPLATE_KEYS)
+    text = DEFAULT_TEMPLATES.read_text()
+    for word in (
+        "CERTIFICATE_START",
+        "CERTIFICATE_END",
+        "pred create",
+        "pred reduce",
+        "pred solve",
+        "pred extract",
+        "pred evaluate",
+        "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
+    ):
+        assert word in text
+
+
+def test_the_problem_reductions_campaign_is_valid(tmp_path):
+    doc = tomllib.loads(CAMPAIGN.read_text())
+    checkout = tmp_path / "problem-reductions"
+    checkout.mkdir()
+    doc["environment"]["path"] = str(checkout)
+    copy = tmp_path / "problem-reductions.toml"
+    copy.write_text(tomli_w.dumps(doc))
+    campaign = campaign_file.load(copy)
+    assert len(campaign.models) >= 2
+    assert all(
+        m.input_usd_per_mtok > 0 and m.output_usd_per_mtok > 0 and m.api_key_env for m in campaign.models
+    )
+    assert campaign.tasks and campaign.environment.tools == ["pred"]
+    active = campaign.runners[campaign.runner]
+    assert (active.kind, active.environment) == ("mini-swe-agent", "bubblewrap")
+    assert identity_digest(campaign.identity_parts("sha256:x"))["runners"]
+    # Keys are named, never written.
+    assert "sk-" not in CAMPAIGN.read_text() and "api_key =" not in CAMPAIGN.read_text()
+    if not (CAMPAIGN.parent / "../../problem-reductions").exists():  # relative to the campaign file
+        with pytest.raises(BadInput, match="environment.path"):
+            campaign_file.load(CAMPAIGN)
+
+
+def test_choosing_the_runner_imports_neither_litellm_nor_mini_swe_agent():
+    code = (
+        "import sys; from runners import registry; "
+        "cls = registry.runner_class('mini-swe-agent'); cls.Profile.model_validate({'kind': 'mini-swe-agent'}); "
+        "import benchtui.verify, runners.minisweagent.runner; "
+        "bad = [m for m in ('litellm', 'minisweagent', 'openai') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

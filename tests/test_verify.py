@@ -1,0 +1,193 @@
+"""The certificate verifier (benchtui.verify) and `benchtui verify`, against a stand-in `pred`.
+
+tests/stand_in_pred.py is a STAND-IN for the real `pred` with one planted bug
+(MaximumIndependentSet -> MinimumVertexCover extraction); the last test uses the real `pred`
+when it is on PATH.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import trio
+from minisweagent_support import STAND_IN_PRED
+
+from benchtui.cli import main as cli
+from benchtui.verify import find_blocks, parse_block, parse_value, verify, verify_async
+
+CONTRACTS = Path(__file__).resolve().parent.parent.parent / "shared" / "contracts"  # ../shared/contracts
+PRED = str(STAND_IN_PRED)
+
+
+def stand_in(*args: str, cwd: Path) -> dict:
+    return json.loads(
+        subprocess.run([PRED, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+    )
+
+
+def certificate(tmp_path: Path, target: str, *, violation: str = "suboptimal_extraction", **extra) -> dict:
+    """A certificate built the way an agent builds one: pred create, pred reduce."""
+    source = stand_in("create", "MIS", "--graph", "0-1,1-2", cwd=tmp_path)
+    (tmp_path / "source.json").write_text(json.dumps(source))
+    bundle = stand_in("reduce", "source.json", "--to", target, "--json", cwd=tmp_path)
+    return {
+        "rule": f"MaximumIndependentSetTo{target}",
+        "violation": violation,
+        "source": source,
+        "bundle": bundle,
+        **extra,
+    }
+
+
+def contract(name: str) -> dict:
+    return json.loads((CONTRACTS / name).read_text())
+
+
+def test_a_genuine_round_trip_failure_is_accepted(tmp_path):
+    verdict = verify(certificate(tmp_path, "MinimumVertexCover", target_config="0,1,0"), pred=PRED)
+    assert verdict.accepted, verdict
+    assert verdict.details["observed"] == "suboptimal_extraction"
+    assert verdict.details["source_optimum"] == "Max(2)" and verdict.details["round_trip"] == "Max(1)"
+
+
+def test_a_correct_rule_is_rejected_whatever_the_certificate_claims(tmp_path):
+    claim = certificate(
+        tmp_path,
+        "MaximumClique",
+        violation="unsound_extraction",
+        target_config="1,0,0",
+        claimed_source_solution=[1, 1, 0],
+    )
+    verdict = verify(claim, pred=PRED)
+    assert verdict.status == "rejected" and verdict.details["cause"] == "no_violation"
+
+
+def test_the_contract_certificates_are_rejected():
+    wrong = verify(contract("certificate.wrong-target.json"), pred=PRED)
+    assert wrong.status == "rejected" and wrong.details["cause"] == "wrong_target", wrong
+    example = verify(contract("certificate.example.json"), pred=PRED)  # the round trip recovers the optimum
+    assert example.status == "rejected" and example.details["cause"] == "no_violation", example
+
+
+@pytest.mark.parametrize(
+    "cert",
+    [
+        [],
+        "text",
+        {},
+        {"rule": "R"},
+        {"rule": "R", "violation": "made_up", "source": {"type": "A"}, "bundle": {"target": {"type": "B"}}},
+        {"rule": "R", "violation": "unsound_extraction", "source": {"type": "A"}, "bundle": {}},
+        {
+            "rule": "R",
+            "violation": "unsound_extraction",
+            "source": {"type": "A"},
+            "bundle": {"target": {"type": "B"}},
+            "target_config": "one,two",
+        },
+    ],
+)
+def test_malformed_certificates_are_rejected_without_calling_pred(cert):
+    verdict = verify(cert, pred="/nonexistent/pred")
+    assert verdict.status == "rejected" and verdict.details["cause"] == "malformed"
+
+
+def test_certificate_blocks_are_found_and_bad_ones_reported():
+    text = (
+        'I found it.\nCERTIFICATE_START\n```json\n{"rule": "R"}\n```\nCERTIFICATE_END\n'
+        "say CERTIFICATE_START inline is not a block\nCERTIFICATE_START\n{not json\nCERTIFICATE_END\n"
+        "CERTIFICATE_START\n[1, 2]\nCERTIFICATE_END\nCERTIFICATE_START\nunterminated"
+    )
+    blocks = find_blocks(text)
+    assert len(blocks) == 3
+    assert parse_block(blocks[0]) == ({"rule": "R"}, "")
+    assert parse_block(blocks[1])[0] is None and "not JSON" in parse_block(blocks[1])[1]
+    assert parse_block(blocks[2]) == (None, "not a JSON object")
+
+
+def test_a_pred_timeout_is_inconclusive_never_a_bug(tmp_path, monkeypatch):
+    monkeypatch.setenv("STAND_IN_PRED_HANG", "solve")
+    started = time.monotonic()
+    verdict = verify(certificate(tmp_path, "MinimumVertexCover"), pred=PRED, timeout=0.5)
+    assert not verdict.accepted and verdict.status == "inconclusive" and verdict.details["cause"] == "timeout"
+    assert time.monotonic() - started < 5
+
+
+def test_a_missing_pred_is_inconclusive(tmp_path):
+    verdict = verify(contract("certificate.example.json"), pred=str(tmp_path / "no-pred"))
+    assert verdict.status == "inconclusive" and verdict.details["cause"] == "pred_missing"
+
+
+@pytest.mark.trio
+async def test_async_verification_agrees_and_a_hung_pred_is_killed(tmp_path, monkeypatch):
+    genuine = certificate(tmp_path, "MinimumVertexCover")
+    assert (await verify_async(genuine, pred=PRED)).accepted
+    assert (await verify_async(contract("certificate.wrong-target.json"), pred=PRED)).status == "rejected"
+    monkeypatch.setenv("STAND_IN_PRED_HANG", "reduce")
+    with trio.fail_after(5):
+        verdict = await verify_async(genuine, pred=PRED, timeout=0.3)
+    assert verdict.details["cause"] == "timeout"
+    await trio.sleep(0.1)
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and _is_hung_stand_in(p)]
+
+
+def _is_hung_stand_in(pid: str) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return b"stand_in_pred.py\0reduce" in cmdline and state != "Z"
+
+
+@pytest.mark.parametrize(
+    "raw, valid, number",
+    [
+        ("Max(2)", True, 2.0),
+        ("Min(-14)", True, -14.0),
+        ("Max(None)", False, None),
+        ("Or(true)", True, None),
+        ("Or(false)", False, None),
+        ("SolutionSize(3, valid)", True, 3.0),
+        (7, True, 7.0),
+    ],
+)
+def test_pred_values_are_read(raw, valid, number):
+    value = parse_value(raw)
+    assert (value.valid, value.number) == (valid, number)
+
+
+def test_the_cli_exit_status_says_the_verdict(tmp_path, capsys, monkeypatch):
+    genuine = tmp_path / "genuine.json"
+    genuine.write_text(json.dumps(certificate(tmp_path, "MinimumVertexCover")))
+    log = tmp_path / "agent.log"
+    log.write_text(f"noise\nCERTIFICATE_START\n{genuine.read_text()}\nCERTIFICATE_END\n")
+    wrong = CONTRACTS / "certificate.wrong-target.json"
+    assert cli(["verify", str(genuine), "--pred", PRED]) == 0
+    assert capsys.readouterr().out.startswith("ACCEPTED")
+    assert cli(["verify", str(log), "--pred", PRED, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["status"] == "accepted"
+    assert cli(["verify", str(wrong), "--pred", PRED]) == 1
+    assert cli(["verify", str(tmp_path / "missing.json"), "--pred", PRED]) == 2
+    monkeypatch.setenv("STAND_IN_PRED_HANG", "reduce")
+    assert cli(["verify", str(genuine), "--pred", PRED, "--timeout", "0.3"]) == 4
+
+
+REAL_PRED = shutil.which("pred")
+
+
+@pytest.mark.skipif(
+    REAL_PRED is None or Path(REAL_PRED).resolve() == STAND_IN_PRED,
+    reason="the real `pred` is not on PATH (cargo install it from problem-reductions)",
+)
+def test_against_the_real_pred():
+    wrong = verify(contract("certificate.wrong-target.json"), pred=REAL_PRED, timeout=120)
+    assert wrong.status == "rejected" and wrong.details["cause"] == "wrong_target", wrong
+    example = verify(contract("certificate.example.json"), pred=REAL_PRED, timeout=120)
+    assert not example.accepted, example  # real pred recovers the optimum on this instance
