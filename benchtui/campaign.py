@@ -237,6 +237,21 @@ def _first_errors(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _resolve_paths(data: dict[str, Any], base: Path) -> None:
+    """Relative paths in the file mean relative to the file (the frozen copy stores them absolute)."""
+    tables = [(data.get("environment"), "path")]
+    for table in (data.get("runners") or {}).values():
+        if isinstance(table, dict) and isinstance(table.get("kind"), str):
+            try:
+                keys = registry.runner_class(table["kind"]).Profile.path_keys
+            except (registry.UnknownRunner, AttributeError):
+                continue  # reported by validation
+            tables += [(table, key) for key in keys]
+    for table, key in tables:
+        if isinstance(table, dict) and isinstance(table.get(key), str):
+            table[key] = str((base / table[key]).expanduser().resolve())
+
+
 def load(path: Path, **overrides: Any) -> Campaign:
     """Load and validate a campaign file; every problem is a one-line BadInput."""
     try:
@@ -249,9 +264,7 @@ def load(path: Path, **overrides: Any) -> Campaign:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{path}: malformed TOML: {exc}") from None
-    env = data.get("environment")
-    if isinstance(env, dict) and isinstance(env.get("path"), str):
-        env["path"] = str((path.parent / env["path"]).resolve())
+    _resolve_paths(data, path.parent)
     token = _toml_data.set(data)
     try:
         campaign = Campaign(**{k: v for k, v in overrides.items() if v is not None})

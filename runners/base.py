@@ -25,6 +25,9 @@ class RunnerProfile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    path_keys: ClassVar[tuple[str, ...]] = ()
+    """Keys holding file paths; relative ones are resolved against the campaign file's folder."""
+
     kind: str
     """Registry name of the runner (`fake`, `mini-swe-agent`, an entry point, or `pkg.mod:Class`)."""
     wall_time_s: float | None = None

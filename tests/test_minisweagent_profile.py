@@ -116,3 +116,20 @@ def test_choosing_the_runner_imports_neither_litellm_nor_mini_swe_agent():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_relative_templates_path_is_relative_to_the_campaign_file(tmp_path, monkeypatch):
+    from benchtui import campaign as campaign_file
+    from runners.minisweagent.profile import DEFAULT_TEMPLATES
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "target").mkdir()
+    (tmp_path / "sub" / "my.yaml").write_bytes(DEFAULT_TEMPLATES.read_bytes())
+    (tmp_path / "sub" / "c.toml").write_text(
+        'name = "c"\nsessions_per_model = 1\nrunner = "mini"\n[budget]\ntotal_usd = 1\n'
+        '[runners.mini]\nkind = "mini-swe-agent"\nenvironment = "local"\ntemplates = "my.yaml"\n'
+        '[[models]]\nname = "m"\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 1\n'
+        '[environment]\npath = "target"\n')
+    monkeypatch.chdir(tmp_path)  # not the campaign's folder
+    campaign = campaign_file.load(tmp_path / "sub" / "c.toml")
+    assert campaign.runners["mini"].templates == tmp_path / "sub" / "my.yaml"

@@ -12,7 +12,7 @@ import shutil
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -23,6 +23,8 @@ TEMPLATE_KEYS = ("system_template", "instance_template", "observation_template",
 
 
 class MiniSweProfile(RunnerProfile):
+    path_keys: ClassVar[tuple[str, ...]] = ("templates",)
+
     kind: Literal["mini-swe-agent"] = "mini-swe-agent"
     environment: Literal["local", "bubblewrap"] = "bubblewrap"
     """Where the agent's commands run: `bubblewrap` (read-only system, writable session copy, no
