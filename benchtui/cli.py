@@ -50,6 +50,15 @@ def _state_dir(arg: Path | None) -> Path:
     return arg or Path(os.environ.get("BENCHTUI_STATE_DIR", "runs"))
 
 
+def tune_gc() -> None:
+    """Collect young objects less often: a campaign keeps a large live heap (the journal's
+    current records), and CPython 3.11's default thresholds rescan it so often that the cost
+    per session grows with the campaign (measured: 50k sessions 20.8 s -> 13.9 s)."""
+    import gc
+
+    gc.set_threshold(50_000, 20, 100)
+
+
 def main_run(argv: list[str]) -> int:
     from benchtui import engine
 
@@ -59,6 +68,7 @@ def main_run(argv: list[str]) -> int:
     opts = engine.Options(
         args.campaign, _state_dir(args.state_dir), args.resume, args.fresh, args.runner, args.parallelism
     )
+    tune_gc()
     prep = engine.prepare(opts)
     try:
         if args.no_ui or not sys.stdout.isatty():
@@ -67,7 +77,7 @@ def main_run(argv: list[str]) -> int:
             from benchtui import headless
 
             printer = headless.LinePrinter()
-            finished = trio.run(headless.main, prep, printer)
+            finished = trio.run(headless.main, prep, printer, headless.keys_available())
             print(printer.table())
         else:
             from benchtui.ui.app import run_app
@@ -91,7 +101,19 @@ def main_schema(argv: list[str]) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"schema": main_schema}
+def main_ctl(argv: list[str]) -> int:
+    from benchtui import ctl
+
+    return ctl.main(argv)
+
+
+def main_verify(argv: list[str]) -> int:
+    from benchtui.verify import main_verify as verify
+
+    return verify(argv)
+
+
+COMMANDS = {"schema": main_schema, "ctl": main_ctl, "verify": main_verify}
 
 
 def main(argv: list[str] | None = None) -> int:

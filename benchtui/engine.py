@@ -13,10 +13,10 @@ from pathlib import Path
 import trio
 
 from benchtui import campaign as campaign_file
-from benchtui import checkpoint, environment, results, rundir
+from benchtui import checkpoint, control, environment, results, rundir
 from benchtui import events as ev
 from benchtui.campaign import Campaign, identity_digest
-from benchtui.errors import BadInput
+from benchtui.errors import BadInput, StorageFailed, first_error
 from benchtui.ledger import Ledger
 from benchtui.plan import PlannedSession, build_plan
 from benchtui.scheduler import Scheduler
@@ -145,6 +145,7 @@ async def run(
     try:
         async with trio.open_nursery() as services:
             await services.start(store.serve)
+            await services.start(control.serve, prep.run_dir, scheduler, bus)  # for `benchtui ctl`
             for line in prep.checkpoint.reconciled:
                 store.append(line)
             await store.commit()
@@ -165,6 +166,8 @@ async def run(
             services.cancel_scope.cancel()
         with trio.CancelScope(shield=True):
             await store.flush()
+    except* StorageFailed as group:
+        raise first_error(group) from None
     finally:
         store.close()
         if store.failure is None:

@@ -1,20 +1,24 @@
 """The headless front end: a line per session start/end, a final per-model table.
 
 Ctrl-C (or SIGTERM) once: stop launching, let running sessions finish. Twice: interrupt them.
-Either way the state is saved and `--resume` continues.
+Either way the state is saved and `--resume` continues. When stdin is a terminal, the keys
+`p` (pause launching), `r` (resume) and `q` (stop launching) work too.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import termios
+import tty
 from typing import TextIO
 
 import trio
 
 from benchtui import engine
 from benchtui import events as ev
-from benchtui.errors import BenchtuiError
+from benchtui.errors import BenchtuiError, first_error
 from benchtui.money import fmt
 from benchtui.scheduler import Scheduler
 
@@ -92,8 +96,40 @@ async def _watch_signals(scheduler: Scheduler, printer: LinePrinter) -> None:
                 scheduler.stop(now=True)
 
 
-async def main(prep: engine.PreparedRun, printer: LinePrinter) -> bool:
-    """Run the campaign headless; returns True when it finished."""
+def keys_available(fd: int = 0) -> bool:
+    """Is `fd` a terminal whose foreground we own? (Else reading keys would stop the process.)"""
+    try:
+        return os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
+
+
+async def _watch_keys(scheduler: Scheduler, printer: LinePrinter, fd: int = 0) -> None:
+    """`p` / `r` / `q` on the terminal: cbreak mode (keys arrive one by one, Ctrl-C stays a signal)."""
+    saved = termios.tcgetattr(fd)
+    tty.setcbreak(fd)
+    try:
+        printer.write("keys: p pause launching, r resume, q stop launching (running sessions finish)")
+        while True:
+            # Wait, then read: the fd stays blocking (it is shared with stdout on a terminal).
+            await trio.lowlevel.wait_readable(fd)
+            data = os.read(fd, 64)
+            if not data:
+                return
+            for key in data.decode(errors="ignore").lower():
+                if key == "p":
+                    scheduler.pause()
+                elif key == "r":
+                    scheduler.resume()
+                elif key == "q" and not scheduler.stopping:
+                    printer.write("stopping: no new sessions; running ones finish")
+                    scheduler.stop()
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+async def main(prep: engine.PreparedRun, printer: LinePrinter, keys: bool = False) -> bool:
+    """Run the campaign headless; returns True when it finished. `keys`: read p/r/q from stdin."""
     bus = ev.EventBus()
     bus.subscribe(printer)
     finished = False
@@ -107,6 +143,8 @@ async def main(prep: engine.PreparedRun, printer: LinePrinter) -> bool:
 
             scheduler = await nursery.start(run_then_stop)
             nursery.start_soon(_watch_signals, scheduler, printer)
+            if keys:
+                nursery.start_soon(_watch_keys, scheduler, printer)
     except* BenchtuiError as group:
-        raise group.exceptions[0] from None
+        raise first_error(group) from None
     return finished

@@ -1,0 +1,176 @@
+"""The control endpoint: `<run dir>/control.sock`, so `benchtui ctl` can steer a running campaign.
+
+Protocol: JSON lines. Each request is one object, e.g. `{"cmd": "pause"}`, `{"cmd": "kill",
+"session": "m-0001"}`, `{"cmd": "runner", "profile": "mini"}`, `{"cmd": "parallelism", "n": 8}`,
+`{"cmd": "stop", "now": false}`, `{"cmd": "status"}`; each reply is one object with `"ok": true`
+(plus `message`, or the status fields) or `"ok": false, "error": "..."`. Commands are the
+scheduler's own control calls, run in the engine's Trio thread like the UI's keys.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import asdict
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from benchtui import events as ev
+from benchtui.rundir import CONTROL_SOCKET
+from benchtui.scheduler import Scheduler
+
+MAX_LINE = 64 * 1024
+UNIX_PATH_MAX = 100  # sun_path is 108 bytes on Linux; leave room for the terminator
+
+
+@contextlib.contextmanager
+def socket_address(path: Path) -> Iterator[str]:
+    """An address for `path` that fits sun_path: long paths go through /proc/self/fd (Linux)."""
+    if len(os.fsencode(path)) < UNIX_PATH_MAX:
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
+def accounts_to_json(acc: ev.AccountsCommitted) -> dict[str, Any]:
+    return json.loads(json.dumps(asdict(acc), default=str))
+
+
+def accounts_from_json(data: dict[str, Any]) -> ev.AccountsCommitted:
+    money = {k: Decimal(v) for k, v in data.items() if k.endswith("_usd")}
+    models = tuple(
+        ev.ModelTotals(**{k: Decimal(v) if k.endswith("_usd") else v for k, v in m.items()})
+        for m in data["models"]
+    )
+    return ev.AccountsCommitted(models=models, **money)
+
+
+class Controller:
+    """Answers requests with the scheduler's control calls; remembers the last committed accounts."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        self.accounts: ev.AccountsCommitted | None = None
+
+    def listen(self, event: ev.Event) -> None:
+        if isinstance(event, ev.AccountsCommitted):
+            self.accounts = event
+
+    def state(self) -> str:
+        s = self.scheduler
+        return "stopping" if s.stopping else "paused" if s.paused else "running"
+
+    def answer(self, request: Any) -> dict[str, Any]:
+        if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
+            return {"ok": False, "error": 'a request is a JSON object with a "cmd"'}
+        s, cmd = self.scheduler, request["cmd"]
+        try:
+            if cmd == "status":
+                return {
+                    "ok": True,
+                    "campaign": s.campaign.name,
+                    "state": self.state(),
+                    "runner": s.runner,
+                    "parallelism": s.parallelism,
+                    "running": sorted(s.running_sessions()),
+                    "accounts": accounts_to_json(self.accounts) if self.accounts else None,
+                }
+            if cmd == "pause":
+                s.pause()
+                return {"ok": True, "message": "paused: no new session starts; running ones go on"}
+            if cmd == "resume":
+                if s.stopping:
+                    return {"ok": False, "error": "the campaign is stopping; resume it with --resume"}
+                s.resume()
+                return {"ok": True, "message": "resumed: sessions launch again"}
+            if cmd == "stop":
+                now = bool(request.get("now"))
+                s.stop(now=now)
+                return {
+                    "ok": True,
+                    "message": "stopping: "
+                    + ("running sessions interrupted" if now else "running sessions finish first"),
+                }
+            if cmd == "kill":
+                session = str(request.get("session"))
+                if not s.kill(session):
+                    return {"ok": False, "error": f"no running session {session!r}"}
+                return {"ok": True, "message": f"killed {session}"}
+            if cmd == "runner":
+                s.set_runner(str(request.get("profile")))
+                return {"ok": True, "message": f"runner {s.runner} for sessions not yet started"}
+            if cmd == "parallelism":
+                n = request.get("n")
+                if not isinstance(n, int) or isinstance(n, bool):
+                    return {"ok": False, "error": "parallelism needs an integer n"}
+                s.set_parallelism(n)
+                return {"ok": True, "message": f"parallelism {n}"}
+        except ValueError as exc:
+            return {"ok": False, "error": str(exc)}
+        return {"ok": False, "error": f"unknown command {cmd!r}"}
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        """One client connection; a client that goes away never disturbs the campaign."""
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            await self._converse(stream)
+
+    async def _converse(self, stream: trio.SocketStream) -> None:
+        buffer = b""
+        async with stream:
+            async for chunk in stream:
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    try:
+                        reply = self.answer(json.loads(line))
+                    except ValueError:
+                        reply = {"ok": False, "error": "not a JSON line"}
+                    await stream.send_all(json.dumps(reply).encode() + b"\n")
+                if len(buffer) > MAX_LINE:
+                    return
+
+
+async def serve(
+    run_dir: Path,
+    scheduler: Scheduler,
+    bus: ev.EventBus,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve `<run dir>/control.sock` until cancelled, then remove it.
+
+    The run dir lock is ours, so a socket file left by a crashed run is stale: replace it. If the
+    socket cannot be created, say so and go on: the campaign must not depend on remote control.
+    """
+    path = run_dir / CONTROL_SOCKET
+    controller = Controller(scheduler)
+    unsubscribe = bus.subscribe(controller.listen)
+    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        try:
+            with socket_address(path) as address:
+                await sock.bind(address)
+            sock.listen()
+        except OSError as exc:
+            bus.emit(ev.Notice("warning", f"no control socket ({exc}): `benchtui ctl` cannot reach this run"))
+            task_status.started()
+            return
+        task_status.started()
+        await trio.serve_listeners(controller.handle, [trio.SocketListener(sock)])
+    finally:
+        sock.close()
+        unsubscribe()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()

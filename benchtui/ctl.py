@@ -1,0 +1,133 @@
+"""`benchtui ctl [RUN_DIR] COMMAND`: steer a running campaign (TUI or headless) from another terminal.
+
+A blocking client of the run's control socket (see `benchtui.control`): one request, one reply.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchtui import rundir
+from benchtui.errors import BadInput
+
+COMMANDS = {"pause": 0, "resume": 0, "stop": 0, "status": 0, "kill": 1, "runner": 1, "parallelism": 1}
+TIMEOUT_S = 10.0
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, like the main command
+        raise BadInput(f"ctl: {message} (see `benchtui ctl --help`)")
+
+
+def parser() -> Parser:
+    p = Parser(
+        prog="benchtui ctl",
+        usage="benchtui ctl [--state-dir DIR] [RUN_DIR] COMMAND [ARG] [--now]",
+        description="Act on a running campaign through its control socket.",
+        epilog="Commands: pause | resume | stop [--now] | status | kill SESSION_ID | "
+        "runner PROFILE | parallelism N. RUN_DIR defaults to the latest run.",
+    )
+    p.add_argument("words", nargs="+", metavar="[RUN_DIR] COMMAND [ARG]", help=argparse.SUPPRESS)
+    p.add_argument("--now", action="store_true", help="with stop: interrupt running sessions too")
+    p.add_argument(
+        "--state-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where run dirs live, to find the latest run (default: runs, or BENCHTUI_STATE_DIR)",
+    )
+    return p
+
+
+def request_for(command: str, args: list[str], now: bool) -> dict[str, Any]:
+    if len(args) != COMMANDS[command]:
+        raise BadInput(f"ctl {command} takes {COMMANDS[command] or 'no'} argument(s)")
+    if command == "kill":
+        return {"cmd": "kill", "session": args[0]}
+    if command == "runner":
+        return {"cmd": "runner", "profile": args[0]}
+    if command == "parallelism":
+        if not args[0].isdigit() or int(args[0]) < 1:
+            raise BadInput("ctl parallelism takes a whole number of at least 1")
+        return {"cmd": "parallelism", "n": int(args[0])}
+    return {"cmd": command, "now": now} if command == "stop" else {"cmd": command}
+
+
+def find_run_dir(given: str | None, state_dir: Path | None) -> Path:
+    if given is not None:
+        run_dir = Path(given)
+        if not (run_dir / rundir.CAMPAIGN).exists():
+            raise BadInput(f"no such run: {run_dir}")
+        return run_dir
+    state_dir = state_dir or Path(os.environ.get("BENCHTUI_STATE_DIR", "runs"))
+    try:
+        return rundir.latest(state_dir)
+    except BadInput:
+        raise BadInput(f"no run under {state_dir} (give RUN_DIR or --state-dir)") from None
+
+
+def ask(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
+    """Send one request to the run's control socket; BadInput when nothing answers."""
+    from benchtui.control import socket_address
+
+    path = run_dir / rundir.CONTROL_SOCKET
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(TIMEOUT_S)
+        try:
+            with socket_address(path) as address:
+                sock.connect(address)
+        except OSError:  # no socket, or a stale one left by a killed process
+            raise BadInput(f"the campaign in {run_dir} is not running") from None
+        reply = b""
+        try:
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            while not reply.endswith(b"\n"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+        except OSError as exc:
+            raise BadInput(f"the campaign in {run_dir} did not answer: {exc}") from None
+    if not reply.endswith(b"\n"):
+        raise BadInput(f"the campaign in {run_dir} stopped before answering")
+    return json.loads(reply)
+
+
+def show_status(reply: dict[str, Any]) -> str:
+    from benchtui.control import accounts_from_json
+    from benchtui.headless import summary_table
+
+    running = reply.get("running") or []
+    lines = [
+        f"campaign {reply['campaign']}: {reply['state']}, runner {reply['runner']}, "
+        f"parallelism {reply['parallelism']}, {len(running)} running"
+        + (f" ({', '.join(running)})" if running else "")
+    ]
+    if reply.get("accounts"):
+        lines.append(summary_table(accounts_from_json(reply["accounts"])))
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    words = list(args.words)
+    given = words.pop(0) if words[0] not in COMMANDS else None
+    if not words or words[0] not in COMMANDS:
+        raise BadInput(f"ctl: expected a command ({' | '.join(COMMANDS)})")
+    command = words.pop(0)
+    request = request_for(command, words, args.now)
+    reply = ask(find_run_dir(given, args.state_dir), request)
+    if not reply.get("ok"):
+        raise BadInput(reply.get("error") or "the campaign refused")
+    print(show_status(reply) if command == "status" else reply.get("message", "ok"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,231 @@
+"""The Textual app: runs the campaign as a Trio guest and turns keys into control calls.
+
+Events fold into a `ViewModel` as they come; the screen redraws on a timer (`REDRAW_HZ`), so a
+fast campaign costs one redraw per tick, never one per event. Control calls go to the Trio
+side through the guest's token and take effect at its next tick.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any
+
+from textual.app import App, SystemCommand
+from textual.screen import Screen
+
+from benchtui import engine
+from benchtui import events as ev
+from benchtui.errors import BenchtuiError, first_error
+from benchtui.scheduler import Scheduler
+from benchtui.ui.bridge import TrioGuest
+from benchtui.ui.messages import CampaignDone, RedrawNow, Toast
+from benchtui.ui.model import ViewModel
+from benchtui.ui.screens.main import MainScreen
+from benchtui.ui.screens.quit import QuitChoice, QuitScreen
+from benchtui.ui.screens.runner_picker import RunnerPicker
+from benchtui.ui.screens.summary import SummaryScreen
+
+REDRAW_HZ = 15
+STOP_GRACE_S = 10.0
+
+
+class _Started:
+    """Stands in for engine.run's task_status: hands over the scheduler before anything launches."""
+
+    def __init__(self, on_started: Callable[[Scheduler], None]) -> None:
+        self.on_started = on_started
+
+    def started(self, scheduler: Scheduler) -> None:
+        self.on_started(scheduler)
+
+
+class BenchApp(App[bool]):
+    CSS_PATH = "app.tcss"
+    TITLE = "benchtui"
+
+    def __init__(
+        self,
+        prep: engine.PreparedRun,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        start_paused: bool = False,
+        on_started: Callable[[Scheduler], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self.prep = prep
+        self.view = ViewModel(
+            prep.campaign.name, prep.runner, prep.campaign.parallelism, prep.plan, prep.checkpoint.last, clock
+        )
+        self.bus = ev.EventBus()
+        self.bus.subscribe(self.view.apply)
+        self.bus.subscribe(self._urgent)
+        self.guest = TrioGuest()
+        self.scheduler: Scheduler | None = None
+        self.finished = False
+        self.error: BaseException | None = None
+        self.quitting = False
+        self._start_paused = start_paused
+        self._on_started = on_started
+        self.main: MainScreen
+
+    # -- the campaign, in Trio ----------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.main = MainScreen(self.view, self.prep.run_dir)
+        self.push_screen(self.main)
+        self.set_interval(1 / REDRAW_HZ, self.redraw)
+        self.guest.start(self._campaign, lambda result: self.post_message(CampaignDone(result)))
+
+    async def _campaign(self) -> bool:
+        return await engine.run(self.prep, self.bus, task_status=_Started(self._scheduler_ready))
+
+    def _scheduler_ready(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        if self._start_paused:  # before the launch loop runs: nothing starts until `resume`
+            scheduler.pause()
+        if self._on_started is not None:
+            self._on_started(scheduler)
+
+    def on_campaign_done(self, message: CampaignDone) -> None:
+        try:
+            self.finished = bool(message.result.unwrap())
+        except BaseException as exc:  # noqa: BLE001 - shown by the CLI after the app exits
+            self.error = _first_error(exc)
+            self.exit(False)
+            return
+        self.redraw()
+        if self.quitting:
+            self.exit(self.finished)
+        elif self.view.ended is not None and self.is_running:
+            self.push_screen(SummaryScreen(self.view))
+
+    async def on_unmount(self) -> None:
+        """Leaving with the campaign still running (e.g. a test ends): stop it, save, release."""
+        if not self.guest.running:
+            return
+        if self.scheduler is not None:
+            self.guest.call(partial(self.scheduler.stop, now=True))
+            if await self.guest.wait(STOP_GRACE_S):
+                return
+        self.guest.cancel()
+        await self.guest.wait()
+
+    def redraw(self) -> None:
+        if self.is_running and self.main.is_mounted:
+            self.main.redraw()
+
+    def _urgent(self, event: ev.Event) -> None:
+        """The answer to a key (pause, resume, …) is drawn at once, so keys feel instant."""
+        if isinstance(event, ev.ControlChanged | ev.CampaignEnded):
+            self.post_message(RedrawNow())
+
+    def on_redraw_now(self, _: RedrawNow) -> None:
+        self.redraw()
+
+    # -- actions (keys, command palette) ------------------------------------------------------
+    def _control(self, name: str, *args: Any, **kwargs: Any) -> bool:
+        if self.scheduler is None or not self.guest.running:
+            self.notify("the campaign is not running", severity="warning")
+            return False
+        self.guest.call(partial(getattr(self.scheduler, name), *args, **kwargs))
+        return True
+
+    def action_pause(self) -> None:
+        self._control("pause")
+
+    def action_resume(self) -> None:
+        self._control("resume")
+
+    def action_kill(self) -> None:
+        sid = self.main.table.selected
+        if sid is None or self.view.sessions[sid].state != "running":
+            self.notify(f"{sid or 'no session'} is not running: select a running session", severity="warning")
+            return
+        scheduler = self.scheduler
+
+        def kill() -> None:
+            if scheduler is not None and not scheduler.kill(sid):
+                self.post_message(Toast(f"{sid} is not running any more", "warning"))
+
+        self.guest.call(kill)
+
+    def on_toast(self, message: Toast) -> None:
+        self.notify(message.text, severity=message.severity)
+
+    def action_parallelism(self, delta: int) -> None:
+        n = self.view.parallelism + delta
+        if n < 1:
+            self.notify("parallelism is at least 1", severity="warning")
+        elif self._control("set_parallelism", n):
+            self.view.parallelism = n  # so that repeated presses add up before the engine answers
+
+    def action_change_runner(self) -> None:
+        def chosen(profile: str | None) -> None:
+            if profile and profile != self.view.runner:
+                self._control("set_runner", profile)
+
+        self.push_screen(RunnerPicker(self.prep.campaign.runners, self.view.runner), chosen)
+
+    def action_summary(self) -> None:
+        if not isinstance(self.screen, SummaryScreen):
+            self.push_screen(SummaryScreen(self.view))
+
+    async def action_quit(self) -> None:
+        if not self.guest.running:
+            self.exit(self.finished)
+            return
+
+        def chosen(choice: QuitChoice) -> None:
+            if choice is None:
+                return
+            self.quitting = True
+            if self.scheduler is None:
+                self.guest.cancel()
+            else:
+                self._control("stop", now=choice == "now")
+
+        self.push_screen(QuitScreen(self.view.states["running"]), chosen)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand(
+            "Pause launching", "No new session starts; running ones go on (p)", self.action_pause
+        )
+        yield SystemCommand("Resume launching", "Start sessions again (r)", self.action_resume)
+        yield SystemCommand(
+            "Kill selected session", "It ends `killed`; its spend is kept (k)", self.action_kill
+        )
+        yield SystemCommand(
+            "Change runner", "Runner profile for sessions not yet started (c)", self.action_change_runner
+        )
+        yield SystemCommand(
+            "More parallelism", "One more session at once (+)", partial(self.action_parallelism, 1)
+        )
+        yield SystemCommand(
+            "Less parallelism", "One session fewer at once (-)", partial(self.action_parallelism, -1)
+        )
+        yield SystemCommand("Summary", "Per-model results and money (s)", self.action_summary)
+
+
+def _first_error(exc: BaseException) -> BaseException:
+    """The engine raises one-line BenchtuiErrors; unwrap them from Trio's exception groups."""
+    if isinstance(exc, BaseExceptionGroup):
+        match, _ = exc.split(BenchtuiError)
+        if match is not None:
+            return first_error(match)
+    return exc
+
+
+def make_app(prep: engine.PreparedRun, **options: Any) -> BenchApp:
+    """The one way to build the app (the CLI, the tests, the screenshots)."""
+    return BenchApp(prep, **options)
+
+
+def run_app(prep: engine.PreparedRun) -> bool:
+    """Run the TUI to the end; True when the campaign finished (raises what the engine raised)."""
+    app = make_app(prep)
+    app.run()
+    if app.error is not None:
+        raise app.error
+    return app.finished

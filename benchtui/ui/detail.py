@@ -1,0 +1,81 @@
+"""The detail pane: what the selected session is doing, and its certificate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Static
+
+from benchtui.money import fmt
+from benchtui.plan import slug
+from benchtui.store import OUTCOMES
+from benchtui.ui.model import SessionView
+from benchtui.ui.sessions import STATE_STYLES
+
+
+def find_certificate(run_dir: Path, session: str, model: str) -> dict[str, Any] | None:
+    """The latest result row of `session` (read in a worker thread): in `outcomes/<model>.jsonl`,
+    or in a single `outcomes.jsonl` for runs saved before results were split by model."""
+    path = run_dir / OUTCOMES
+    if path.is_dir():
+        path = path / f"{slug(model)}.jsonl"
+    found = None
+    try:
+        with open(path, encoding="utf-8") as rows:
+            for line in rows:
+                if f'"session":"{session}"' in line:
+                    try:
+                        found = json.loads(line)
+                    except ValueError:  # a torn last line after a crash
+                        continue
+    except OSError:
+        return None
+    return found
+
+
+class SessionDetail(Static):
+    """What the selected session is doing: state, money, its latest progress notes, certificate."""
+
+    def show(self, view: SessionView | None, row: dict[str, Any] | None = None) -> None:
+        if view is None:
+            self.update(Text("no session selected", style="dim"))
+            return
+        text = Text.assemble(
+            (view.id, "bold"),
+            f"   {view.model}   #{view.index}",
+            f"   task {view.task}" if view.task else "",
+            "\n",
+            "state ",
+            (view.state, STATE_STYLES.get(view.state, "")),
+            f"   attempt {view.attempt}   runner {view.runner or '-'}\n",
+            f"cost {fmt(view.cost)}   calls {view.calls}\n",
+        )
+        if view.state not in ("pending", "running"):
+            text.append(
+                f"outcome {view.outcome or '-'}" + (f" — {view.reason}" if view.reason else "") + "\n"
+            )
+        if view.certificate:
+            text.append("certificate ", style="bold")
+            text.append_text(self._certificate(row))
+        if view.notes:
+            text.append("progress\n", style="bold")
+            for note in view.notes:
+                text.append(f"  • {note}\n")
+        self.update(text)
+
+    @staticmethod
+    def _certificate(row: dict[str, Any] | None) -> Text:
+        cert = (row or {}).get("certificate")
+        if not isinstance(cert, dict):
+            return Text("yes (details in the outcomes of the run dir)\n")
+        source = cert.get("source", {}).get("type", "?") if isinstance(cert.get("source"), dict) else "?"
+        text = Text(f"{cert.get('rule', '?')} on {source}")
+        if cert.get("violation"):
+            text.append(f": {cert['violation']}")
+        verdict = (row or {}).get("verify_details") or {}
+        if isinstance(verdict, dict) and verdict:
+            text.append(f"\n  verifier: {', '.join(f'{k}={v}' for k, v in verdict.items())}", style="dim")
+        return text + "\n"

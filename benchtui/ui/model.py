@@ -1,0 +1,192 @@
+"""The UI's view model: events folded into a small state the widgets render on a timer.
+
+Listeners run once per event (possibly thousands a second), so `apply` only updates fields and
+notes what changed; the screen redraws at most ~15 times a second from `take_changes`.
+No Textual here: the model is plain data, testable without a terminal.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from benchtui import events as ev
+from benchtui.money import ZERO, fmt, usd
+from benchtui.plan import PlannedSession
+
+LOG_LINES = 500
+NOTES_PER_SESSION = 12
+
+
+@dataclass(slots=True)
+class SessionView:
+    id: str
+    model: str
+    index: int
+    task: str | None = None
+    state: str = "pending"
+    attempt: int = 0
+    runner: str = ""
+    cost: Decimal = ZERO
+    calls: int = 0
+    outcome: str = ""
+    reason: str = ""
+    certificate: bool = False
+    notes: deque[str] = field(default_factory=lambda: deque(maxlen=NOTES_PER_SESSION))
+
+    def load(self, record: dict[str, Any]) -> None:
+        """Take the state a journal line records (a resumed run starts from its journal)."""
+        self.state = record.get("state", self.state)
+        self.attempt = int(record.get("attempt", 0))
+        self.runner = record.get("runner") or ""
+        self.cost = usd(record.get("cost_usd", 0))
+        self.calls = int(record.get("calls", 0))
+        self.outcome = record.get("result") or ""
+        self.reason = record.get("reason") or ""
+        self.certificate = bool(record.get("certificate"))
+
+
+@dataclass(slots=True)
+class Changes:
+    """What to redraw: ids of sessions that changed, new log lines, new notices to toast."""
+
+    sessions: set[str]
+    log: list[str]
+    notices: list[ev.Notice]
+    header: bool
+    accounts: ev.AccountsCommitted | None
+
+
+class ViewModel:
+    def __init__(
+        self,
+        campaign: str,
+        runner: str,
+        parallelism: int,
+        plan: Iterable[PlannedSession],
+        journal: dict[str, dict[str, Any]],
+        clock: Callable[[], float],
+    ) -> None:
+        self.campaign = campaign
+        self.runner = runner
+        self.parallelism = parallelism
+        self.paused = False
+        self.stopping = False
+        self.ended: ev.CampaignEnded | None = None
+        self.run_dir = ""
+        self.accounts: ev.AccountsCommitted | None = None
+        self.clock = clock
+        self.started_at = clock()
+        self.ended_at: float | None = None
+        self.sessions: dict[str, SessionView] = {}
+        for planned in plan:
+            view = SessionView(planned.id, planned.model, planned.index, planned.task)
+            if planned.id in journal:
+                view.load(journal[planned.id])
+            self.sessions[planned.id] = view
+        self.states = Counter(view.state for view in self.sessions.values())
+        """How many sessions are in each state (kept up to date, never recounted)."""
+        self.log: deque[str] = deque(maxlen=LOG_LINES)
+        self.events = 0
+        self._changed: set[str] = set()
+        self._new_log: list[str] = []
+        self._notices: list[ev.Notice] = []
+        self._header = True
+        self._accounts_changed = False
+
+    # -- derived ------------------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        if self.ended is not None:
+            return "finished" if self.ended.finished else "stopped"
+        if self.stopping:
+            return "stopping"
+        return "paused" if self.paused else "running"
+
+    @property
+    def elapsed(self) -> float:
+        end = self.ended_at if self.ended_at is not None else self.clock()
+        return max(end - self.started_at, 0.0)
+
+    # -- folding events -----------------------------------------------------------------------
+    def apply(self, event: ev.Event) -> None:
+        """The bus listener: cheap, no I/O, no drawing."""
+        self.events += 1
+        match event:
+            case ev.SessionProgress():
+                view = self.sessions.get(event.session)
+                if view is not None:
+                    view.calls, view.cost = event.calls, event.cost_usd
+                    if event.note:
+                        view.notes.append(event.note)
+                    self._changed.add(view.id)
+            case ev.AccountsCommitted():
+                self.accounts = event
+                self._accounts_changed = True
+            case ev.SessionStarted():
+                view = self.sessions[event.session]
+                self._set_state(view, "running")
+                view.attempt, view.runner = event.attempt, event.runner
+                view.cost, view.calls, view.outcome, view.reason = ZERO, 0, "", ""
+                view.notes.clear()
+                self._changed.add(view.id)
+                self._say(f"start {event.session} (attempt {event.attempt}, runner {event.runner})")
+            case ev.SessionEnded():
+                self._ended(event)
+            case ev.ControlChanged():
+                self.paused, self.stopping = event.paused, event.stopping
+                self.runner, self.parallelism = event.runner, event.parallelism
+                self._header = True
+                self._say(f"control: {self.state}, runner {event.runner}, parallelism {event.parallelism}")
+            case ev.Notice():
+                self._notices.append(event)
+                self._say(f"{event.level}: {event.message}")
+            case ev.CampaignStarted():
+                self.run_dir, self.runner, self.parallelism = event.run_dir, event.runner, event.parallelism
+                self._header = True
+                verb = "resuming" if event.resumed else "starting"
+                self._say(f"{verb} {event.name}: {event.remaining} of {event.sessions} sessions to run")
+                for warning in event.warnings:
+                    self._say(f"note: {warning}")
+            case ev.CampaignEnded():
+                self.ended, self.ended_at = event, self.clock()
+                self._header = True
+                self._say("campaign finished" if event.finished else f"campaign {event.message}")
+
+    def _ended(self, event: ev.SessionEnded) -> None:
+        view = self.sessions[event.session]
+        self._set_state(view, event.state)
+        view.attempt, view.cost = event.attempt, event.cost_usd
+        view.outcome = event.result or ""
+        view.reason, view.certificate = event.reason, event.certificate
+        self._changed.add(view.id)
+        what = f"done {event.result}" if event.state == "done" else event.state
+        why = f" - {event.reason}" if event.reason and event.state != "done" else ""
+        self._say(f"end   {event.session} {what} {fmt(event.cost_usd)}{why}")
+
+    def _set_state(self, view: SessionView, state: str) -> None:
+        self.states[view.state] -= 1
+        self.states[state] += 1
+        view.state = state
+
+    def _say(self, line: str) -> None:
+        seconds = int(self.elapsed)
+        line = f"{seconds // 60:02d}:{seconds % 60:02d} {line}"
+        self.log.append(line)
+        self._new_log.append(line)
+
+    def take_changes(self) -> Changes:
+        """Everything changed since the last call (and forget it)."""
+        changes = Changes(
+            self._changed,
+            self._new_log[-LOG_LINES:],
+            self._notices,
+            self._header,
+            self.accounts if self._accounts_changed else None,
+        )
+        self._changed, self._new_log, self._notices = set(), [], []
+        self._header = self._accounts_changed = False
+        return changes

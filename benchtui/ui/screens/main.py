@@ -1,0 +1,103 @@
+"""The main screen: status line, money panel, sessions table, detail pane, event log."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Log
+
+from benchtui.ui.detail import SessionDetail, find_certificate
+from benchtui.ui.model import ViewModel
+from benchtui.ui.sessions import SessionsTable
+from benchtui.ui.widgets import ModelPanel, StatusLine
+
+
+class MainScreen(Screen):
+    BINDINGS = [
+        Binding("p", "app.pause", "Pause", tooltip="Stop launching new sessions", id="pause"),
+        Binding("r", "app.resume", "Resume", tooltip="Launch sessions again", id="resume"),
+        Binding("k", "app.kill", "Kill", tooltip="Kill the selected running session", id="kill"),
+        Binding("c", "app.change_runner", "Runner", tooltip="Change the runner profile", id="change_runner"),
+        Binding(
+            "plus,equals_sign",
+            "app.parallelism(1)",
+            "Parallel+",
+            key_display="+",
+            tooltip="One more session at once",
+            id="parallelism_up",
+        ),
+        Binding(
+            "minus",
+            "app.parallelism(-1)",
+            "Parallel-",
+            key_display="-",
+            tooltip="One session fewer at once",
+            id="parallelism_down",
+        ),
+        Binding("s", "app.summary", "Summary", id="summary"),
+        Binding("q", "app.quit", "Quit", id="quit"),
+    ]
+
+    def __init__(self, view: ViewModel, run_dir: Path, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.view = view
+        self.run_dir = run_dir
+        self.certificates: dict[str, dict[str, Any] | None] = {}
+
+    def compose(self) -> ComposeResult:
+        yield StatusLine(self.view, id="status")
+        yield ModelPanel(self.view, id="models")
+        with Horizontal(id="body"):
+            yield SessionsTable(self.view, id="sessions")
+            yield SessionDetail(id="detail")
+        yield Log(id="log", max_lines=1000)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        # Kept, not queried per redraw: cheaper, and safe while the app shuts down.
+        self.status = self.query_one(StatusLine)
+        self.models = self.query_one(ModelPanel)
+        self.table = self.query_one(SessionsTable)
+        self.detail = self.query_one(SessionDetail)
+        self.log_view = self.query_one(Log)
+        self.detail.border_title = "session"
+        self.log_view.border_title = "events"
+        self.models.border_title = "money"
+        self.table.focus()
+
+    def redraw(self) -> None:
+        """Apply what changed since the last redraw (called on the app's timer)."""
+        changes = self.view.take_changes()
+        self.status.refresh()
+        if changes.accounts is not None:
+            self.models.refresh(layout=self.models.shown is None)  # its height is set by the first
+        if changes.sessions:
+            self.table.sync(changes.sessions)
+            if self.table.selected in changes.sessions:
+                self.show_selected()
+        if changes.log:
+            self.log_view.write_lines(changes.log)
+        for notice in changes.notices:
+            severity = {"warning": "warning", "error": "error"}.get(notice.level, "information")
+            self.app.notify(notice.message, severity=severity, timeout=8)
+
+    @on(SessionsTable.Highlighted)
+    def show_selected(self) -> None:
+        sid = self.table.selected
+        view = self.view.sessions.get(sid) if sid else None
+        self.detail.show(view, self.certificates.get(sid) if sid else None)
+        if view is not None and view.certificate and sid not in self.certificates:
+            self.load_certificate(sid, view.model)
+
+    @work(exclusive=True, group="certificate")
+    async def load_certificate(self, session: str, model: str) -> None:
+        self.certificates[session] = await asyncio.to_thread(find_certificate, self.run_dir, session, model)
+        if self.table.selected == session:
+            self.show_selected()

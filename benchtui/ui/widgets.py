@@ -1,0 +1,122 @@
+"""The status line and the money panel (cost bars and per-model counts).
+
+Both render from the view model; the screen calls `refresh()` on them only when what they
+show changed, so they cost nothing between events.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from rich.text import Text
+from textual.widget import Widget
+
+from benchtui import events as ev
+from benchtui.money import ZERO, fmt
+from benchtui.ui.model import ViewModel
+
+STATE_STYLES = {
+    "running": "bold green",
+    "paused": "bold yellow",
+    "stopping": "bold magenta",
+    "finished": "bold cyan",
+    "stopped": "bold red",
+}
+SPENT, RESERVED, FREE, OVER = "█", "▒", "░", "bold red"
+COUNTS = (
+    ("done", "done"),
+    ("run", "running"),
+    ("skip", "skipped"),
+    ("err", "errors"),
+    ("kill", "killed"),
+    ("certs", "certificates"),
+)
+
+
+def clock_text(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def bar_cells(spent: Decimal, reserved: Decimal, cap: Decimal, width: int) -> tuple[int, int]:
+    """How many cells show spent money and how many the reservation (never hidden when > 0)."""
+    if cap <= ZERO or width <= 0:
+        return 0, 0
+    used = min(int(width * spent / cap + Decimal("0.5")), width)
+    held = min(int(width * (spent + reserved) / cap + Decimal("0.5")), width) - used
+    if reserved > ZERO and held == 0 and used < width:
+        held = 1
+    return used, held
+
+
+def cost_bar(spent: Decimal, reserved: Decimal, cap: Decimal, width: int) -> Text:
+    used, held = bar_cells(spent, reserved, cap, width)
+    if spent > cap:  # only possible with enforce = false: say so loudly
+        return Text(SPENT * width, style=OVER)
+    text = Text(SPENT * used, style="green")
+    text.append(RESERVED * held, style="yellow")
+    text.append(FREE * (width - used - held), style="grey35")
+    return text
+
+
+class StatusLine(Widget):
+    """campaign · runner · state · parallelism · progress · elapsed."""
+
+    def __init__(self, view: ViewModel, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.view = view
+
+    def render(self) -> Text:
+        view = self.view
+        ended = len(view.sessions) - view.states["pending"] - view.states["running"]
+        return Text.assemble(
+            (" benchtui ", "bold reverse"),
+            " ",
+            (view.campaign, "bold"),
+            "  runner ",
+            (view.runner, "bold"),
+            "  ",
+            (f"● {view.state}", STATE_STYLES[view.state]),
+            f"  parallelism {view.parallelism}",
+            f"  sessions {ended}/{len(view.sessions)} ended",
+            f"  elapsed {clock_text(view.elapsed)}",
+        )
+
+
+class ModelPanel(Widget):
+    """One line per model: cost bar (spent █, reserved ▒, free ░ of its cap), money, counts."""
+
+    def __init__(self, view: ViewModel, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.view = view
+        self.shown: ev.AccountsCommitted | None = None
+        """The ledger commit on screen (tests compare it with ledger.toml)."""
+
+    def render(self) -> Text:
+        acc = self.shown = self.view.accounts
+        if acc is None:
+            return Text(" waiting for the ledger…", style="dim")
+        rows = [(m.name, m.spent_usd, m.reserved_usd, m.cap_usd) for m in acc.models]
+        rows.append(("total", acc.spent_usd, acc.reserved_usd, acc.budget_usd))
+        money = [f"{fmt(spent)} + {fmt(reserved)} / {fmt(cap)}" for _, spent, reserved, cap in rows]
+        name_w = min(max(len(name) for name, *_ in rows), 32)
+        money_w = max(len(m) for m in money)
+        counts_w = sum(len(label) + 1 for label, _ in COUNTS)
+        bar_w = max(self.size.width - name_w - money_w - counts_w - 5, 8)
+        lines = [
+            Text(
+                f" {'model':<{name_w}} {'spent █ reserved ▒ free ░':<{bar_w}} "
+                f"{'spent + reserved / cap':<{money_w}} "
+                + "".join(f"{label:>{len(label) + 1}}" for label, _ in COUNTS),
+                style="bold",
+            )
+        ]
+        for (name, spent, reserved, cap), text in zip(rows, money, strict=True):
+            line = Text(f" {name[:name_w]:<{name_w}} ", style="bold" if name == "total" else "")
+            line.append_text(cost_bar(spent, reserved, cap, bar_w))
+            line.append(f" {text:<{money_w}} ")
+            lines.append(line)
+        for line, m in zip(lines[1:], acc.models, strict=False):
+            line.append("".join(f"{getattr(m, attr):>{len(label) + 1}}" for label, attr in COUNTS))
+        lines[-1].append(f" wasted {fmt(acc.wasted_usd)}", style="dim")
+        return Text("\n").join(lines)

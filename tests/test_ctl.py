@@ -1,0 +1,167 @@
+"""`benchtui ctl` against a running campaign, through the control socket in its run dir."""
+
+from __future__ import annotations
+
+import json
+import socket
+from functools import partial
+
+import pytest
+import trio
+from support import last_states, ledger, write_campaign
+
+from benchtui import cli, engine, rundir
+from benchtui import events as ev
+from benchtui.control import socket_address
+
+
+def prepare(tmp_path, state_dir=None, **kw) -> engine.PreparedRun:
+    path = write_campaign(tmp_path, **kw)
+    return engine.prepare(engine.Options(path, state_dir or tmp_path / "runs"))
+
+
+async def start(prep: engine.PreparedRun, nursery: trio.Nursery):
+    result: dict[str, bool] = {}
+
+    async def go(task_status=trio.TASK_STATUS_IGNORED):
+        result["finished"] = await engine.run(prep, ev.EventBus(), task_status=task_status)
+
+    return await nursery.start(go), result
+
+
+async def ctl(capsys, *argv) -> tuple[int, str]:
+    """`benchtui ctl ARGV` in a thread (the client blocks, the campaign runs meanwhile)."""
+    rc = await trio.to_thread.run_sync(cli.main, ["ctl", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return rc, (out + err).strip()
+
+
+async def wait_until(predicate, timeout: float = 10) -> None:
+    with trio.fail_after(timeout):
+        while not predicate():
+            await trio.sleep(0.01)
+
+
+@pytest.mark.trio
+async def test_ctl_pauses_resumes_and_reports_status(tmp_path, capsys):
+    prep = prepare(tmp_path, sessions=4, total="10", latency=0.3, parallelism=2)
+    run_dir = prep.run_dir
+    async with trio.open_nursery() as nursery:
+        scheduler, result = await start(prep, nursery)
+        await wait_until(lambda: len(scheduler.running_sessions()) == 2)
+        assert await ctl(capsys, run_dir, "pause") == (0, "paused: no new session starts; running ones go on")
+        assert scheduler.paused
+        await wait_until(lambda: ledger(run_dir)["paused"] is True)
+        rc, out = await ctl(capsys, "--state-dir", tmp_path / "runs", "status")  # the latest run
+        assert rc == 0
+        assert out.splitlines()[0].startswith("campaign t: paused, runner fake, parallelism 2")
+        assert "fake/model-a" in out and "$0.2000" not in out and "$10.0000" in out  # the per-model table
+        assert await ctl(capsys, run_dir, "parallelism", "3") == (0, "parallelism 3")
+        assert scheduler.parallelism == 3
+        assert (await ctl(capsys, run_dir, "resume"))[0] == 0
+        assert not scheduler.paused
+    assert result["finished"] is True
+    assert ledger(run_dir)["parallelism"] == 3
+
+
+@pytest.mark.trio
+async def test_ctl_kills_a_session_switches_runner_and_stops(tmp_path, capsys):
+    prep = prepare(
+        tmp_path,
+        sessions=3,
+        total="10",
+        latency=30,
+        parallelism=2,
+        extra_runners='[runners.alt]\nkind = "fake"\n',
+    )
+    run_dir = prep.run_dir
+    async with trio.open_nursery() as nursery:
+        scheduler, result = await start(prep, nursery)
+        await wait_until(lambda: len(scheduler.running_sessions()) == 2)
+        assert await ctl(capsys, run_dir, "kill", "fake_model-a-0000") == (0, "killed fake_model-a-0000")
+        assert await ctl(capsys, run_dir, "runner", "alt") == (0, "runner alt for sessions not yet started")
+        assert scheduler.runner == "alt"
+        assert (await ctl(capsys, run_dir, "stop", "--now"))[0] == 0
+    assert result["finished"] is False
+    last = last_states(run_dir)
+    assert last["fake_model-a-0000"]["state"] == "killed"
+    assert last["fake_model-b-0000"]["state"] == "error" and last["fake_model-b-0000"]["retryable"]
+    assert not (run_dir / rundir.CONTROL_SOCKET).exists()  # removed when the run ends
+
+
+@pytest.mark.trio
+async def test_client_errors_are_one_line_with_exit_code_2(tmp_path, capsys):
+    prep = prepare(tmp_path, sessions=2, total="10", latency=30, parallelism=1)
+    run_dir = prep.run_dir
+    async with trio.open_nursery() as nursery:
+        scheduler, _ = await start(prep, nursery)
+        await wait_until(lambda: scheduler.running_sessions())
+        for argv, message in [
+            ((run_dir, "kill", "no-such-session"), "benchtui: no running session 'no-such-session'"),
+            ((run_dir, "runner", "nope"), "benchtui: unknown runner profile 'nope' (campaign has: fake)"),
+            ((run_dir, "parallelism", "0"), "benchtui: ctl parallelism takes a whole number of at least 1"),
+            ((run_dir, "kill"), "benchtui: ctl kill takes 1 argument(s)"),
+            (
+                (run_dir, "frobnicate"),
+                "benchtui: ctl: expected a command (pause | resume | stop | status | "
+                "kill | runner | parallelism)",
+            ),
+            ((tmp_path / "elsewhere", "pause"), f"benchtui: no such run: {tmp_path / 'elsewhere'}"),
+            (
+                ("--state-dir", tmp_path / "none", "pause"),
+                f"benchtui: no run under {tmp_path / 'none'} (give RUN_DIR or --state-dir)",
+            ),
+        ]:
+            assert await ctl(capsys, *argv) == (2, message)
+        scheduler.stop(now=True)
+    assert await ctl(capsys, run_dir, "status") == (2, f"benchtui: the campaign in {run_dir} is not running")
+
+
+@pytest.mark.trio
+async def test_a_stale_socket_is_not_running_and_is_replaced_by_the_next_run(tmp_path, capsys):
+    prep = prepare(tmp_path, sessions=1, total="10", latency=0.2, parallelism=1)
+    run_dir = prep.run_dir
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(str(run_dir / rundir.CONTROL_SOCKET))  # as if a killed benchtui left it behind
+    stale.close()
+    assert await ctl(capsys, run_dir, "status") == (2, f"benchtui: the campaign in {run_dir} is not running")
+    async with trio.open_nursery() as nursery:
+        scheduler, _ = await start(prep, nursery)
+        assert (await ctl(capsys, run_dir, "status"))[0] == 0
+
+
+@pytest.mark.trio
+async def test_a_run_dir_deeper_than_a_unix_socket_path_still_works(tmp_path, capsys):
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    prep = prepare(tmp_path, state_dir=deep, sessions=1, total="10", latency=5, parallelism=1)
+    assert len(str(prep.run_dir / rundir.CONTROL_SOCKET)) > 108
+    async with trio.open_nursery() as nursery:
+        scheduler, _ = await start(prep, nursery)
+        assert await ctl(capsys, prep.run_dir, "pause") == (
+            0,
+            "paused: no new session starts; running ones go on",
+        )
+        scheduler.stop(now=True)
+
+
+@pytest.mark.trio
+async def test_bad_requests_get_an_error_reply_and_the_campaign_goes_on(tmp_path):
+    prep = prepare(tmp_path, sessions=2, total="10", latency=0.2, parallelism=1)
+
+    def exchange(lines: list[bytes]) -> list[dict]:
+        with socket.socket(socket.AF_UNIX) as sock, socket_address(prep.run_dir / rundir.CONTROL_SOCKET) as a:
+            sock.connect(a)
+            sock.sendall(b"".join(lines))
+            sock.shutdown(socket.SHUT_WR)
+            return [json.loads(line) for line in sock.makefile("rb")]
+
+    async with trio.open_nursery() as nursery:
+        _, result = await start(prep, nursery)
+        replies = await trio.to_thread.run_sync(
+            partial(
+                exchange, [b"not json\n", b"[1]\n", b'{"cmd": "x"}\n', b'{"cmd": "parallelism", "n": "2"}\n']
+            )
+        )
+        assert [r["ok"] for r in replies] == [False] * 4
+        assert replies[2]["error"] == "unknown command 'x'"
+    assert result["finished"] is True

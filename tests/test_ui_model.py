@@ -1,0 +1,64 @@
+"""The UI's view model and cost bars, without a terminal."""
+
+from __future__ import annotations
+
+from decimal import Decimal as D
+
+from benchtui import events as ev
+from benchtui.plan import PlannedSession
+from benchtui.ui.model import LOG_LINES, ViewModel
+from benchtui.ui.widgets import bar_cells, cost_bar
+
+PLAN = [PlannedSession(f"m-{i:04d}", "m", i, None) for i in range(3)]
+
+
+def model(journal=None) -> ViewModel:
+    return ViewModel("c", "fake", 2, PLAN, journal or {}, clock=lambda: 0.0)
+
+
+def test_bars_show_spent_and_reserved_parts_of_the_cap():
+    assert bar_cells(D("0.5"), D("0.25"), D(1), 20) == (10, 5)
+    assert bar_cells(D(1), D(0), D(1), 20) == (20, 0)
+    assert bar_cells(D(0), D("0.001"), D(1), 20) == (0, 1)  # a reservation is never invisible
+    assert bar_cells(D("0.9"), D("0.5"), D(1), 10) == (9, 1)  # clipped to the bar
+    assert cost_bar(D(2), D(0), D(1), 5).plain == "█████"  # over the cap (enforce = false): all red
+
+
+def test_events_fold_into_states_counts_and_a_bounded_log():
+    view = model()
+    view.apply(ev.SessionStarted("m-0000", "m", 0, None, 1, "fake"))
+    view.apply(ev.SessionProgress("m-0000", "reading the rules", 1, D("0.01")))
+    assert (view.states["pending"], view.states["running"]) == (2, 1)  # counts kept up to date
+    assert view.sessions["m-0000"].notes[-1] == "reading the rules"
+    view.apply(ev.SessionEnded("m-0000", "m", 0, 1, "done", "bug_found", "", D("0.02"), certificate=True))
+    view.apply(ev.ControlChanged(paused=True, stopping=False, runner="alt", parallelism=3))
+    assert (view.states["running"], view.states["done"], view.state, view.runner) == (0, 1, "paused", "alt")
+    changes = view.take_changes()
+    assert changes.sessions == {"m-0000"} and changes.header
+    assert [line[6:] for line in changes.log] == [
+        "start m-0000 (attempt 1, runner fake)",
+        "end   m-0000 done bug_found $0.0200",
+        "control: paused, runner alt, parallelism 3",
+    ]
+    assert view.take_changes().sessions == set()  # taken once
+    for _ in range(LOG_LINES + 10):
+        view.apply(ev.Notice("info", "x"))
+    assert len(view.log) == LOG_LINES
+    view.apply(ev.CampaignEnded(finished=False, message="stopped"))
+    assert view.state == "stopped"
+
+
+def test_a_resumed_run_starts_from_its_journal():
+    view = model(
+        {
+            "m-0001": {
+                "state": "killed",
+                "attempt": 1,
+                "runner": "fake",
+                "cost_usd": 0.03,
+                "reason": "killed by the user",
+            }
+        }
+    )
+    assert view.sessions["m-0001"].state == "killed" and view.sessions["m-0001"].cost == D("0.03")
+    assert view.states["pending"] == 2 and view.states["killed"] == 1
