@@ -8,7 +8,6 @@ import subprocess
 import tomllib
 
 import pytest
-import trio
 from support import benchtui, check_accounts, last_states, write_campaign
 
 from benchtui import atomic, engine
