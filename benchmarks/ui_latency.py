@@ -24,6 +24,7 @@ from textual import events
 
 from benchtui import engine
 from benchtui import events as ev
+from benchtui.cli import tune_gc
 from benchtui.ui.app import BenchApp, make_app
 from benchtui.ui.widgets import StatusLine
 
@@ -121,6 +122,7 @@ async def main(args: argparse.Namespace) -> int:
                 sessions=args.sessions, parallelism=args.parallelism, latency=args.latency, models=MODELS
             )
         )
+        tune_gc()  # as the CLI does before it opens the app
         prep = engine.prepare(engine.Options(root / "c.toml", root / "runs"))
         app = make_app(prep)
         t_mount = time.perf_counter()
