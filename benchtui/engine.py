@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,6 +121,32 @@ def accounts(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitted:
     return ev.AccountsCommitted(ledger.budget, ledger.spent, ledger.reserved, ledger.wasted, models)
 
 
+async def refresh_results(prep: PreparedRun, scheduler: Scheduler, bus: ev.EventBus,
+                          interval: float = 30.0) -> None:
+    """Rewrite the results files now and then while a long campaign runs (exactly at its end).
+
+    The interval grows to 20x the time a rewrite takes, so huge campaigns spend under 5% on it.
+    """
+    ended = 0
+
+    def count(event: ev.Event) -> None:
+        nonlocal ended
+        ended += isinstance(event, ev.SessionEnded)
+
+    unsubscribe = bus.subscribe(count)
+    written = 0
+    try:
+        while True:
+            await trio.sleep(interval)
+            if ended != written:
+                written, start = ended, time.perf_counter()
+                results.write_all(prep.run_dir, prep.plan, scheduler.last, prep.checkpoint.ledger,
+                                  prep.fingerprint)
+                interval = max(interval, 20 * (time.perf_counter() - start))
+    finally:
+        unsubscribe()
+
+
 async def run(
     prep: PreparedRun, bus: ev.EventBus, *, task_status: trio.TaskStatus[Scheduler] = trio.TASK_STATUS_IGNORED
 ) -> bool:
@@ -146,6 +173,7 @@ async def run(
         async with trio.open_nursery() as services:
             await services.start(store.serve)
             await services.start(control.serve, prep.run_dir, scheduler, bus)  # for `benchtui ctl`
+            services.start_soon(refresh_results, prep, scheduler, bus)
             for line in prep.checkpoint.reconciled:
                 store.append(line)
             await store.commit()

@@ -72,3 +72,30 @@ def test_schema_command_prints_the_campaign_json_schema(tmp_path):
     assert done.returncode == 0
     doc = json.loads(done.stdout)
     assert {"budget", "models", "runners", "environment"} <= set(doc["properties"])
+
+
+def test_results_are_refreshed_while_a_long_campaign_runs(tmp_path):
+    import trio
+
+    from benchtui import engine
+    from benchtui import events as ev
+
+    write_campaign(tmp_path, sessions=20, total="10", latency=0.05, parallelism=2)
+    prep = engine.prepare(engine.Options(tmp_path / "t.toml", tmp_path / "runs"))
+    seen = []
+
+    async def main():
+        bus = ev.EventBus()
+        async with trio.open_nursery() as nursery:
+            scheduler = await nursery.start(engine.run, prep, bus)
+            nursery.start_soon(engine.refresh_results, prep, scheduler, bus, 0.1)
+            while not scheduler.stopping and len(seen) < 3:
+                await trio.sleep(0.12)
+                path = prep.run_dir / "results/fake_model-a.json"
+                if path.exists():
+                    seen.append(len(json.loads(path.read_text())["results"]))
+            scheduler.stop()
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    assert len(seen) == 3 and 0 < seen[0] < seen[-1] < 20  # partial results, growing
