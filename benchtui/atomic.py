@@ -15,6 +15,10 @@ def atomic_write(path: Path, data: bytes) -> None:
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
+    except OSError as exc:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     except BaseException:
         os.close(fd)
         tmp.unlink(missing_ok=True)

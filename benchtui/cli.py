@@ -124,6 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     except BenchtuiError as exc:
         print(f"benchtui: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # e.g. a full disk before the run's own storage took over
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"benchtui: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("benchtui: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -121,6 +121,15 @@ def accounts(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitted:
     return ev.AccountsCommitted(ledger.budget, ledger.spent, ledger.reserved, ledger.wasted, models)
 
 
+def write_results(prep: PreparedRun, scheduler: Scheduler) -> None:
+    try:
+        results.write_all(prep.run_dir, prep.plan, scheduler.last, prep.checkpoint.ledger,
+                          prep.fingerprint)
+    except OSError as exc:
+        raise StorageFailed(f"cannot write results in {prep.run_dir}: {exc.strerror or exc}; the "
+                            "campaign state is saved: fix this, then --resume rewrites them") from None
+
+
 async def refresh_results(prep: PreparedRun, scheduler: Scheduler, bus: ev.EventBus,
                           interval: float = 30.0) -> None:
     """Rewrite the results files now and then while a long campaign runs (exactly at its end).
@@ -140,8 +149,10 @@ async def refresh_results(prep: PreparedRun, scheduler: Scheduler, bus: ev.Event
             await trio.sleep(interval)
             if ended != written:
                 written, start = ended, time.perf_counter()
-                results.write_all(prep.run_dir, prep.plan, scheduler.last, prep.checkpoint.ledger,
-                                  prep.fingerprint)
+                try:
+                    write_results(prep, scheduler)
+                except StorageFailed as exc:  # the journal stays the truth; try again later
+                    bus.emit(ev.Notice("warning", str(exc)))
                 interval = max(interval, 20 * (time.perf_counter() - start))
     finally:
         unsubscribe()
@@ -198,8 +209,10 @@ async def run(
         raise first_error(group) from None
     finally:
         store.close()
-        if store.failure is None:
-            results.write_all(prep.run_dir, prep.plan, scheduler.last, ledger, prep.fingerprint)
-        prep.lock.release()
+        try:
+            if store.failure is None:
+                write_results(prep, scheduler)
+        finally:
+            prep.lock.release()
     bus.emit(ev.CampaignEnded(finished, "" if finished else "stopped: resume with --resume"))
     return finished

@@ -75,3 +75,15 @@ def test_full_disk_stops_the_campaign_with_one_clear_line(tmp_path, tiny_disk):
     assert {r["state"] for r in last_states(run).values()} == {"done"}
     check_accounts(run)
     shutil.rmtree(run, ignore_errors=True)
+
+
+def test_starting_on_a_full_disk_is_one_line(tmp_path, tiny_disk):
+    write_campaign(tmp_path)
+    filler = tiny_disk / "filler"
+    with open(filler, "wb", buffering=0) as f, __import__("contextlib").suppress(OSError):
+        while True:
+            f.write(b"x" * 4096)
+    done = benchtui("t.toml", "--no-ui", "--state-dir", tiny_disk, cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [done.stderr.strip()]
+    assert "No space left on device" in done.stderr
