@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -64,10 +65,14 @@ def create(run_dir: Path, files: dict[str, bytes]) -> RunLock:
     """Create a run dir whole (built aside, then renamed into place) and lock it."""
     staging = run_dir.with_name(f".{run_dir.name}.new-{os.getpid()}")
     staging.mkdir(parents=True)
-    for name, data in files.items():
-        atomic_write(staging / name, data)
-    lock = RunLock(staging)
-    staging.rename(run_dir)
+    try:
+        for name, data in files.items():
+            atomic_write(staging / name, data)
+        lock = RunLock(staging)
+        staging.rename(run_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return lock
 
 
