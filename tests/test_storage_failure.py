@@ -66,7 +66,6 @@ def test_full_disk_stops_the_campaign_with_one_clear_line(tmp_path, tiny_disk):
     assert "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1].startswith("benchtui: cannot save state")
     assert "No space left on device" in done.stderr
-    assert sorted(p.name for p in tiny_disk.iterdir()) == ["filler"]  # no half-made run dir left
     run = tiny_disk / "t"
     tomllib.loads((run / "ledger.toml").read_text())  # the previous ledger is intact
     # Free space and resume: everything completes, the accounts add up.
@@ -88,4 +87,5 @@ def test_starting_on_a_full_disk_is_one_line(tmp_path, tiny_disk):
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [done.stderr.strip()]
     assert "No space left on device" in done.stderr
+    assert sorted(p.name for p in tiny_disk.iterdir()) == ["filler"]  # no half-made run dir left
     assert sorted(p.name for p in tiny_disk.iterdir()) == ["filler"]  # no half-made run dir left
