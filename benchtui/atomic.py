@@ -1,9 +1,26 @@
-"""Crash-safe file writes: temp file in the same dir, fsync, rename, fsync the dir."""
+"""Crash-safe file writes (temp file in the same dir, fsync, rename, fsync the dir), append-only
+logs, and bulk parsing without the cyclic GC."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+from collections.abc import Iterator
 from pathlib import Path
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """For bulk (de)serialisation, which builds many containers and no cycles: the collector's
+    full passes over a large live heap would make it quadratic (measured: 75 us a line, not 20)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def atomic_write(path: Path, data: bytes) -> None:

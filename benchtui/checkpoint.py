@@ -9,7 +9,6 @@ charged what it spent plus its unsettled holds at their worst case (F6), and que
 
 from __future__ import annotations
 
-import gc
 import json
 import time
 import tomllib
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchtui.atomic import gc_paused
 from benchtui.campaign import Campaign
 from benchtui.errors import BadInput
 from benchtui.ledger import Ledger
@@ -84,15 +84,13 @@ def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[dict[s
 def _parse_all(lines: list[str]) -> list[Any]:
     """One JSON parse for the whole journal (4x faster than a parse a line); a line that
     does not parse, or holds more or less than one value, is found and named line by line."""
-    gc.disable()  # many containers, no cycles: see results.read_details
     try:
-        records = json.loads("[" + ",".join(lines) + "]")
+        with gc_paused():
+            records = json.loads("[" + ",".join(lines) + "]")
         if len(records) == len(lines):
             return records
     except ValueError:
         pass
-    finally:
-        gc.enable()
     for number, line in enumerate(lines, 1):
         try:
             json.loads(line)

@@ -7,12 +7,11 @@ id, so a row can never appear twice; bulky details (certificates) come from
 
 from __future__ import annotations
 
-import gc
 import json
 from pathlib import Path
 from typing import Any
 
-from benchtui.atomic import atomic_write
+from benchtui.atomic import atomic_write, gc_paused
 from benchtui.environment import library_commit
 from benchtui.ledger import Ledger
 from benchtui.plan import PlannedSession, slug
@@ -32,18 +31,12 @@ def read_details(run_dir: Path, model: str) -> dict[tuple[str, int], dict[str, A
         lines = (run_dir / OUTCOMES / f"{slug(model)}.jsonl").read_bytes().split(b"\n")
     except FileNotFoundError:
         return details
-    # Parsing builds many containers and no garbage cycles: without pausing the collector,
-    # its full passes over a large heap make this quadratic (75 us a line instead of 20).
-    gc.disable()
-    try:
-        for line in lines:
-            try:
-                rec = json.loads(line)
-                details[rec["session"], rec["attempt"]] = rec
-            except (ValueError, KeyError, TypeError):
-                continue  # a torn last line
-    finally:
-        gc.enable()
+    for line in lines:
+        try:
+            rec = json.loads(line)
+            details[rec["session"], rec["attempt"]] = rec
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn last line
     return details
 
 
@@ -117,10 +110,12 @@ def write_all(
             ran[planned.model].append(rec)
     paths = []
     for model, records in ran.items():
-        details = read_details(run_dir, model) if records else {}
-        model_rows = [_row(rec, details.get((rec["session"], rec["attempt"]))) for rec in records]
-        del details
+        with gc_paused():
+            details = read_details(run_dir, model) if records else {}
+            rows = [_row(rec, details.get((rec["session"], rec["attempt"]))) for rec in records]
+            del details
+            data = json.dumps(build(model, rows, ledger, fingerprint)).encode()
         path = results_path(run_dir, model)
-        atomic_write(path, json.dumps(build(model, model_rows, ledger, fingerprint)).encode())
+        atomic_write(path, data)
         paths.append(path)
     return paths

@@ -54,6 +54,8 @@ class Scheduler:
         self._unpaused.set()
         self._launching = trio.CancelScope()
         self._attempts: dict[str, Attempt] = {}
+        self.ended = 0
+        """Sessions ended (or skipped) in this run."""
         self._released = trio.Event()
         self._runners: dict[str, AgentRunner] = {}
         self.ledger.meta.update(campaign=campaign.name, runner=runner, paused=False, parallelism=parallelism)
@@ -171,6 +173,7 @@ class Scheduler:
         )
         self.ledger.record_end(session.model, "skipped_budget", Decimal(0))
         self.record(record)
+        self.ended += 1
         await self.store.commit()
         self.bus.emit(
             ev.SessionEnded(
@@ -199,6 +202,7 @@ class Scheduler:
     def attempt_ended(self, session: str) -> None:
         """Hand the slot and the unused reservation back; waiting launches re-check the budget."""
         del self._attempts[session]
+        self.ended += 1
         self.limiter.release_on_behalf_of(session)
         self._released.set()
         self._released = trio.Event()
