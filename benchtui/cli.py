@@ -21,7 +21,7 @@ def run_parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="benchtui",
         description="Run a fair, budgeted, resumable campaign.",
-        epilog="Also: `benchtui ctl --help`, `benchtui schema`.",
+        epilog="Also: `benchtui ctl --help`, `benchtui verify --help`, `benchtui schema`.",
     )
     p.add_argument("campaign", nargs="?", type=Path, help="campaign TOML file")
     p.add_argument("--no-ui", action="store_true", help="headless: log lines instead of the TUI")
