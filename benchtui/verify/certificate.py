@@ -1,0 +1,95 @@
+"""Certificates as agents print them, the values pred prints, and the data the checks exchange."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+VIOLATIONS = ("unsound_extraction", "incomplete_reduction", "suboptimal_extraction")
+BLOCK = re.compile(r"^[ \t]*CERTIFICATE_START[ \t]*\r?\n(.*?)^[ \t]*CERTIFICATE_END[ \t]*$", re.M | re.S)
+FENCE = re.compile(r"^```[\w-]*\s*\n(.*)\n```\s*$", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class PredCall:
+    args: tuple[str, ...]
+    files: dict[str, Any] = field(default_factory=dict)
+    """Written as JSON into the call's working directory first."""
+
+
+@dataclass(frozen=True, slots=True)
+class PredResult:
+    returncode: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    failure: Literal["timeout", "missing"] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    status: Literal["accepted", "rejected", "inconclusive"]
+    reason: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def accepted(self) -> bool:
+        return self.status == "accepted"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verifier": "benchtui.verify (pred round trip)", **asdict(self)}
+
+
+# -- certificate blocks in agent output ---------------------------------------------------------
+def find_blocks(text: str) -> list[str]:
+    """The raw text of every CERTIFICATE_START … CERTIFICATE_END block (lines of their own)."""
+    return [m.group(1) for m in BLOCK.finditer(text)]
+
+
+def parse_block(raw: str) -> tuple[dict[str, Any] | None, str]:
+    """(certificate, "") or (None, why it is malformed)."""
+    body = raw.strip()
+    fenced = FENCE.match(body)
+    body = fenced.group(1) if fenced else body
+    try:
+        cert = json.loads(body)
+    except ValueError as exc:
+        return None, f"not JSON: {exc}"
+    if not isinstance(cert, dict):
+        return None, "not a JSON object"
+    return cert, ""
+
+
+# -- values pred prints ("Max(2)", "Min(None)", "Or(true)", "SolutionSize(3, valid)") -----------
+@dataclass(frozen=True, slots=True)
+class Value:
+    valid: bool
+    number: float | None
+    text: str
+
+
+def parse_value(raw: Any) -> Value | None:
+    if isinstance(raw, bool):
+        return Value(raw, None, str(raw))
+    if isinstance(raw, int | float):
+        return Value(True, float(raw), str(raw))
+    if not isinstance(raw, str):
+        return None
+    text = raw.strip()
+    match = re.fullmatch(r"\w+\((.*)\)", text, re.S)
+    inner = (match.group(1) if match else text).strip()
+    parts = [p.strip().lower() for p in inner.split(",")]
+    if len(parts) == 2 and parts[1] in ("valid", "invalid"):
+        return Value(parts[1] == "valid", _number(parts[0]), text)
+    if parts[0] in ("none", "null", "false", "invalid", "infeasible", "true"):
+        return Value(parts[0] == "true", None, text)
+    number = _number(inner)
+    return Value(True, number, text) if number is not None else None
+
+
+def _number(raw: str) -> float | None:
+    try:
+        return float(raw)
+    except ValueError:
+        return None

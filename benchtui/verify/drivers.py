@@ -1,0 +1,104 @@
+"""Running pred for the checks: synchronously (the CLI) or under Trio (a runner), with timeouts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any
+
+from .certificate import PredCall, PredResult, Verdict
+from .checks import check
+
+
+# -- drivers ---------------------------------------------------------------------------------------
+def _drive(
+    checks: Generator[PredCall, PredResult, Verdict], run: Callable[[PredCall], PredResult]
+) -> Verdict:
+    try:
+        call = next(checks)
+        while True:
+            call = checks.send(run(call))
+    except StopIteration as stop:
+        return stop.value
+
+
+def _prepare(call: PredCall, workdir: Path) -> None:
+    for name, content in call.files.items():
+        (workdir / name).write_text(json.dumps(content))
+
+
+def resolve_pred(pred: str) -> str:
+    """An absolute path for `pred` (calls run in temporary directories), or `pred` if not found."""
+    found = shutil.which(pred)
+    return os.path.abspath(found) if found else pred
+
+
+def verify(cert: Any, *, pred: str = "pred", timeout: float = 60.0) -> Verdict:
+    """Verify synchronously (the CLI); each pred call runs in a fresh temporary directory."""
+    pred = resolve_pred(pred)
+
+    def run(call: PredCall) -> PredResult:
+        with tempfile.TemporaryDirectory(prefix="benchtui-verify-") as tmp:
+            _prepare(call, Path(tmp))
+            try:
+                done = subprocess.run(
+                    [pred, *call.args],
+                    cwd=tmp,
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout,
+                    stdin=subprocess.DEVNULL,
+                )
+            except subprocess.TimeoutExpired:
+                return PredResult(failure="timeout")
+            except OSError as exc:
+                return PredResult(failure="missing", stderr=str(exc))
+            return PredResult(done.returncode, done.stdout, done.stderr)
+
+    return _drive(check(cert), run)
+
+
+async def verify_async(cert: Any, *, pred: str = "pred", timeout: float = 60.0) -> Verdict:
+    """Verify under Trio: cancelling it kills the running pred call at once."""
+    import trio
+
+    pred = resolve_pred(pred)
+
+    async def kill(process: trio.Process) -> None:
+        process.kill()
+
+    async def run(call: PredCall) -> PredResult:
+        with tempfile.TemporaryDirectory(prefix="benchtui-verify-") as tmp:
+            _prepare(call, Path(tmp))
+            with trio.move_on_after(timeout):
+                try:
+                    done = await trio.run_process(
+                        [pred, *call.args],
+                        cwd=tmp,
+                        check=False,
+                        stdin=b"",
+                        capture_stdout=True,
+                        capture_stderr=True,
+                        deliver_cancel=kill,
+                    )
+                except OSError as exc:
+                    return PredResult(failure="missing", stderr=str(exc))
+                return PredResult(
+                    done.returncode,
+                    done.stdout.decode(errors="replace"),
+                    done.stderr.decode(errors="replace"),
+                )
+            return PredResult(failure="timeout")
+
+    checks = check(cert)
+    try:
+        call = next(checks)
+        while True:
+            call = checks.send(await run(call))
+    except StopIteration as stop:
+        return stop.value
