@@ -200,9 +200,8 @@ async def run(
     finally:
         store.close()
         try:
-            # A resume that ran nothing leaves the results as they were (100k rows take seconds).
-            changed = scheduler.ended or prep.checkpoint.reconciled or not prep.resumed
-            if store.failure is None and (changed or not (prep.run_dir / "results").exists()):
+            # A resume that ran nothing keeps results that are current (100k rows take seconds).
+            if store.failure is None and not results.up_to_date(prep.run_dir, list(ledger.models)):
                 write_results(prep, scheduler)
         finally:
             prep.lock.release()

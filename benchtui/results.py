@@ -15,7 +15,7 @@ from benchtui.atomic import atomic_write, gc_paused
 from benchtui.environment import library_commit
 from benchtui.ledger import Ledger
 from benchtui.plan import PlannedSession, slug
-from benchtui.store import OUTCOMES
+from benchtui.store import JOURNAL, OUTCOMES
 
 RAN = {"done", "error", "killed"}
 VIOLATIONS = {"unsound_extraction", "incomplete_reduction", "suboptimal_extraction"}
@@ -23,6 +23,15 @@ VIOLATIONS = {"unsound_extraction", "incomplete_reduction", "suboptimal_extracti
 
 def results_path(run_dir: Path, model: str) -> Path:
     return run_dir / "results" / f"{slug(model)}.json"
+
+
+def up_to_date(run_dir: Path, models: list[str]) -> bool:
+    """Every results file exists and was written after the journal's last change (like make)."""
+    try:
+        written = min(results_path(run_dir, m).stat().st_mtime_ns for m in models)
+        return written >= (run_dir / JOURNAL).stat().st_mtime_ns
+    except FileNotFoundError:
+        return False
 
 
 def read_details(run_dir: Path, model: str) -> dict[tuple[str, int], dict[str, Any]]:

@@ -194,3 +194,17 @@ def test_ctrl_c_twice_interrupts_running_sessions_and_resume_finishes(tmp_path):
     assert {r["state"] for r in last.values()} == {"done"}
     assert sorted(r["attempt"] for r in last.values()) == [1] * 9 + [2] * 3
     check_accounts(run)
+
+
+def test_results_are_rewritten_when_a_kill_left_them_stale(tmp_path):
+    write_campaign(tmp_path, sessions=3, total="10")
+    run = tmp_path / "runs/t"
+    assert benchtui("t.toml", "--no-ui", cwd=tmp_path).returncode == 0
+    for path in (run / "results").iterdir():  # as if killed while writing them
+        path.unlink()
+    again = benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path)
+    assert again.returncode == 0 and "0 of 6 sessions to run" in again.stdout
+    assert len(result_rows(run)) == 6
+    before = {p: p.stat().st_mtime_ns for p in (run / "results").iterdir()}
+    assert benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path).returncode == 0
+    assert {p: p.stat().st_mtime_ns for p in (run / "results").iterdir()} == before  # current: kept
