@@ -42,9 +42,11 @@ async def measure(tmp: Path, sandbox: str, rounds: int) -> list[float]:
                 sleeper = f"{400 + i}.5"
                 if started.session in done or not pids_matching(sleeper):
                     continue
-                worker = next(int(m.group(1)) for e in recorder.of(ev.SessionProgress)
-                              if e.session == started.session
-                              and (m := re.fullmatch(r"worker (\d+) started", e.note)))
+                worker = next(
+                    int(m.group(1))
+                    for e in recorder.of(ev.SessionProgress)
+                    if e.session == started.session and (m := re.fullmatch(r"worker (\d+) started", e.note))
+                )
                 t0 = time.perf_counter()
                 recorder.scheduler.kill(started.session)
                 while alive(worker) or pids_matching(sleeper):
@@ -54,8 +56,13 @@ async def measure(tmp: Path, sandbox: str, rounds: int) -> list[float]:
             await trio.sleep(0.01)
 
     with ScriptedLLM(script=script) as llm:
-        path = write_campaign(tmp, llm.url, tasks=tasks, parallelism=2,
-                              runner={"environment": sandbox, "command_timeout_s": 900})
+        path = write_campaign(
+            tmp,
+            llm.url,
+            tasks=tasks,
+            parallelism=2,
+            runner={"environment": sandbox, "command_timeout_s": 900},
+        )
         with trio.fail_after(120):
             await run_campaign(path, tmp / "runs", during=kill_each)
     return seconds
@@ -70,8 +77,11 @@ async def main(rounds: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for sandbox in ("local", "bubblewrap"):
             s = await measure(Path(tmp) / sandbox, sandbox, rounds)
-            print(f"{sandbox:>10}: kill -> gone median {1000 * statistics.median(s):.0f} ms, "
-                  f"max {1000 * max(s):.0f} ms over {len(s)} kills", flush=True)
+            print(
+                f"{sandbox:>10}: kill -> gone median {1000 * statistics.median(s):.0f} ms, "
+                f"max {1000 * max(s):.0f} ms over {len(s)} kills",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

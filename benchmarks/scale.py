@@ -24,10 +24,12 @@ PARALLELISM = 64
 
 def campaign(dirpath: Path, sessions: int) -> Path:
     (dirpath / "target").mkdir(exist_ok=True)
-    models = "".join(f'\n[[models]]\nname = "bench/m{i}"\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 2.0\n'
-                     for i in range(MODELS))
+    models = "".join(
+        f'\n[[models]]\nname = "bench/m{i}"\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 2.0\n'
+        for i in range(MODELS)
+    )
     path = dirpath / "scale.toml"
-    path.write_text(f'''name = "scale"
+    path.write_text(f"""name = "scale"
 sessions_per_model = {sessions // MODELS}
 parallelism = {PARALLELISM}
 runner = "fake"
@@ -39,7 +41,7 @@ cost_usd = 0.001
 {models}
 [environment]
 path = "target"
-''')
+""")
     return path
 
 
@@ -65,8 +67,10 @@ def run_one(path: Path, state_dir: Path) -> dict:
     store = stats["store"]
     run_dir = prep.run_dir
     return {
-        "wall_s": wall, "sessions": len(prep.plan),
-        "commits": store.commits, "write_ms_avg": 1000 * store.write_seconds / max(store.commits, 1),
+        "wall_s": wall,
+        "sessions": len(prep.plan),
+        "commits": store.commits,
+        "write_ms_avg": 1000 * store.write_seconds / max(store.commits, 1),
         "ledger_bytes": (run_dir / "ledger.toml").stat().st_size,
         "journal_bytes": (run_dir / "sessions.jsonl").stat().st_size,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -83,8 +87,11 @@ def resume_load(path: Path, state_dir: Path) -> dict:
     prep = engine.prepare(engine.Options(path, state_dir, resume=True))
     done = time.perf_counter()
     prep.lock.release()
-    return {"resume_import_s": imported - start, "resume_prepare_s": done - imported,
-            "pending": len(prep.checkpoint.pending(prep.plan))}
+    return {
+        "resume_import_s": imported - start,
+        "resume_prepare_s": done - imported,
+        "pending": len(prep.checkpoint.pending(prep.plan)),
+    }
 
 
 def child(mode: str, path: str, state_dir: str) -> None:
@@ -98,21 +105,30 @@ def measure(sessions: int) -> dict:
         path = campaign(tmp, sessions)
         out = {}
         for mode in ("run", "resume"):
-            done = subprocess.run([sys.executable, __file__, "--child", mode, str(path), str(tmp / "runs")],
-                                  capture_output=True, text=True, check=True)
+            done = subprocess.run(
+                [sys.executable, __file__, "--child", mode, str(path), str(tmp / "runs")],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             out.update(json.loads(done.stdout.strip().splitlines()[-1]))
         return out
 
 
 def main(sizes: list[int]) -> None:
-    print(f"{'sessions':>9} {'wall s':>8} {'sess/s':>8} {'us/sess':>8} {'peak MB':>8} "
-          f"{'ledger B':>9} {'commits':>8} {'write ms':>9} {'journal MB':>10} {'resume s':>9}")
+    print(
+        f"{'sessions':>9} {'wall s':>8} {'sess/s':>8} {'us/sess':>8} {'peak MB':>8} "
+        f"{'ledger B':>9} {'commits':>8} {'write ms':>9} {'journal MB':>10} {'resume s':>9}"
+    )
     for n in sizes:
         r = measure(n)
-        print(f"{n:>9} {r['wall_s']:>8.2f} {n / r['wall_s']:>8.0f} {1e6 * r['wall_s'] / n:>8.0f} "
-              f"{r['peak_rss_mb']:>8.0f} {r['ledger_bytes']:>9} {r['commits']:>8} "
-              f"{r['write_ms_avg']:>9.3f} {r['journal_bytes'] / 1e6:>10.1f} {r['resume_prepare_s']:>9.2f}"
-              f"   (resume import {r['resume_import_s']:.2f} s, pending {r['pending']})", flush=True)
+        print(
+            f"{n:>9} {r['wall_s']:>8.2f} {n / r['wall_s']:>8.0f} {1e6 * r['wall_s'] / n:>8.0f} "
+            f"{r['peak_rss_mb']:>8.0f} {r['ledger_bytes']:>9} {r['commits']:>8} "
+            f"{r['write_ms_avg']:>9.3f} {r['journal_bytes'] / 1e6:>10.1f} {r['resume_prepare_s']:>9.2f}"
+            f"   (resume import {r['resume_import_s']:.2f} s, pending {r['pending']})",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

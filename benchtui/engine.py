@@ -123,15 +123,17 @@ def accounts(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitted:
 
 def write_results(prep: PreparedRun, scheduler: Scheduler) -> None:
     try:
-        results.write_all(prep.run_dir, prep.plan, scheduler.last, prep.checkpoint.ledger,
-                          prep.fingerprint)
+        results.write_all(prep.run_dir, prep.plan, scheduler.last, prep.checkpoint.ledger, prep.fingerprint)
     except OSError as exc:
-        raise StorageFailed(f"cannot write results in {prep.run_dir}: {exc.strerror or exc}; the "
-                            "campaign state is saved: fix this, then --resume rewrites them") from None
+        raise StorageFailed(
+            f"cannot write results in {prep.run_dir}: {exc.strerror or exc}; the "
+            "campaign state is saved: fix this, then --resume rewrites them"
+        ) from None
 
 
-async def refresh_results(prep: PreparedRun, scheduler: Scheduler, bus: ev.EventBus,
-                          interval: float = 30.0) -> None:
+async def refresh_results(
+    prep: PreparedRun, scheduler: Scheduler, bus: ev.EventBus, interval: float = 30.0
+) -> None:
     """Rewrite the results files now and then while a long campaign runs (exactly at its end).
 
     The interval grows to 20x the time a rewrite takes, so huge campaigns spend under 5% on it.

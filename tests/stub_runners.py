@@ -11,8 +11,9 @@ from runners.fake import FakeProfile, FakeRunner
 
 
 class StubProfile(RunnerProfile):
-    kind: Literal["stub_runners:Raising", "stub_runners:Garbage", "stub_runners:Hanging",
-                  "stub_runners:Greedy"]
+    kind: Literal[
+        "stub_runners:Raising", "stub_runners:Garbage", "stub_runners:Hanging", "stub_runners:Greedy"
+    ]
     every: int = 2
     """Misbehave on every `every`-th session index (others behave like a $0.01 fake)."""
 

@@ -129,7 +129,8 @@ def test_relative_templates_path_is_relative_to_the_campaign_file(tmp_path, monk
         'name = "c"\nsessions_per_model = 1\nrunner = "mini"\n[budget]\ntotal_usd = 1\n'
         '[runners.mini]\nkind = "mini-swe-agent"\nenvironment = "local"\ntemplates = "my.yaml"\n'
         '[[models]]\nname = "m"\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 1\n'
-        '[environment]\npath = "target"\n')
+        '[environment]\npath = "target"\n'
+    )
     monkeypatch.chdir(tmp_path)  # not the campaign's folder
     campaign = campaign_file.load(tmp_path / "sub" / "c.toml")
     assert campaign.runners["mini"].templates == tmp_path / "sub" / "my.yaml"

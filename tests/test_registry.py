@@ -16,7 +16,9 @@ def test_builtin_and_dotted_kinds():
 
 
 def test_unknown_kind_names_the_installed_ones():
-    with pytest.raises(registry.UnknownRunner, match=r"unknown runner kind 'nope' \(installed: .*fake.*mini-swe-agent"):
+    with pytest.raises(
+        registry.UnknownRunner, match=r"unknown runner kind 'nope' \(installed: .*fake.*mini-swe-agent"
+    ):
         registry.runner_class("nope")
 
 
@@ -36,8 +38,10 @@ def test_choosing_the_fake_runner_imports_nothing_heavy():
     import subprocess
     import sys
 
-    code = ("import sys; from runners import registry; registry.runner_class('fake'); "
-            "registry.validate_profile({'kind': 'mini-swe-agent'}); "
-            "print(sorted({m.split('.')[0] for m in sys.modules} & {'litellm', 'minisweagent', 'textual'}))")
+    code = (
+        "import sys; from runners import registry; registry.runner_class('fake'); "
+        "registry.validate_profile({'kind': 'mini-swe-agent'}); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'litellm', 'minisweagent', 'textual'}))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

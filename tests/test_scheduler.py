@@ -101,8 +101,14 @@ async def test_stop_lets_running_sessions_finish(tmp_path):
 
 @pytest.mark.trio
 async def test_set_runner_applies_to_sessions_not_yet_started_and_warns(tmp_path):
-    prep = prepare(tmp_path, sessions=3, total="10", latency=0.05, parallelism=1,
-                   extra_runners='[runners.other]\nkind = "fake"\ncost_usd = 0.02\n')
+    prep = prepare(
+        tmp_path,
+        sessions=3,
+        total="10",
+        latency=0.05,
+        parallelism=1,
+        extra_runners='[runners.other]\nkind = "fake"\ncost_usd = 0.02\n',
+    )
     rec = Recorder()
     async with trio.open_nursery() as nursery:
         scheduler, _ = await start(prep, nursery, rec)
@@ -134,14 +140,23 @@ async def test_set_parallelism_changes_how_many_run_at_once(tmp_path):
 
 
 @pytest.mark.trio
-@pytest.mark.parametrize(("kind", "reason", "retryable"), [
-    ("Raising", "runner failed: RuntimeError: boom", True),
-    ("Garbage", "runner returned garbage", True),
-    ("Hanging", "wall-clock limit of 0.2 s reached", False),
-])
+@pytest.mark.parametrize(
+    ("kind", "reason", "retryable"),
+    [
+        ("Raising", "runner failed: RuntimeError: boom", True),
+        ("Garbage", "runner returned garbage", True),
+        ("Hanging", "wall-clock limit of 0.2 s reached", False),
+    ],
+)
 async def test_misbehaving_runner_ends_as_error_and_the_campaign_goes_on(tmp_path, kind, reason, retryable):
-    write_campaign(tmp_path, sessions=4, total="10", latency=0, parallelism=2,
-                   extra_runners=f'[runners.stub]\nkind = "stub_runners:{kind}"\nwall_time_s = 0.2\n')
+    write_campaign(
+        tmp_path,
+        sessions=4,
+        total="10",
+        latency=0,
+        parallelism=2,
+        extra_runners=f'[runners.stub]\nkind = "stub_runners:{kind}"\nwall_time_s = 0.2\n',
+    )
     prep = engine.prepare(engine.Options(tmp_path / "t.toml", tmp_path / "runs", runner="stub"))
     async with trio.open_nursery() as nursery:
         _, result = await start(prep, nursery, Recorder())
@@ -155,8 +170,13 @@ async def test_misbehaving_runner_ends_as_error_and_the_campaign_goes_on(tmp_pat
 
 @pytest.mark.trio
 async def test_a_session_charged_past_its_reservation_is_stopped(tmp_path):
-    write_campaign(tmp_path, sessions=2, total="10", per_session="0.5",
-                   extra_runners='[runners.stub]\nkind = "stub_runners:Greedy"\n')
+    write_campaign(
+        tmp_path,
+        sessions=2,
+        total="10",
+        per_session="0.5",
+        extra_runners='[runners.stub]\nkind = "stub_runners:Greedy"\n',
+    )
     prep = engine.prepare(engine.Options(tmp_path / "t.toml", tmp_path / "runs", runner="stub"))
     async with trio.open_nursery() as nursery:
         await start(prep, nursery, Recorder())

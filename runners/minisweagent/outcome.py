@@ -118,7 +118,10 @@ async def judge(
     if checked:
         if all(v.details.get("cause") == "pred_missing" for _, v in checked):
             return SessionOutcome(  # the verifier's tool is missing, not the model's doing
-                "error", reason=f"cannot verify: {checked[0][1].reason}", steps=steps, extra=extra,
+                "error",
+                reason=f"cannot verify: {checked[0][1].reason}",
+                steps=steps,
+                extra=extra,
                 infra_error=True,
             )
         cert, verdict = next(((c, v) for c, v in checked if c is not None), checked[0])
