@@ -20,6 +20,7 @@ from pydantic_settings import (
 )
 
 from benchtui.errors import BadInput
+from benchtui.money import usd_floor
 from runners import registry
 from runners.base import ModelSpec, RunnerProfile
 
@@ -155,11 +156,11 @@ class Campaign(BaseSettings):
 
     @property
     def per_model_usd(self) -> Decimal:
-        return self.budget.per_model_usd or self.budget.total_usd / len(self.models)
+        return self.budget.per_model_usd or usd_floor(self.budget.total_usd / len(self.models))
 
     @property
     def per_session_usd(self) -> Decimal:
-        return self.budget.per_session_usd or self.per_model_usd / self.sessions_per_model_count
+        return self.budget.per_session_usd or usd_floor(self.per_model_usd / self.sessions_per_model_count)
 
     def warnings(self) -> list[str]:
         free = [m.name for m in self.models if not (m.input_usd_per_mtok and m.output_usd_per_mtok)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decimal import ROUND_CEILING, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
 ZERO = Decimal(0)
 NANO = Decimal("1e-9")
@@ -14,6 +14,12 @@ def usd(value: Decimal | int | float | str) -> Decimal:
     if isinstance(value, float):
         value = repr(value)
     return Decimal(value).quantize(NANO, rounding=ROUND_CEILING)
+
+
+def usd_floor(value: Decimal) -> Decimal:
+    """An equal share, rounded down to the nano-dollar: M shares never add up past the whole
+    (0.20 / 3 at 28 digits is 0.0666…67, and three of those exceed 0.20)."""
+    return value.quantize(NANO, rounding=ROUND_FLOOR)
 
 
 def token_cost(tokens: int, usd_per_mtok: Decimal) -> Decimal:

@@ -94,6 +94,14 @@ def test_default_budgets_split_evenly(tmp_path):
     assert (c.per_model_usd, c.per_session_usd) == (D("0.15"), D("0.03"))
 
 
+def test_equal_shares_never_add_up_past_the_whole(tmp_path):
+    for models, total in ((3, "0.20"), (7, "1"), (6, "0.1")):
+        names = tuple(f"m{i}" for i in range(models))
+        c = campaign_file.load(write_campaign(tmp_path, total=total, per_session=None, sessions=3, models=names))
+        assert c.per_model_usd * models <= D(total) < c.per_model_usd * models + D("1e-8")
+        assert c.per_session_usd * 3 <= c.per_model_usd
+
+
 def test_env_overrides_with_prefix(tmp_path, monkeypatch):
     path = write_campaign(tmp_path)
     monkeypatch.setenv("BENCHTUI_PARALLELISM", "9")
