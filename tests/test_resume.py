@@ -7,6 +7,7 @@ import random
 import signal
 import time
 from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from support import (
     journal,
     last_states,
     ledger,
+    money,
     popen,
     write_campaign,
 )
@@ -151,6 +153,10 @@ def test_repeated_sigkill_at_random_instants(tmp_path):
     states = Counter(r["state"] for r in last.values())
     assert set(states) == {"done", "skipped_budget"} and sum(states.values()) == 120
     assert ledger(run)["totals"]["wasted_usd"] > 0
+    # F6: every call that really happened (the call log) is charged; holds left by a kill
+    # between the hold and the call may over-count, never under-count.
+    spent, made = money(ledger(run)["totals"]["spent_usd"]), len(calls(run))
+    assert made * Decimal("0.02") <= spent <= (made + 30 * 2) * Decimal("0.02")
     assert not set(calls(run)[len(calls_at_kill) :]) & done_at_kill
     rows = result_rows(run)
     assert len(rows) == len(set(rows)) == states["done"]
