@@ -140,7 +140,6 @@ class Scheduler:
             with self._launching:
                 for session in self.queue:
                     await self.limiter.acquire_on_behalf_of(session.id)
-                    await self._unpaused.wait()
                     flight = await self._reserve(session)
                     if flight is None:
                         self.limiter.release_on_behalf_of(session.id)
@@ -153,7 +152,11 @@ class Scheduler:
     async def _reserve(self, session: PlannedSession) -> InFlight | None:
         """F3: reserve the full per-session budget, waiting while running sessions might free it."""
         amount = self.campaign.per_session_usd
-        while not self.ledger.fits_now(session.model, amount):
+        while True:
+            while self.paused:  # re-checked after every wait: pause means no launch, no skip
+                await self._unpaused.wait()
+            if self.ledger.fits_now(session.model, amount):
+                break
             if not self.ledger.may_fit_later(session.model, amount):
                 return None
             await self._released.wait()

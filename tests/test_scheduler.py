@@ -185,3 +185,23 @@ async def test_a_session_charged_past_its_reservation_is_stopped(tmp_path):
     # Each call costs $0.303 against a $0.0644 hold; the second passes the $0.5 reservation and
     # the session is stopped there. Honest accounting: the overrun is recorded, not clamped.
     assert greedy["cost_usd"] == 0.606
+
+
+@pytest.mark.trio
+async def test_pause_holds_a_session_that_was_waiting_for_budget(tmp_path):
+    """The head session waits for reservations to come back; pausing meanwhile must keep it
+    from starting when they do (pause means no launch, whatever the launcher was waiting on)."""
+    prep = prepare(tmp_path, sessions=6, total="0.09", per_session="0.03", cost="0.01",
+                   latency=0.3, parallelism=5, models=("solo",))
+    rec = Recorder()
+    async with trio.open_nursery() as nursery:
+        scheduler, result = await start(prep, nursery, rec)
+        await wait_until(lambda: len(scheduler.running_sessions()) == 3)  # the cap: 3 x $0.03
+        scheduler.pause()
+        await wait_until(lambda: not scheduler.running_sessions())
+        await trio.sleep(0.2)
+        assert len(rec.of(ev.SessionStarted)) == 3 and not scheduler.running_sessions()
+        assert all(e.state == "done" for e in rec.of(ev.SessionEnded))  # nothing skipped either
+        scheduler.resume()
+    assert result["finished"] is True
+    assert len(rec.of(ev.SessionStarted)) > 3
