@@ -266,3 +266,19 @@ async def test_the_detail_pane_follows_the_selected_row(tmp_path):
         assert app.main.table.selected == "fake_model-b-0002"
         await pilot.click("#sessions", offset=(5, 2))  # border, header, then the first row
         assert app.main.table.selected == "fake_model-a-0000"
+
+
+@pytest.mark.parametrize("choice", ["now", "finish"])
+async def test_quitting_after_the_campaign_ended_behind_the_dialog_exits(tmp_path, choice):
+    """The campaign may finish while the quit dialog is open: the choice must still quit."""
+    app = open_app(tmp_path, sessions=1, total="10", latency=0.5, parallelism=2)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.view.states["running"] == 2, what="two sessions running")
+        await open_dialog(pilot, app, "quit", QuitScreen, f"#{choice}")
+        await until(pilot, lambda: not app.guest.running, what="the campaign to end")
+        if not isinstance(app.screen, QuitScreen):  # the summary may have opened on top
+            app.pop_screen()
+            await until(pilot, lambda: isinstance(app.screen, QuitScreen), what="the quit dialog")
+        await pilot.click(f"#{choice}")
+        await until(pilot, lambda: not app.is_running, what="the app to exit")
+    assert app.finished is True

@@ -180,7 +180,9 @@ class BenchApp(App[bool]):
             if choice is None:
                 return
             self.quitting = True
-            if self.scheduler is None:
+            if not self.guest.running:  # the campaign ended while the dialog was open
+                self.exit(self.finished)
+            elif self.scheduler is None:
                 self.guest.cancel()
             else:
                 self._control("stop", now=choice == "now")
