@@ -52,6 +52,7 @@ class SessionMeter:
             return False
         self.calls += 1
         await scheduler.store.commit()
+        scheduler.bus.emit(ev.SessionProgress(self._flight.session, "", self.calls, self._flight.spent))
         return True
 
     def charge(self, usage: Usage) -> Decimal:
