@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import jsonschema
+import pytest
 from support import ROOT, benchtui, popen, write_campaign
 
 
@@ -72,6 +73,15 @@ def test_schema_command_prints_the_campaign_json_schema(tmp_path):
     assert done.returncode == 0
     doc = json.loads(done.stdout)
     assert {"budget", "models", "runners", "environment"} <= set(doc["properties"])
+    # The shipped campaigns validate against it; a typo in a runner table does not.
+    import tomllib
+
+    for name in ("fair.toml", "problem-reductions.toml"):
+        jsonschema.validate(tomllib.loads((ROOT / "campaigns" / name).read_text()), doc)
+    bad = tomllib.loads((ROOT / "campaigns/fair.toml").read_text())
+    bad["runners"]["fake"]["latency"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, doc)
 
 
 def test_results_are_refreshed_while_a_long_campaign_runs(tmp_path):
