@@ -34,7 +34,7 @@ def slug(model: str) -> str:
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class Budget(Strict):
@@ -52,10 +52,13 @@ class Model(Strict):
     name: str = Field(min_length=1)
     """A litellm model id (for real runners)."""
     input_usd_per_mtok: Decimal = Field(ge=0)
+    """USD per million input tokens; charges are computed from it, never from the provider."""
     output_usd_per_mtok: Decimal = Field(ge=0)
+    """USD per million output tokens."""
     max_output_tokens: int = Field(default=4096, gt=0)
     """Sent with every call; bounds the worst case that is authorised."""
     api_base: str | None = None
+    """The API's base URL (an OpenAI-compatible server, a proxy, a local model)."""
     api_key_env: str | None = None
     """Name of the environment variable holding this model's API key (never the key itself)."""
     litellm: dict[str, Any] = Field(default_factory=dict)
@@ -76,22 +79,33 @@ class Campaign(BaseSettings):
     """A campaign file. Every key is checked; unknown keys are errors."""
 
     model_config = SettingsConfigDict(
-        env_prefix="BENCHTUI_", env_nested_delimiter="__", extra="forbid", frozen=True
+        env_prefix="BENCHTUI_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        use_attribute_docstrings=True,
     )
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     """Run dir name: <state-dir>/<name>/."""
     sessions_per_model: int | None = Field(default=None, gt=0)
+    """Whole-library sessions per model (or give `tasks`)."""
     tasks: list[str] | None = Field(default=None, min_length=1)
     """Task names (e.g. reduction rules); sessions per model = len(tasks) × repeats."""
     repeats: int = Field(default=1, gt=0)
+    """How many times each task is run per model."""
     parallelism: int = Field(default=4, gt=0)
+    """Sessions running at once (free to change on resume)."""
     runner: str
     """The active profile from [runners.*]."""
     budget: Budget
+    """Money: the total, each model's cap, each session's reservation."""
     runners: dict[str, RunnerProfile] = Field(min_length=1)
+    """Runner profiles by name; each table's `kind` picks the runner."""
     models: list[Model] = Field(min_length=1)
+    """The models compared; each gets the same sessions, prompt and budget."""
     environment: Environment
+    """The target every session works on (a fresh copy each, for real runners)."""
 
     @classmethod
     def settings_customise_sources(

@@ -23,7 +23,7 @@ Result = Literal["bug_found", "known_issue", "no_certificate", "rejected", "no_b
 class RunnerProfile(BaseModel):
     """Keys shared by every `[runners.<name>]` table; each runner kind extends it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     path_keys: ClassVar[tuple[str, ...]] = ()
     """Keys holding file paths; relative ones are resolved against the campaign file's folder."""

@@ -19,6 +19,7 @@ CANNED_CERTIFICATE = Path(__file__).with_name("data") / "fake-certificate.json"
 
 class FakeProfile(RunnerProfile):
     kind: Literal["fake"] = "fake"
+    """No model calls: a canned certificate for tests and demos."""
     cost_usd: Decimal = Field(default=Decimal("0.01"), ge=0)
     """Spent by each session in its one authorised call."""
     latency_s: float = Field(default=0.0, ge=0)

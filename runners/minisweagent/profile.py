@@ -26,6 +26,7 @@ class MiniSweProfile(RunnerProfile):
     path_keys: ClassVar[tuple[str, ...]] = ("templates",)
 
     kind: Literal["mini-swe-agent"] = "mini-swe-agent"
+    """A mini-swe-agent session per (model, task), through litellm."""
     environment: Literal["local", "bubblewrap"] = "bubblewrap"
     """Where the agent's commands run: `bubblewrap` (read-only system, writable session copy, no
     network) or `local` (the plain host: no isolation)."""
@@ -46,6 +47,7 @@ class MiniSweProfile(RunnerProfile):
     retry_backoff_s: float = Field(default=2.0, ge=0)
     """First wait before a retry (doubling each time, at most 60 s); a Retry-After header wins."""
     request_timeout_s: float = Field(default=600.0, gt=0)
+    """Limit of one HTTP request to the model; a timed-out attempt is charged its worst case."""
     prompt_token_margin: float = Field(default=1.25, ge=1.0)
     """Prompt tokens are counted locally (litellm.token_counter); the worst case authorised before
     a call uses count × margin, as the provider's tokenizer may count more."""
