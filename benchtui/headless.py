@@ -7,11 +7,13 @@ Either way the state is saved and `--resume` continues. When stdin is a terminal
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
 import termios
 import tty
+from collections.abc import Callable
 from typing import TextIO
 
 import trio
@@ -29,6 +31,9 @@ class LinePrinter:
     def __init__(self, out: TextIO = sys.stdout) -> None:
         self.out = out
         self.accounts: ev.AccountsCommitted | None = None
+        self.broken = False
+        self.on_broken: Callable[[], None] = lambda: None
+        """Called once if the output goes away (`| head`): the headless run then stops launching."""
 
     def __call__(self, event: ev.Event) -> None:
         line = None
@@ -60,7 +65,15 @@ class LinePrinter:
             self.write(line)
 
     def write(self, line: str) -> None:
-        print(line, file=self.out, flush=True)
+        if self.broken:
+            return
+        try:
+            print(line, file=self.out, flush=True)
+        except BrokenPipeError:
+            self.broken = True
+            with contextlib.suppress(AttributeError, OSError, ValueError):  # quiet at exit, too
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self.out.fileno())
+            self.on_broken()
 
     def table(self) -> str:
         return summary_table(self.accounts) if self.accounts else ""
@@ -142,6 +155,7 @@ async def main(prep: engine.PreparedRun, printer: LinePrinter, keys: bool = Fals
                 nursery.cancel_scope.cancel()
 
             scheduler = await nursery.start(run_then_stop)
+            printer.on_broken = scheduler.stop
             nursery.start_soon(_watch_signals, scheduler, printer)
             if keys:
                 nursery.start_soon(_watch_keys, scheduler, printer)

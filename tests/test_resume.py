@@ -214,3 +214,16 @@ def test_results_are_rewritten_when_a_kill_left_them_stale(tmp_path):
     before = {p: p.stat().st_mtime_ns for p in (run / "results").iterdir()}
     assert benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path).returncode == 0
     assert {p: p.stat().st_mtime_ns for p in (run / "results").iterdir()} == before  # current: kept
+
+
+def test_output_going_away_stops_launching_quietly(tmp_path):
+    """`benchtui … | head`: no traceback; like one Ctrl-C (running sessions finish), resumable."""
+    write_campaign(tmp_path, sessions=10, total="10", latency=0.3, parallelism=2)
+    proc = popen("t.toml", "--no-ui", cwd=tmp_path)
+    proc.stdout.readline()
+    proc.stdout.close()  # the reader went away
+    assert proc.wait(timeout=20) == 130
+    assert "Traceback" not in proc.stderr.read()
+    run = tmp_path / "runs/t"
+    assert 0 < len(last_states(run)) < 20 and ledger(run)["running"] == {}
+    assert benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path).returncode == 0
