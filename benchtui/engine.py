@@ -60,6 +60,9 @@ def prepare(opts: Options) -> PreparedRun:
         run_dir = opts.state_dir / campaign.name
     notes = list(campaign.warnings())
     fingerprint = environment.fingerprint(campaign.environment.path, campaign.environment.tools)
+    if "+dirty" in fingerprint.split()[0]:
+        notes.append(f"{campaign.environment.path} has uncommitted changes: sessions get copies of "
+                     "its last commit, without them")
     digest = identity_digest(campaign.identity_parts(fingerprint))
     plan = build_plan(campaign)
     runner = campaign.runner
