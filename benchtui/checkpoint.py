@@ -47,7 +47,8 @@ class Checkpoint:
     """The current (last) journal record of every session that has one."""
     reconciled: list[dict[str, Any]] = field(default_factory=list)
     """End lines for interrupted attempts, to append to the journal before anything runs."""
-    saved_meta: dict[str, Any] = field(default_factory=dict)
+    saved_runner: str | None = None
+    """The active runner profile when the run was last saved (it may have been switched)."""
 
     def pending(self, plan: list[PlannedSession]) -> list[PlannedSession]:
         return [s for s in plan if s.id not in self.last or not is_final(self.last[s.id])]
@@ -108,7 +109,7 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
         raise BadInput(f"{run_dir / LEDGER}: corrupted ledger ({exc}); use --fresh") from None
     ledger = new_ledger(campaign)
-    check = Checkpoint(ledger, saved_meta={k: saved[k] for k in ("runner",) if k in saved})
+    check = Checkpoint(ledger, saved_runner=saved.get("runner"))
     plan_ids = {s.id: s for s in plan}
     for rec in read_journal(run_dir / JOURNAL, plan_ids):
         check.last[rec["session"]] = rec

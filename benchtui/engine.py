@@ -80,7 +80,7 @@ def prepare(opts: Options) -> PreparedRun:
         except BaseException:
             lock.release()
             raise
-        saved_runner = check.saved_meta.get("runner")
+        saved_runner = check.saved_runner
         if opts.runner is None and saved_runner in campaign.runners:
             runner = saved_runner
         resumed = True

@@ -38,14 +38,6 @@ class RunLock:
             self.fd = -1
 
 
-def is_busy(run_dir: Path) -> bool:
-    try:
-        RunLock(run_dir).release()
-    except RunDirBusy:
-        return True
-    return False
-
-
 def move_aside(run_dir: Path) -> Path:
     """Rename an old run out of the way (never delete it); refuses if it is in use."""
     lock = RunLock(run_dir)

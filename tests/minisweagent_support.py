@@ -11,6 +11,8 @@ from typing import Any
 
 import tomli_w
 import trio
+from support import Recorder
+from support import last_states as journal  # noqa: F401 - the last record of each session
 
 from benchtui import engine
 from benchtui import events as ev
@@ -87,20 +89,6 @@ def write_campaign(
     return path
 
 
-class Recorder:
-    """Every event of a run, and the scheduler (for control calls)."""
-
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-        self.scheduler: Any = None
-
-    def __call__(self, event: Any) -> None:
-        self.events.append(event)
-
-    def of(self, kind: type) -> list[Any]:
-        return [e for e in self.events if isinstance(e, kind)]
-
-
 async def run_campaign(
     path: Path, state_dir: Path, *, during: Callable[[Recorder], Any] | None = None, resume: bool = False
 ) -> tuple[engine.PreparedRun, Recorder]:
@@ -117,18 +105,6 @@ async def run_campaign(
     finally:
         prep.lock.release()
     return prep, recorder
-
-
-def journal(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """The last journal line of every session."""
-    last = {}
-    for line in (run_dir / "sessions.jsonl").read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        last[record["session"]] = record
-    return last
 
 
 def outcome_rows(run_dir: Path) -> list[dict[str, Any]]:

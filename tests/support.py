@@ -93,6 +93,20 @@ def popen(*args: str | Path, cwd: Path) -> subprocess.Popen[str]:
     )
 
 
+class Recorder:
+    """Every event of a run, and the scheduler (for control calls)."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+        self.scheduler: Any = None
+
+    def __call__(self, event: Any) -> None:
+        self.events.append(event)
+
+    def of(self, kind: type) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+
 def journal(run_dir: Path) -> list[dict[str, Any]]:
     lines = (run_dir / "sessions.jsonl").read_text().split("\n")
     return [json.loads(line) for line in lines[:-1]]  # the last piece is "" or a torn line

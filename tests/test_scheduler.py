@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 import trio
-from support import journal, last_states, ledger, write_campaign
+from support import Recorder, journal, last_states, ledger, write_campaign
 
 from benchtui import engine
 from benchtui import events as ev
@@ -15,17 +15,6 @@ from benchtui import events as ev
 def prepare(tmp_path, **kw) -> engine.PreparedRun:
     path = write_campaign(tmp_path, **kw)
     return engine.prepare(engine.Options(path, tmp_path / "runs"))
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.events: list[ev.Event] = []
-
-    def __call__(self, event: ev.Event) -> None:
-        self.events.append(event)
-
-    def of(self, kind: type) -> list:
-        return [e for e in self.events if isinstance(e, kind)]
 
 
 async def start(prep: engine.PreparedRun, nursery: trio.Nursery, rec: Recorder):
@@ -191,8 +180,16 @@ async def test_a_session_charged_past_its_reservation_is_stopped(tmp_path):
 async def test_pause_holds_a_session_that_was_waiting_for_budget(tmp_path):
     """The head session waits for reservations to come back; pausing meanwhile must keep it
     from starting when they do (pause means no launch, whatever the launcher was waiting on)."""
-    prep = prepare(tmp_path, sessions=6, total="0.09", per_session="0.03", cost="0.01",
-                   latency=0.3, parallelism=5, models=("solo",))
+    prep = prepare(
+        tmp_path,
+        sessions=6,
+        total="0.09",
+        per_session="0.03",
+        cost="0.01",
+        latency=0.3,
+        parallelism=5,
+        models=("solo",),
+    )
     rec = Recorder()
     async with trio.open_nursery() as nursery:
         scheduler, result = await start(prep, nursery, rec)
@@ -205,3 +202,22 @@ async def test_pause_holds_a_session_that_was_waiting_for_budget(tmp_path):
         scheduler.resume()
     assert result["finished"] is True
     assert len(rec.of(ev.SessionStarted)) > 3
+
+
+@pytest.mark.trio
+async def test_a_runner_switched_mid_run_stays_active_on_resume(tmp_path):
+    prep = prepare(
+        tmp_path,
+        sessions=4,
+        total="10",
+        latency=0.05,
+        parallelism=1,
+        extra_runners='[runners.other]\nkind = "fake"\ncost_usd = 0.02\n',
+    )
+    async with trio.open_nursery() as nursery:
+        scheduler, _ = await start(prep, nursery, Recorder())
+        scheduler.set_runner("other")
+        scheduler.stop()
+    again = engine.prepare(engine.Options(tmp_path / "t.toml", tmp_path / "runs", resume=True))
+    again.lock.release()
+    assert again.runner == "other"
