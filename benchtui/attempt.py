@@ -1,62 +1,45 @@
 """One attempt of one session: start it durably, run the runner within its limits, judge what
-came back, then end it in the ledger, the results details and the journal, in that order."""
+came back, then end it in the ledger, the results details and the journal, in that order.
+
+An attempt acts only through `Accounts` and returns its end record to the launch loop, which
+hands its slot and unused reservation back.
+"""
 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
-from decimal import Decimal
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any, get_args
 
 import trio
 
 from benchtui import events as ev
+from benchtui.accounts import Accounts
 from benchtui.errors import StorageFailed
 from benchtui.ledger import InFlight
 from benchtui.meter import SessionMeter
-from benchtui.plan import PlannedSession, slug
+from benchtui.records import JournalRecord, SessionState, now
+from benchtui.runner_pool import RunnerPool
 from runners.base import Result, SessionOutcome, SessionSpec
-
-if TYPE_CHECKING:
-    from benchtui.scheduler import Scheduler
 
 RESULTS = set(get_args(Result))
 
 
 @dataclass(frozen=True, slots=True)
 class Ending:
-    state: str  # done | error | killed
+    state: SessionState  # done | error | killed
     result: str | None
     reason: str = ""
     retryable: bool = False
     outcome: SessionOutcome | None = None
 
 
-KILLED = Ending("killed", "error", "killed by the user")
+KILLED = Ending("killed", None, "killed by the user")
 OVERSPENT = Ending("error", "error", "killed: charges exceeded the session's reservation")
-INTERRUPTED = Ending("error", "error", "interrupted: campaign stopped", retryable=True)
+STOPPED_NOW = Ending("error", "error", "interrupted: campaign stopped", retryable=True)
 
 
-def journal_record(
-    session: PlannedSession, state: str, *, attempt: int, runner: str, cost: Decimal, **extra: Any
-) -> dict[str, Any]:
-    """One line of sessions.jsonl: a session's state change."""
-    return {
-        "session": session.id,
-        "model": session.model,
-        "index": session.index,
-        "task": session.task,
-        "state": state,
-        "attempt": attempt,
-        "runner": runner,
-        "cost_usd": float(cost),
-        "t": round(time.time(), 3),
-        **extra,
-    }
-
-
-def judge(outcome: Any) -> Ending:
+def ending_of(outcome: Any) -> Ending:
     """What a runner returned, as an ending; garbage is an infrastructure error."""
     if (
         not isinstance(outcome, SessionOutcome)
@@ -71,13 +54,23 @@ def judge(outcome: Any) -> Ending:
 
 
 class Attempt:
-    def __init__(self, scheduler: Scheduler, session: PlannedSession, flight: InFlight) -> None:
-        self.scheduler = scheduler
-        self.session = session
+    def __init__(
+        self,
+        accounts: Accounts,
+        runners: RunnerPool,
+        spec: SessionSpec,
+        flight: InFlight,
+        *,
+        wall_time_s: float | None,
+    ) -> None:
+        self.accounts = accounts
+        self.runners = runners
+        self.spec = spec
         self.flight = flight
-        campaign = scheduler.campaign
-        self.model = campaign.models_by_name[session.model].spec()
-        self.meter = SessionMeter(scheduler, flight, self.model, campaign.per_session_usd)
+        self.wall_time_s = wall_time_s
+        self.meter = SessionMeter(
+            accounts, flight, spec.model, spec.budget_usd, on_overspent=lambda: self.cancel(OVERSPENT)
+        )
         self.scope = trio.CancelScope()
         self.stopped_by: Ending | None = None
 
@@ -87,97 +80,81 @@ class Attempt:
             self.stopped_by = why
             self.scope.cancel()
 
-    async def run(self) -> None:
-        s, flight, sched = self.session, self.flight, self.scheduler
-        sched.record(
-            journal_record(
-                s,
-                "running",
-                attempt=flight.attempt,
-                runner=flight.runner,
-                cost=Decimal(0),
-                reserved_usd=float(flight.reservation),
-                environment=sched.fingerprint,
-            )
+    def _line(self, state: SessionState, **fields: Any) -> JournalRecord:
+        s, f = self.spec, self.flight
+        return JournalRecord(
+            session=s.id,
+            model=s.model.name,
+            index=s.index,
+            task=s.task,
+            state=state,
+            attempt=f.attempt,
+            runner=f.runner,
+            t=now(),
+            **fields,
         )
-        profile = sched.campaign.runners[flight.runner]
+
+    async def run(self) -> JournalRecord:
+        """Run to the end, whatever happens; returns the attempt's end record (durable)."""
+        s, flight = self.spec, self.flight
+        self.accounts.record(
+            self._line("running", reserved_usd=flight.reservation, environment=s.environment_fingerprint)
+        )
         ending = None
         try:
             with self.scope:
-                await sched.store.commit()
-                sched.bus.emit(
-                    ev.SessionStarted(s.id, s.model, s.index, s.task, flight.attempt, flight.runner)
+                await self.accounts.commit()
+                self.accounts.emit(
+                    ev.SessionStarted(
+                        session=s.id,
+                        model=s.model.name,
+                        index=s.index,
+                        task=s.task,
+                        attempt=flight.attempt,
+                        runner=flight.runner,
+                    )
                 )
-                spec = SessionSpec(
-                    s.id,
-                    self.model,
-                    s.index,
-                    s.task,
-                    flight.attempt,
-                    sched.campaign.per_session_usd,
-                    sched.run_dir / "sessions" / s.id,
-                    sched.campaign.environment.path,
-                    sched.fingerprint,
-                )
-                with trio.move_on_after(profile.wall_time_s or math.inf) as wall:
-                    outcome = await sched.runner_for(flight.runner).run(spec, self.meter)
+                runner = await self.runners.get(flight.runner)
+                with trio.move_on_after(self.wall_time_s or math.inf) as wall:
+                    outcome = await runner.run(s, self.meter)
                 ending = (
-                    judge(outcome)
+                    ending_of(outcome)
                     if not wall.cancelled_caught
-                    else Ending("error", "error", f"wall-clock limit of {profile.wall_time_s:g} s reached")
+                    else Ending("error", "error", f"wall-clock limit of {self.wall_time_s:g} s reached")
                 )
         except StorageFailed:
             raise
         except Exception as exc:  # a crashing runner is an infrastructure error: retried on resume
             ending = Ending("error", "error", f"runner failed: {type(exc).__name__}: {exc}", retryable=True)
-        await self.end(self.stopped_by or ending or INTERRUPTED)
+        return await self._end(self.stopped_by or ending or STOPPED_NOW)
 
-    async def end(self, ending: Ending) -> None:
-        s, flight, sched, meter = self.session, self.flight, self.scheduler, self.meter
-        outcome = ending.outcome
+    async def _end(self, ending: Ending) -> JournalRecord:
+        outcome, meter = ending.outcome, self.meter
         certificate = bool(outcome and outcome.certificate)
-        cost = sched.ledger.close(s.id, ending.state, certificates=certificate, tokens=meter.tokens)
+        cost = self.accounts.close(self.flight, ending.state, certificate=certificate, tokens=meter.tokens)
         if outcome and (outcome.certificate or outcome.verify_details or outcome.extra):
-            sched.store.append_row(
-                slug(s.model),
+            self.accounts.record_details(
+                self.spec.model.name,
                 {
-                    "session": s.id,
-                    "attempt": flight.attempt,
+                    "session": self.spec.id,
+                    "attempt": self.flight.attempt,
                     "certificate": outcome.certificate,
                     "verify_details": outcome.verify_details,
                     **outcome.extra,
                 },
             )
-        sched.record(
-            journal_record(
-                s,
-                ending.state,
-                attempt=flight.attempt,
-                runner=flight.runner,
-                cost=cost,
-                result=ending.result,
-                reason=ending.reason,
-                retryable=ending.retryable,
-                steps=outcome.steps if outcome else 0,
-                calls=meter.calls,
-                tokens=meter.tokens,
-                certificate=certificate,
-            )
+        end = self._line(
+            ending.state,
+            cost_usd=cost,
+            result=ending.result,
+            reason=ending.reason,
+            retryable=ending.retryable,
+            steps=outcome.steps if outcome else 0,
+            calls=meter.calls,
+            tokens=meter.tokens,
+            certificate=certificate,
         )
+        self.accounts.record(end)
         with trio.CancelScope(shield=True):
-            await sched.store.commit()
-        sched.attempt_ended(s.id)
-        sched.bus.emit(
-            ev.SessionEnded(
-                s.id,
-                s.model,
-                s.index,
-                flight.attempt,
-                ending.state,
-                ending.result,
-                ending.reason,
-                cost,
-                ending.retryable,
-                certificate,
-            )
-        )
+            await self.accounts.commit()
+        return end

@@ -10,7 +10,6 @@ charged what it spent plus its unsettled holds at their worst case (F6), and que
 from __future__ import annotations
 
 import json
-import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,13 +19,12 @@ from benchtui.atomic import gc_paused
 from benchtui.campaign import Campaign
 from benchtui.errors import BadInput
 from benchtui.ledger import Ledger
-from benchtui.money import ZERO, to_float, usd
+from benchtui.money import ZERO, fmt, usd
 from benchtui.plan import PlannedSession
+from benchtui.records import JournalRecord, now
 from benchtui.store import JOURNAL, LEDGER
 
-STATES = {"pending", "running", "done", "skipped_budget", "error", "killed"}
-ENDED = {"done", "skipped_budget", "error", "killed"}
-INTERRUPTED = "interrupted: benchtui stopped while the session ran"
+CRASHED = "interrupted: benchtui stopped while the session ran"
 
 
 def new_ledger(campaign: Campaign) -> Ledger:
@@ -34,27 +32,21 @@ def new_ledger(campaign: Campaign) -> Ledger:
     return Ledger(campaign.budget.total_usd, caps, enforce=campaign.budget.enforce)
 
 
-def is_final(record: dict[str, Any]) -> bool:
-    """Final states are never re-run; infrastructure errors are retried on resume."""
-    state = record["state"]
-    return state in ENDED and not (state == "error" and record.get("retryable"))
-
-
 @dataclass
 class Checkpoint:
     ledger: Ledger
-    last: dict[str, dict[str, Any]] = field(default_factory=dict)
+    journal: dict[str, JournalRecord] = field(default_factory=dict)
     """The current (last) journal record of every session that has one."""
-    reconciled: list[dict[str, Any]] = field(default_factory=list)
+    reconciled: list[JournalRecord] = field(default_factory=list)
     """End lines for interrupted attempts, to append to the journal before anything runs."""
     saved_runner: str | None = None
     """The active runner profile when the run was last saved (it may have been switched)."""
 
     def pending(self, plan: list[PlannedSession]) -> list[PlannedSession]:
-        return [s for s in plan if s.id not in self.last or not is_final(self.last[s.id])]
+        return [s for s in plan if s.id not in self.journal or not self.journal[s.id].is_final]
 
 
-def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[dict[str, Any]]:
+def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[JournalRecord]:
     """Parse the journal; a torn last line is ignored, any other bad line is corruption."""
     try:
         text = path.read_bytes().decode("utf-8", errors="replace")
@@ -63,22 +55,22 @@ def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[dict[s
     lines = text.split("\n")
     lines.pop()  # "" when the file ends with a newline, else a torn last line: ignored
     try:
-        records = _parse_all(lines)
+        values = _parse_all(lines)
     except ValueError as exc:
         raise BadInput(f"{path}: corrupted journal {exc}; use --fresh to start over") from None
-    for number, rec in enumerate(records, 1):
-        try:
-            planned = plan_ids[rec["session"]]
-            ok = (
-                rec["state"] in STATES
-                and rec["model"] == planned.model
-                and isinstance(rec["attempt"], int)
-                and rec["cost_usd"] >= 0
-            )
-        except (KeyError, TypeError):
-            ok = False
-        if not ok:
-            raise BadInput(f"{path}: corrupted journal at line {number}; use --fresh to start over")
+    records = []
+    with gc_paused():
+        for number, value in enumerate(values, 1):
+            try:
+                rec = JournalRecord.from_json(value)
+                planned = plan_ids.get(rec.session)
+                if planned is None or planned.model != rec.model:
+                    raise ValueError("a session this campaign does not plan")
+            except ValueError as exc:
+                raise BadInput(
+                    f"{path}: corrupted journal at line {number} ({exc}); use --fresh to start over"
+                ) from None
+            records.append(rec)
     return records
 
 
@@ -109,35 +101,53 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
         raise BadInput(f"{run_dir / LEDGER}: corrupted ledger ({exc}); use --fresh") from None
     ledger = new_ledger(campaign)
-    check = Checkpoint(ledger, saved_runner=saved.get("runner"))
+    runner = saved.get("runner")
+    check = Checkpoint(ledger, saved_runner=runner if isinstance(runner, str) else None)
     plan_ids = {s.id: s for s in plan}
     for rec in read_journal(run_dir / JOURNAL, plan_ids):
-        check.last[rec["session"]] = rec
-        if rec["state"] in ENDED:
+        previous = check.journal.get(rec.session)
+        if previous is not None and previous.ended:  # a retry: count sessions by current state
+            ledger.supersede(rec.model, previous.state)
+        check.journal[rec.session] = rec
+        if rec.ended:
             ledger.record_end(
-                rec["model"],
-                rec["state"],
-                usd(rec["cost_usd"]),
-                certificates=int(bool(rec.get("certificate"))),
-                tokens=rec.get("tokens", 0),
+                rec.model, rec.state, rec.cost_usd, certificates=int(rec.certificate), tokens=rec.tokens
             )
-    now = time.time()
-    for sid, rec in list(check.last.items()):
-        if rec["state"] != "running":
+    t = now()
+    for sid, rec in list(check.journal.items()):
+        if rec.state != "running":
             continue
         flight = in_flight.get(sid)
         # No in-flight entry: the ledger was never saved with it, so no call was authorised.
-        cost = flight.spent + flight.held if flight and flight.attempt == rec["attempt"] else ZERO
-        end = {
-            **rec,
-            "state": "error",
-            "cost_usd": to_float(cost),
-            "result": "error",
-            "reason": INTERRUPTED,
-            "retryable": True,
-            "t": now,
-        }
-        ledger.record_end(rec["model"], "error", cost)
-        check.last[sid] = end
+        cost = flight.spent + flight.held if flight and flight.attempt == rec.attempt else ZERO
+        end = rec.but(state="error", cost_usd=cost, result="error", reason=CRASHED, retryable=True, t=t)
+        ledger.record_end(rec.model, "error", cost)
+        check.journal[sid] = end
         check.reconciled.append(end)
+    _check_nothing_forgotten(run_dir, saved, ledger)
     return check
+
+
+def _check_nothing_forgotten(run_dir: Path, saved: dict[str, Any], rebuilt: Ledger) -> None:
+    """The journal must account for everything the saved ledger says was spent or done.
+
+    The store writes journal lines before the ledger in every batch, so after any crash the
+    journal knows at least what the ledger does; less means the journal was cut or replaced,
+    and resuming would silently run finished sessions again and forget money (F6/F7).
+    """
+    models = saved.get("models")
+    if not isinstance(models, dict):
+        raise BadInput(f"{run_dir / LEDGER}: corrupted ledger (no [models]); use --fresh")
+    for name, account in rebuilt.models.items():
+        entry = models.get(name)
+        try:
+            spent = usd(entry["spent_usd"])
+            done = int(entry["sessions_done"])
+        except (KeyError, TypeError, ValueError, ArithmeticError):
+            raise BadInput(f"{run_dir / LEDGER}: corrupted ledger (model {name!r}); use --fresh") from None
+        if account.spent < spent or account.done < done:
+            raise BadInput(
+                f"cannot resume {run_dir}: the ledger says {name} spent {fmt(spent)} in {done} done "
+                f"sessions but {JOURNAL} accounts for {fmt(account.spent)} in {account.done} "
+                "(the journal was cut or replaced); nothing was run: use --fresh to start over"
+            )

@@ -10,6 +10,8 @@ from pathlib import Path
 from benchtui.errors import BenchtuiError
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 2, 130
+EXIT_RETRY = 75
+"""Not stopped, yet not finished: sessions ended in infrastructure errors (sysexits' EX_TEMPFAIL)."""
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -21,7 +23,10 @@ def run_parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="benchtui",
         description="Run a fair, budgeted, resumable campaign.",
-        epilog="Also: `benchtui ctl --help`, `benchtui verify --help`, `benchtui schema`.",
+        epilog="Exit codes: 0 finished (skips included), 1 state could not be saved, 2 bad input, "
+        "3 run dir in use, 75 not finished: sessions ended in infrastructure errors (--resume "
+        "retries them), 130 stopped or interrupted (--resume continues). "
+        "Also: `benchtui ctl --help`, `benchtui verify --help`, `benchtui schema`.",
     )
     p.add_argument("campaign", nargs="?", type=Path, help="campaign TOML file")
     p.add_argument("--no-ui", action="store_true", help="headless: log lines instead of the TUI")
@@ -69,23 +74,31 @@ def main_run(argv: list[str]) -> int:
         args.campaign, _state_dir(args.state_dir), args.resume, args.fresh, args.runner, args.parallelism
     )
     tune_gc()
-    prep = engine.prepare(opts)
-    try:
+    with engine.prepare(opts) as prep:
         if args.no_ui or not sys.stdout.isatty():
             import trio
 
             from benchtui import headless
 
             printer = headless.LinePrinter()
-            finished = trio.run(headless.main, prep, printer, headless.keys_available())
+            ended = trio.run(headless.main, prep, printer, headless.keys_available())
             print(printer.table())
         else:
             from benchtui.ui.app import run_app
 
-            finished = run_app(prep)
-    finally:
-        prep.lock.release()
-    return EXIT_OK if finished else EXIT_INTERRUPTED
+            ended = run_app(prep)
+    return exit_code(ended)
+
+
+def exit_code(ended: object) -> int:
+    """The contract's exit code for how a campaign ended (None: it never got going)."""
+    from benchtui.events import CampaignEnded
+
+    if not isinstance(ended, CampaignEnded):
+        return EXIT_INTERRUPTED
+    if ended.finished:
+        return EXIT_OK
+    return EXIT_INTERRUPTED if ended.stopped or not ended.retry else EXIT_RETRY
 
 
 def raise_bad(message: str) -> None:

@@ -66,10 +66,6 @@ class Controller:
         if isinstance(event, ev.AccountsCommitted):
             self.accounts = event
 
-    def state(self) -> str:
-        s = self.scheduler
-        return "stopping" if s.stopping else "paused" if s.paused else "running"
-
     def answer(self, request: Any) -> dict[str, Any]:
         if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
             return {"ok": False, "error": 'a request is a JSON object with a "cmd"'}
@@ -79,7 +75,7 @@ class Controller:
                 return {
                     "ok": True,
                     "campaign": s.campaign.name,
-                    "state": self.state(),
+                    "state": s.state,
                     "runner": s.runner,
                     "parallelism": s.parallelism,
                     "running": sorted(s.running_sessions()),
@@ -164,7 +160,12 @@ async def serve(
                 await sock.bind(address)
             sock.listen()
         except OSError as exc:
-            bus.emit(ev.Notice("warning", f"no control socket ({exc}): `benchtui ctl` cannot reach this run"))
+            bus.emit(
+                ev.Notice(
+                    level="warning",
+                    message=f"no control socket ({exc}): `benchtui ctl` cannot reach this run",
+                )
+            )
             task_status.started()
             return
         task_status.started()

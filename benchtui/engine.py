@@ -1,6 +1,9 @@
 """Opening a run (fresh, or resumed from its checkpoint) and running it to the end.
 
-`prepare` does every check before it writes anything, so bad input never overwrites a file.
+`prepare` does every check before it writes anything, so bad input never overwrites a file;
+it returns the run with its directory locked (`with prepare(opts) as prep:` releases it).
+`open_run` then owns everything a running campaign needs (store, control socket, runners,
+result refreshes) for the life of an `async with` block, and saves and releases it all on exit.
 """
 
 from __future__ import annotations
@@ -8,18 +11,24 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 
 import trio
 
 from benchtui import campaign as campaign_file
 from benchtui import checkpoint, control, environment, results, rundir
 from benchtui import events as ev
+from benchtui.accounts import Accounts
 from benchtui.campaign import Campaign, identity_digest
 from benchtui.errors import BadInput, StorageFailed, first_error
-from benchtui.ledger import Ledger
+from benchtui.ledger import ControlState, Ledger
 from benchtui.plan import PlannedSession, build_plan
+from benchtui.records import JournalRecord
+from benchtui.runner_pool import RunnerPool
 from benchtui.scheduler import Scheduler
 from benchtui.store import LEDGER, Store
 
@@ -46,6 +55,14 @@ class PreparedRun:
     resumed: bool
     notes: list[str] = field(default_factory=list)
 
+    def __enter__(self) -> PreparedRun:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.lock.release()
+
 
 def prepare(opts: Options) -> PreparedRun:
     """Validate, lock and open the run dir; raises BadInput / RunDirBusy with one clear line."""
@@ -61,8 +78,10 @@ def prepare(opts: Options) -> PreparedRun:
     notes = list(campaign.warnings())
     fingerprint = environment.fingerprint(campaign.environment.path, campaign.environment.tools)
     if "+dirty" in fingerprint.split()[0]:
-        notes.append(f"{campaign.environment.path} has uncommitted changes: sessions get copies of "
-                     "its last commit, without them")
+        notes.append(
+            f"{campaign.environment.path} has uncommitted changes: sessions get copies of "
+            "its last commit, without them"
+        )
     digest = identity_digest(campaign.identity_parts(fingerprint))
     plan = build_plan(campaign)
     runner = campaign.runner
@@ -83,6 +102,7 @@ def prepare(opts: Options) -> PreparedRun:
         saved_runner = check.saved_runner
         if opts.runner is None and saved_runner in campaign.runners:
             runner = saved_runner
+        check.ledger.control = ControlState(campaign.name, runner, False, campaign.parallelism)
         resumed = True
     else:
         if opts.resume:
@@ -90,6 +110,7 @@ def prepare(opts: Options) -> PreparedRun:
         if run_dir.exists():
             notes.append(f"previous run moved to {rundir.move_aside(run_dir)}")
         check = checkpoint.Checkpoint(checkpoint.new_ledger(campaign))
+        check.ledger.control = ControlState(campaign.name, runner, False, campaign.parallelism)
         lock = rundir.create(
             run_dir,
             {
@@ -103,40 +124,83 @@ def prepare(opts: Options) -> PreparedRun:
     return PreparedRun(campaign, run_dir, lock, plan, check, fingerprint, runner, resumed, notes)
 
 
-def accounts(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitted:
+def accounts_event(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitted:
     models = tuple(
         ev.ModelTotals(
-            name,
-            m.cap,
-            m.spent,
-            m.reserved,
-            m.wasted,
-            m.done,
-            m.skipped,
-            m.errors,
-            m.killed,
-            m.running,
-            m.certificates,
-            planned[name],
+            name=name,
+            cap_usd=m.cap,
+            spent_usd=m.spent,
+            reserved_usd=m.reserved,
+            wasted_usd=m.wasted,
+            done=m.done,
+            skipped=m.skipped,
+            errors=m.errors,
+            killed=m.killed,
+            running=m.running,
+            certificates=m.certificates,
+            planned=planned[name],
         )
         for name, m in ledger.models.items()
     )
-    return ev.AccountsCommitted(ledger.budget, ledger.spent, ledger.reserved, ledger.wasted, models)
+    return ev.AccountsCommitted(
+        budget_usd=ledger.budget,
+        spent_usd=ledger.spent,
+        reserved_usd=ledger.reserved,
+        wasted_usd=ledger.wasted,
+        models=models,
+    )
 
 
-def write_results(prep: PreparedRun, scheduler: Scheduler) -> None:
-    try:
-        results.write_all(prep.run_dir, prep.plan, scheduler.last, prep.checkpoint.ledger, prep.fingerprint)
-    except OSError as exc:
-        raise StorageFailed(
-            f"cannot write results in {prep.run_dir}: {exc.strerror or exc}; the "
-            "campaign state is saved: fix this, then --resume rewrites them"
-        ) from None
+@dataclass
+class Run:
+    """A campaign run that is open: `scheduler` takes the control calls, `until_done` runs it."""
+
+    prep: PreparedRun
+    scheduler: Scheduler
+    journal: dict[str, JournalRecord]
+    ledger: Ledger
+    store: Store
+    finished: bool = False
+
+    async def until_done(self) -> bool:
+        """Launch every pending session; True when all sessions of the plan reached a final state."""
+        await self.scheduler.run()
+        self.finished = all((r := self.journal.get(s.id)) is not None and r.is_final for s in self.prep.plan)
+        return self.finished
+
+    def retry_later(self) -> int:
+        """Sessions whose current attempt ended in an infrastructure error (`--resume` retries)."""
+        return sum(
+            1 for s in self.prep.plan if (r := self.journal.get(s.id)) and r.state == "error" and r.retryable
+        )
+
+    def ending(self) -> ev.CampaignEnded:
+        if self.finished:
+            return ev.CampaignEnded(finished=True)
+        if self.scheduler.stopping:
+            return ev.CampaignEnded(finished=False, stopped=True, message="stopped: resume with --resume")
+        n = self.retry_later()
+        return ev.CampaignEnded(
+            finished=False,
+            retry=n,
+            message=f"not finished: {n} session{'s' if n != 1 else ''} ended in infrastructure errors; "
+            "--resume retries them",
+        )
+
+    async def write_results(self) -> None:
+        """Rewrite the results files in a worker thread, from a snapshot (never on the event loop:
+        in the TUI that loop is shared with the screen and with every `authorise`)."""
+        snapshot = results.Snapshot.of(self.prep.plan, self.journal, self.ledger, self.prep.fingerprint)
+        try:
+            await trio.to_thread.run_sync(results.write_all, self.prep.run_dir, snapshot)
+        except OSError as exc:
+            raise StorageFailed(
+                f"cannot write results in {self.prep.run_dir}: {exc.strerror or exc}; the "
+                "campaign state is saved: fix this, then --resume rewrites them"
+            ) from None
 
 
-async def refresh_results(
-    prep: PreparedRun, scheduler: Scheduler, bus: ev.EventBus, interval: float = 30.0
-) -> None:
+async def _refresh_results(run: Run, bus: ev.EventBus, interval: float = 30.0) -> None:
     """Rewrite the results files now and then while a long campaign runs (exactly at its end).
 
     The interval grows to 20x the time a rewrite takes, so huge campaigns spend under 5% on it.
@@ -144,71 +208,79 @@ async def refresh_results(
     written = 0
     while True:
         await trio.sleep(interval)
-        if scheduler.ended != written:
-            written, start = scheduler.ended, time.perf_counter()
+        if run.scheduler.ended != written:
+            written, start = run.scheduler.ended, time.perf_counter()
             try:
-                write_results(prep, scheduler)
+                await run.write_results()
             except StorageFailed as exc:  # the journal stays the truth; try again later
-                bus.emit(ev.Notice("warning", str(exc)))
-            interval = max(interval, 20 * (time.perf_counter() - start))
+                bus.emit(ev.Notice(level="warning", message=str(exc)))
+            interval = max(interval, 20 * (time.perf_counter() - start))  # the real cost of a rewrite
 
 
-async def run(
-    prep: PreparedRun, bus: ev.EventBus, *, task_status: trio.TaskStatus[Scheduler] = trio.TASK_STATUS_IGNORED
-) -> bool:
-    """Run the campaign; `task_status.started(scheduler)` hands front ends the control calls.
+@asynccontextmanager
+async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
+    """Open a prepared run: its store, control socket, runners and result refreshes.
 
-    Returns True when every session reached a final state (False: stopped, resumable).
+    On exit (normal, stopped, or cancelled) every change is flushed, the results files are
+    rewritten, the lock is released and `CampaignEnded` is emitted. Storage failures come out
+    as one `StorageFailed`, not as an exception group.
     """
     campaign, ledger = prep.campaign, prep.checkpoint.ledger
+    journal = prep.checkpoint.journal
     planned = Counter(s.model for s in prep.plan)
-    store = Store(prep.run_dir, ledger, snapshot=lambda: accounts(ledger, planned), on_commit=bus.emit)
-    scheduler = Scheduler(
-        campaign,
-        prep.run_dir,
-        prep.plan,
-        prep.checkpoint,
-        store,
-        bus,
-        runner=prep.runner,
-        parallelism=campaign.parallelism,
-        fingerprint=prep.fingerprint,
-    )
-    finished = False
+    store = Store(prep.run_dir, ledger, snapshot=lambda: accounts_event(ledger, planned), on_commit=bus.emit)
+    accounts = Accounts(ledger, store, bus, journal)
+    queue = prep.checkpoint.pending(prep.plan)
+    run: Run | None = None
     try:
-        async with trio.open_nursery() as services:
-            await services.start(store.serve)
-            await services.start(control.serve, prep.run_dir, scheduler, bus)  # for `benchtui ctl`
-            services.start_soon(refresh_results, prep, scheduler, bus)
-            for line in prep.checkpoint.reconciled:
-                store.append(line)
-            await store.commit()
-            bus.emit(
-                ev.CampaignStarted(
-                    campaign.name,
-                    str(prep.run_dir),
-                    scheduler.runner,
-                    scheduler.parallelism,
-                    len(prep.plan),
-                    len(scheduler.queue),
-                    prep.resumed,
-                    tuple(prep.notes),
+        try:
+            async with trio.open_nursery() as services:
+                await services.start(store.serve)
+                runners = RunnerPool(campaign.runners, prep.run_dir, services)
+                scheduler = Scheduler(
+                    campaign,
+                    prep.run_dir,
+                    queue,
+                    accounts,
+                    runners,
+                    ledger.control,
+                    fingerprint=prep.fingerprint,
                 )
-            )
-            task_status.started(scheduler)
-            finished = await scheduler.run()
-            services.cancel_scope.cancel()
+                run = Run(prep, scheduler, journal, ledger, store)
+                await services.start(control.serve, prep.run_dir, scheduler, bus)  # for `benchtui ctl`
+                services.start_soon(_refresh_results, run, bus)
+                for end in prep.checkpoint.reconciled:
+                    store.append(end.to_json())
+                await store.commit()
+                bus.emit(
+                    ev.CampaignStarted(
+                        name=campaign.name,
+                        run_dir=str(prep.run_dir),
+                        runner=scheduler.runner,
+                        parallelism=scheduler.parallelism,
+                        sessions=len(prep.plan),
+                        remaining=len(queue),
+                        resumed=prep.resumed,
+                        warnings=tuple(prep.notes),
+                    )
+                )
+                yield run
+                services.cancel_scope.cancel()
+        except* StorageFailed as group:
+            raise first_error(group) from None
         with trio.CancelScope(shield=True):
             await store.flush()
-    except* StorageFailed as group:
-        raise first_error(group) from None
+            # A resume that ran nothing keeps results that are current (100k rows take seconds).
+            if not results.up_to_date(prep.run_dir, list(ledger.models)):
+                await run.write_results()
     finally:
         store.close()
-        try:
-            # A resume that ran nothing keeps results that are current (100k rows take seconds).
-            if store.failure is None and not results.up_to_date(prep.run_dir, list(ledger.models)):
-                write_results(prep, scheduler)
-        finally:
-            prep.lock.release()
-    bus.emit(ev.CampaignEnded(finished, "" if finished else "stopped: resume with --resume"))
-    return finished
+        prep.lock.release()
+    assert run is not None
+    bus.emit(run.ending())
+
+
+async def run(prep: PreparedRun, bus: ev.EventBus) -> bool:
+    """Run a prepared campaign to its end, with no front end; True when it finished."""
+    async with open_run(prep, bus) as opened:
+        return await opened.until_done()

@@ -10,8 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from benchtui.money import fmt
+from benchtui.records import JournalRecord, RunState, SessionState, run_state
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ModelTotals:
     """A model's account as last committed to the ledger."""
 
@@ -29,7 +32,7 @@ class ModelTotals:
     planned: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CampaignStarted:
     name: str
     run_dir: str
@@ -41,7 +44,7 @@ class CampaignStarted:
     warnings: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionStarted:
     session: str
     model: str
@@ -51,7 +54,7 @@ class SessionStarted:
     runner: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionProgress:
     session: str
     note: str = ""
@@ -59,21 +62,36 @@ class SessionProgress:
     cost_usd: Decimal = Decimal(0)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionEnded:
     session: str
     model: str
     index: int
     attempt: int
-    state: str  # done | skipped_budget | error | killed
+    state: SessionState  # done | skipped_budget | error | killed
     result: str | None
     reason: str
     cost_usd: Decimal
     retryable: bool = False
     certificate: bool = False
 
+    @classmethod
+    def of(cls, end: JournalRecord) -> SessionEnded:
+        return cls(
+            session=end.session,
+            model=end.model,
+            index=end.index,
+            attempt=end.attempt,
+            state=end.state,
+            result=end.result,
+            reason=end.reason,
+            cost_usd=end.cost_usd,
+            retryable=end.retryable,
+            certificate=end.certificate,
+        )
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AccountsCommitted:
     """After each durable commit: what the ledger on disk now says."""
 
@@ -84,24 +102,32 @@ class AccountsCommitted:
     models: tuple[ModelTotals, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ControlChanged:
     paused: bool
     stopping: bool
     runner: str
     parallelism: int
 
+    @property
+    def state(self) -> RunState:
+        return run_state(paused=self.paused, stopping=self.stopping)
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Notice:
     level: str  # info | warning | error
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CampaignEnded:
     finished: bool
-    """True when every session reached a final state; False when stopped or interrupted."""
+    """True when every session reached a final state."""
+    stopped: bool = False
+    """Stopped or interrupted by the user (or a signal): resumable."""
+    retry: int = 0
+    """Not stopped, yet not finished: sessions that ended in infrastructure errors (retried on resume)."""
     message: str = ""
 
 
@@ -116,6 +142,30 @@ Event = (
     | CampaignEnded
 )
 Listener = Callable[[Event], None]
+
+
+def describe(event: Event) -> str | None:
+    """The one line headless prints and the TUI's event pane shows (None: not worth a line)."""
+    match event:
+        case CampaignStarted():
+            verb = "resuming" if event.resumed else "starting"
+            return (
+                f"{verb} campaign {event.name}: {event.remaining} of {event.sessions} sessions to run, "
+                f"runner {event.runner}, parallelism {event.parallelism}, run dir {event.run_dir}"
+            )
+        case SessionStarted():
+            return f"start {event.session} (attempt {event.attempt}, runner {event.runner})"
+        case SessionEnded():
+            what = f"done {event.result}" if event.state == "done" else event.state
+            why = f" - {event.reason}" if event.reason and event.state != "done" else ""
+            return f"end   {event.session} {what} {fmt(event.cost_usd)}{why}"
+        case Notice():
+            return f"{event.level}: {event.message}"
+        case ControlChanged():
+            return f"control: {event.state}, runner {event.runner}, parallelism {event.parallelism}"
+        case CampaignEnded():
+            return "campaign finished" if event.finished else f"campaign {event.message}"
+    return None
 
 
 @dataclass

@@ -26,41 +26,26 @@ from benchtui.scheduler import Scheduler
 
 
 class LinePrinter:
-    """Turns events into log-friendly lines."""
+    """Turns events into log-friendly lines (the same text as the TUI's event pane)."""
 
     def __init__(self, out: TextIO = sys.stdout) -> None:
         self.out = out
         self.accounts: ev.AccountsCommitted | None = None
+        self.ended: ev.CampaignEnded | None = None
         self.broken = False
         self.on_broken: Callable[[], None] = lambda: None
         """Called once if the output goes away (`| head`): the headless run then stops launching."""
 
     def __call__(self, event: ev.Event) -> None:
-        line = None
-        match event:
-            case ev.CampaignStarted():
-                verb = "resuming" if event.resumed else "starting"
-                line = (
-                    f"{verb} campaign {event.name}: {event.remaining} of {event.sessions} "
-                    f"sessions to run, runner {event.runner}, parallelism {event.parallelism}, "
-                    f"run dir {event.run_dir}"
-                )
-                for warning in event.warnings:
-                    self.write(f"note: {warning}")
-            case ev.SessionStarted():
-                line = f"start {event.session} (attempt {event.attempt}, runner {event.runner})"
-            case ev.SessionEnded():
-                what = event.state if event.state != "done" else f"done {event.result}"
-                why = f" - {event.reason}" if event.reason and event.state != "done" else ""
-                line = f"end   {event.session} {what} {fmt(event.cost_usd)}{why}"
-            case ev.Notice():
-                line = f"{event.level}: {event.message}"
-            case ev.ControlChanged():
-                line = f"control: {'stopping' if event.stopping else 'paused' if event.paused else 'running'}, runner {event.runner}, parallelism {event.parallelism}"
-            case ev.AccountsCommitted():
-                self.accounts = event
-            case ev.CampaignEnded():
-                line = "campaign finished" if event.finished else f"campaign {event.message}"
+        if isinstance(event, ev.AccountsCommitted):
+            self.accounts = event
+            return
+        if isinstance(event, ev.CampaignEnded):
+            self.ended = event
+        if isinstance(event, ev.CampaignStarted):
+            for warning in event.warnings:
+                self.write(f"note: {warning}")
+        line = ev.describe(event)
         if line:
             self.write(line)
 
@@ -141,24 +126,19 @@ async def _watch_keys(scheduler: Scheduler, printer: LinePrinter, fd: int = 0) -
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
-async def main(prep: engine.PreparedRun, printer: LinePrinter, keys: bool = False) -> bool:
-    """Run the campaign headless; returns True when it finished. `keys`: read p/r/q from stdin."""
+async def main(prep: engine.PreparedRun, printer: LinePrinter, keys: bool = False) -> ev.CampaignEnded:
+    """Run the campaign headless, to its end. `keys`: read p/r/q from stdin."""
     bus = ev.EventBus()
     bus.subscribe(printer)
-    finished = False
     try:
-        async with trio.open_nursery() as nursery:
-
-            async def run_then_stop(task_status=trio.TASK_STATUS_IGNORED) -> None:
-                nonlocal finished
-                finished = await engine.run(prep, bus, task_status=task_status)
-                nursery.cancel_scope.cancel()
-
-            scheduler = await nursery.start(run_then_stop)
-            printer.on_broken = scheduler.stop
-            nursery.start_soon(_watch_signals, scheduler, printer)
+        async with engine.open_run(prep, bus) as run, trio.open_nursery() as front:
+            printer.on_broken = run.scheduler.stop
+            front.start_soon(_watch_signals, run.scheduler, printer)
             if keys:
-                nursery.start_soon(_watch_keys, scheduler, printer)
+                front.start_soon(_watch_keys, run.scheduler, printer)
+            await run.until_done()
+            front.cancel_scope.cancel()
     except* BenchtuiError as group:
         raise first_error(group) from None
-    return finished
+    assert printer.ended is not None
+    return printer.ended

@@ -9,7 +9,7 @@ ledger holds accounts, not history, so rewriting it after every commit stays che
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -89,6 +89,16 @@ class ModelAccount:
         }
 
 
+@dataclass(slots=True)
+class ControlState:
+    """What the controls were last set to; saved with the accounts, so a resume can restore it."""
+
+    campaign: str = ""
+    runner: str = ""
+    paused: bool = False
+    parallelism: int = 1
+
+
 class Ledger:
     """In-memory accounts; the Store persists `to_toml()` atomically after each commit."""
 
@@ -97,7 +107,7 @@ class Ledger:
         self.enforce = enforce
         self.models = {name: ModelAccount(cap) for name, cap in caps.items()}
         self.running: dict[str, InFlight] = {}
-        self.meta: dict[str, Any] = {}  # runner, paused, parallelism: persisted as-is
+        self.control = ControlState()
 
     # -- totals ---------------------------------------------------------------------------
     @property
@@ -147,13 +157,14 @@ class Ledger:
         flight.held += worst_case
         return True
 
-    def charge(self, session: str, cost: Decimal) -> InFlight:
-        """Settle the session's hold with the real cost (never clamped)."""
+    def charge(self, session: str, cost: Decimal, *, settles: Decimal | None = None) -> InFlight:
+        """Settle a hold with the real cost (never clamped): the hold of `settles`, or, with None,
+        every hold of the session (calls within a session may overlap: an agent CLI's are)."""
         flight = self.running[session]
         account = self.models[flight.model]
         before = flight.unspent
         flight.spent += cost
-        flight.held = ZERO
+        flight.held = ZERO if settles is None else max(flight.held - settles, ZERO)
         account.spent += cost
         account.reserved += flight.unspent - before
         return flight
@@ -199,10 +210,23 @@ class Ledger:
         account.certificates += certificates
         account.tokens += tokens
 
+    def supersede(self, model: str, state: str) -> None:
+        """A session that ended in `state` runs again (a retried error): count it once, by its
+        current state (its money stays counted: spend of every attempt is real)."""
+        account = self.models[model]
+        if state == "error":
+            account.errors -= 1
+        elif state == "killed":
+            account.killed -= 1
+        elif state == "done":
+            account.done -= 1
+        elif state == "skipped_budget":
+            account.skipped -= 1
+
     # -- persistence --------------------------------------------------------------------------
     def to_toml(self) -> bytes:
         doc = {
-            **self.meta,
+            **asdict(self.control),
             "enforce": self.enforce,
             "totals": {
                 "budget_usd": to_float(self.budget),

@@ -2,26 +2,37 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from benchtui import events as ev
+from benchtui.accounts import Accounts
 from benchtui.ledger import InFlight
 from benchtui.money import token_cost, usd
 from runners.base import ModelSpec, Usage
 
-if TYPE_CHECKING:
-    from benchtui.scheduler import Scheduler
-
 
 class SessionMeter:
-    """Implements `runners.base.Meter` against the ledger; costs use the campaign's prices (F6)."""
+    """Implements `runners.base.Meter` against the accounts; costs use the campaign's prices (F6).
 
-    def __init__(self, scheduler: Scheduler, flight: InFlight, model: ModelSpec, budget: Decimal):
-        self._scheduler = scheduler
+    `on_overspent` is called when charges pass the session's reservation (a provider ignoring
+    `max_tokens`): the attempt that owns this meter then stops its session.
+    """
+
+    def __init__(
+        self,
+        accounts: Accounts,
+        flight: InFlight,
+        model: ModelSpec,
+        budget: Decimal,
+        *,
+        on_overspent: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._accounts = accounts
         self._flight = flight
         self._model = model
         self._budget = budget
+        self._on_overspent = on_overspent
         self.calls = 0
         self.tokens = 0
 
@@ -47,26 +58,29 @@ class SessionMeter:
 
     async def authorise(self, worst_case_usd: Decimal) -> bool:
         """Hold the worst case; returns once the hold is on disk, or False if it does not fit."""
-        scheduler = self._scheduler
-        if not scheduler.ledger.authorise(self._flight.session, usd(worst_case_usd)):
+        if not self._accounts.authorise(self._flight, usd(worst_case_usd)):
             return False
         self.calls += 1
-        await scheduler.store.commit()
-        scheduler.bus.emit(ev.SessionProgress(self._flight.session, "", self.calls, self._flight.spent))
+        await self._accounts.commit()
+        self._progress("")
         return True
 
-    def charge(self, usage: Usage) -> Decimal:
-        scheduler = self._scheduler
+    def charge(self, usage: Usage, *, settles: Decimal | None = None) -> Decimal:
+        """Charge `usage`, settling the hold of `settles` (None: every open hold of the session)."""
         cost = self.price(usage)
-        flight = scheduler.ledger.charge(self._flight.session, cost)
+        self._accounts.charge(self._flight, cost, settles=None if settles is None else usd(settles))
         self.tokens += usage.input_tokens + usage.output_tokens
-        scheduler.store.mark_dirty()
-        scheduler.bus.emit(ev.SessionProgress(flight.session, "", self.calls, flight.spent))
-        if scheduler.ledger.enforce and flight.spent > flight.reservation:
-            scheduler.overspent(flight.session)
+        self._progress("")
+        if self._accounts.enforce and self._flight.spent > self._flight.reservation:
+            self._on_overspent()
         return cost
 
     def progress(self, note: str) -> None:
-        self._scheduler.bus.emit(
-            ev.SessionProgress(self._flight.session, note, self.calls, self._flight.spent)
+        self._progress(note)
+
+    def _progress(self, note: str) -> None:
+        self._accounts.emit(
+            ev.SessionProgress(
+                session=self._flight.session, note=note, calls=self.calls, cost_usd=self._flight.spent
+            )
         )

@@ -2,12 +2,16 @@
 
 Rows are the current attempt of every session that ran (done, error, killed), keyed by session
 id, so a row can never appear twice; bulky details (certificates) come from
-`outcomes/<model>.jsonl`, read one model at a time to keep memory flat.
+`outcomes/<model>.jsonl`, read one model at a time to keep memory flat. The files are written
+from a `Snapshot` (immutable records and copied numbers), so a worker thread can write them
+while the campaign goes on.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +19,40 @@ from benchtui.atomic import atomic_write, gc_paused
 from benchtui.environment import library_commit
 from benchtui.ledger import Ledger
 from benchtui.plan import PlannedSession, slug
+from benchtui.records import RAN, JournalRecord
 from benchtui.store import JOURNAL, OUTCOMES
 
-RAN = {"done", "error", "killed"}
 VIOLATIONS = {"unsound_extraction", "incomplete_reduction", "suboptimal_extraction"}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRun:
+    """One model's sessions that ran (current records, in plan order) and its totals."""
+
+    spent: Decimal
+    tokens: int
+    records: tuple[JournalRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    models: dict[str, ModelRun]
+    fingerprint: str
+
+    @classmethod
+    def of(
+        cls, plan: list[PlannedSession], journal: dict[str, JournalRecord], ledger: Ledger, fingerprint: str
+    ) -> Snapshot:
+        ran: dict[str, list[JournalRecord]] = {model: [] for model in ledger.models}
+        for planned in plan:
+            rec = journal.get(planned.id)
+            if rec is not None and rec.state in RAN:
+                ran[planned.model].append(rec)
+        models = {
+            name: ModelRun(account.spent, account.tokens, tuple(ran[name]))
+            for name, account in ledger.models.items()
+        }
+        return cls(models, fingerprint)
 
 
 def results_path(run_dir: Path, model: str) -> Path:
@@ -59,37 +93,38 @@ def is_schema_certificate(cert: Any) -> bool:
     )
 
 
-def _row(rec: dict[str, Any], detail: dict[str, Any] | None) -> dict[str, Any]:
-    result = rec.get("result") or "error"
+def _row(rec: JournalRecord, detail: dict[str, Any] | None) -> dict[str, Any]:
+    result = rec.result or "error"
     cert = (detail or {}).get("certificate")
     row = {
-        "rule": rec.get("task") or (cert or {}).get("rule") or "library",
+        "rule": rec.task or (cert or {}).get("rule") or "library",
         "result": result,
-        "cost": rec["cost_usd"],
-        "tokens_k": rec.get("tokens", 0) / 1000,
-        "steps": rec.get("steps", 0),
-        "session": rec["session"],
-        "attempt": rec["attempt"],
-        "state": rec["state"],
-        "reason": rec.get("reason", ""),
+        "cost": float(rec.cost_usd),
+        "tokens_k": rec.tokens / 1000,
+        "steps": rec.steps,
+        "session": rec.session,
+        "attempt": rec.attempt,
+        "state": rec.state,
+        "reason": rec.reason,
     }
     if result in ("bug_found", "rejected") and is_schema_certificate(cert):
         row["certificate"] = cert
     if detail and detail.get("verify_details"):
         row["verify_details"] = detail["verify_details"]
     if result == "rejected":
-        row["reject_reason"] = (detail or {}).get("reject_reason") or rec.get("reason", "")
+        row["reject_reason"] = (detail or {}).get("reject_reason") or rec.reason
     return row
 
 
-def build(model: str, rows: list[dict[str, Any]], ledger: Ledger, fingerprint: str) -> dict[str, Any]:
+def build(
+    model: str, rows: list[dict[str, Any]], spent: Decimal, tokens: int, fingerprint: str
+) -> dict[str, Any]:
     bugs = {
         json.dumps({k: r["certificate"].get(k) for k in ("rule", "violation", "source")}, sort_keys=True)
         for r in rows
         if r["result"] == "bug_found" and "certificate" in r
     }
-    account = ledger.models[model]
-    cost, tokens_k = float(account.spent), account.tokens / 1000
+    cost, tokens_k = float(spent), tokens / 1000
     return {
         "model": model,
         "library_commit": library_commit(fingerprint),
@@ -103,27 +138,16 @@ def build(model: str, rows: list[dict[str, Any]], ledger: Ledger, fingerprint: s
     }
 
 
-def write_all(
-    run_dir: Path,
-    plan: list[PlannedSession],
-    last: dict[str, dict[str, Any]],
-    ledger: Ledger,
-    fingerprint: str,
-) -> list[Path]:
+def write_all(run_dir: Path, snapshot: Snapshot) -> list[Path]:
     """Rewrite every model's results file atomically; returns the paths written."""
     (run_dir / "results").mkdir(exist_ok=True)
-    ran: dict[str, list[dict[str, Any]]] = {model: [] for model in ledger.models}
-    for planned in plan:
-        rec = last.get(planned.id)
-        if rec and rec["state"] in RAN:
-            ran[planned.model].append(rec)
     paths = []
-    for model, records in ran.items():
+    for model, ran in snapshot.models.items():
         with gc_paused():
-            details = read_details(run_dir, model) if records else {}
-            rows = [_row(rec, details.get((rec["session"], rec["attempt"]))) for rec in records]
+            details = read_details(run_dir, model) if ran.records else {}
+            rows = [_row(rec, details.get((rec.session, rec.attempt))) for rec in ran.records]
             del details
-            data = json.dumps(build(model, rows, ledger, fingerprint)).encode()
+            data = json.dumps(build(model, rows, ran.spent, ran.tokens, snapshot.fingerprint)).encode()
         path = results_path(run_dir, model)
         atomic_write(path, data)
         paths.append(path)

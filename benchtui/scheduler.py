@@ -1,26 +1,27 @@
 """The scheduler: launches sessions in plan order under a CapacityLimiter, within the budget.
 
 Control calls (`pause`, `resume`, `stop`, `kill`, `set_runner`, `set_parallelism`) are plain
-methods called from the Trio thread; every state change goes out as an event on the bus.
+methods called from the Trio thread; every state change goes out as an event. Attempts act
+through `Accounts` and return their end record here, where their slot is handed back.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import trio
 
 from benchtui import events as ev
-from benchtui.attempt import INTERRUPTED, KILLED, OVERSPENT, Attempt, journal_record
+from benchtui.accounts import Accounts
+from benchtui.attempt import KILLED, STOPPED_NOW, Attempt
 from benchtui.campaign import Campaign
-from benchtui.checkpoint import Checkpoint, is_final
-from benchtui.ledger import InFlight, Ledger
+from benchtui.ledger import ControlState, InFlight
 from benchtui.plan import PlannedSession
-from benchtui.store import Store
-from runners import registry
-from runners.base import AgentRunner
+from benchtui.records import JournalRecord, RunState, now, run_state
+from benchtui.runner_pool import RunnerPool
+from runners.base import SessionSpec
+
+SKIPPED_REASON = "budget: the full per-session budget no longer fits"
 
 
 class Scheduler:
@@ -28,53 +29,59 @@ class Scheduler:
         self,
         campaign: Campaign,
         run_dir: Path,
-        plan: list[PlannedSession],
-        checkpoint: Checkpoint,
-        store: Store,
-        bus: ev.EventBus,
+        queue: list[PlannedSession],
+        accounts: Accounts,
+        runners: RunnerPool,
+        control: ControlState,
         *,
-        runner: str,
-        parallelism: int,
         fingerprint: str,
     ) -> None:
         self.campaign = campaign
         self.run_dir = run_dir
-        self.plan = plan
-        self.ledger: Ledger = checkpoint.ledger
-        self.last = checkpoint.last
-        self.queue = checkpoint.pending(plan)
-        self.store = store
-        self.bus = bus
-        self.runner = runner
+        self.queue = queue
+        """The sessions this run launches, in plan order."""
+        self.accounts = accounts
+        self.runners = runners
+        self.control = control
         self.fingerprint = fingerprint
-        self.limiter = trio.CapacityLimiter(parallelism)
-        self.paused = False
+        self.limiter = trio.CapacityLimiter(control.parallelism)
         self.stopping = False
         self._unpaused = trio.Event()
-        self._unpaused.set()
+        if not control.paused:
+            self._unpaused.set()
         self._launching = trio.CancelScope()
         self._attempts: dict[str, Attempt] = {}
+        self._released = trio.Event()
         self.ended = 0
         """Sessions ended (or skipped) in this run."""
-        self._released = trio.Event()
-        self._runners: dict[str, AgentRunner] = {}
-        self.ledger.meta.update(campaign=campaign.name, runner=runner, paused=False, parallelism=parallelism)
 
     # -- control calls ------------------------------------------------------------------------
     @property
+    def runner(self) -> str:
+        return self.control.runner
+
+    @property
+    def paused(self) -> bool:
+        return self.control.paused
+
+    @property
     def parallelism(self) -> int:
-        return int(self.limiter.total_tokens)
+        return self.control.parallelism
+
+    @property
+    def state(self) -> RunState:
+        return run_state(paused=self.paused, stopping=self.stopping)
 
     def pause(self) -> None:
         """Stop launching; running sessions go on."""
         if not self.paused:
-            self.paused = True
+            self.control.paused = True
             self._unpaused = trio.Event()
             self._control_changed()
 
     def resume(self) -> None:
         if self.paused:
-            self.paused = False
+            self.control.paused = False
             self._unpaused.set()
             self._control_changed()
 
@@ -84,7 +91,7 @@ class Scheduler:
         self._launching.cancel()
         if now:
             for attempt in self._attempts.values():
-                attempt.cancel(INTERRUPTED)
+                attempt.cancel(STOPPED_NOW)
         self._control_changed()
 
     def kill(self, session: str) -> bool:
@@ -103,15 +110,13 @@ class Scheduler:
             )
         if profile == self.runner:
             return
-        self.runner = profile
-        self.ledger.meta["runner"] = profile
-        self.store.mark_dirty()
-        used = {r["runner"] for r in self.last.values() if r.get("runner") and r["state"] != "skipped_budget"}
+        self.control.runner = profile
+        used = {r.runner for r in self.accounts.journal.values() if r.runner and r.state != "skipped_budget"}
         if used - {profile}:
-            self.bus.emit(
+            self.accounts.emit(
                 ev.Notice(
-                    "warning",
-                    f"fairness: sessions already ran on {', '.join(sorted(used))}; "
+                    level="warning",
+                    message=f"fairness: sessions already ran on {', '.join(sorted(used))}; "
                     f"from now on they run on {profile}, so models may be compared across runners",
                 )
             )
@@ -121,21 +126,23 @@ class Scheduler:
         if n < 1:
             raise ValueError("parallelism must be at least 1")
         self.limiter.total_tokens = n
-        self.ledger.meta["parallelism"] = n
-        self.store.mark_dirty()
+        self.control.parallelism = n
         self._control_changed()
 
     def running_sessions(self) -> list[str]:
         return list(self._attempts)
 
     def _control_changed(self) -> None:
-        self.ledger.meta["paused"] = self.paused
-        self.store.mark_dirty()
-        self.bus.emit(ev.ControlChanged(self.paused, self.stopping, self.runner, self.parallelism))
+        self.accounts.mark_dirty()
+        self.accounts.emit(
+            ev.ControlChanged(
+                paused=self.paused, stopping=self.stopping, runner=self.runner, parallelism=self.parallelism
+            )
+        )
 
     # -- the launch loop ----------------------------------------------------------------------
-    async def run(self) -> bool:
-        """Run every pending session; returns True when all sessions reached a final state."""
+    async def run(self) -> None:
+        """Launch every queued session (until stopped); returns when every attempt has ended."""
         async with trio.open_nursery() as nursery:
             with self._launching:
                 for session in self.queue:
@@ -145,72 +152,68 @@ class Scheduler:
                         self.limiter.release_on_behalf_of(session.id)
                         await self._skip(session)
                     else:
-                        attempt = self._attempts[session.id] = Attempt(self, session, flight)
-                        nursery.start_soon(attempt.run)
-        return all(s.id in self.last and is_final(self.last[s.id]) for s in self.plan)
+                        attempt = self._attempts[session.id] = self._attempt(session, flight)
+                        nursery.start_soon(self._run_attempt, attempt)
 
     async def _reserve(self, session: PlannedSession) -> InFlight | None:
         """F3: reserve the full per-session budget, waiting while running sessions might free it."""
         amount = self.campaign.per_session_usd
         while True:
-            while self.paused:  # re-checked after every wait: pause means no launch, no skip
-                await self._unpaused.wait()
-            if self.ledger.fits_now(session.model, amount):
+            await self._unpaused.wait()  # re-checked after every wait: pause means no launch, no skip
+            if self.accounts.fits_now(session.model, amount):
                 break
-            if not self.ledger.may_fit_later(session.model, amount):
+            if not self.accounts.may_fit_later(session.model, amount):
                 return None
             await self._released.wait()
-        previous = self.last.get(session.id)
-        attempt = previous["attempt"] + 1 if previous else 1
-        return self.ledger.open(session.id, session.model, session.index, attempt, self.runner, amount)
+        return self.accounts.open(session, self.runner, amount)
 
-    async def _skip(self, session: PlannedSession) -> None:
-        previous = self.last.get(session.id)
-        record = journal_record(
-            session,
-            "skipped_budget",
-            runner=self.runner,
-            attempt=previous["attempt"] if previous else 0,
-            cost=Decimal(0),
-            reason="budget: the full per-session budget no longer fits",
+    def _attempt(self, session: PlannedSession, flight: InFlight) -> Attempt:
+        campaign = self.campaign
+        spec = SessionSpec(
+            session.id,
+            campaign.models_by_name[session.model].spec(),
+            session.index,
+            session.task,
+            flight.attempt,
+            campaign.per_session_usd,
+            self.run_dir / "sessions" / session.id,
+            campaign.environment.path,
+            self.fingerprint,
         )
-        self.ledger.record_end(session.model, "skipped_budget", Decimal(0))
-        self.record(record)
-        self.ended += 1
-        await self.store.commit()
-        self.bus.emit(
-            ev.SessionEnded(
-                session.id,
-                session.model,
-                session.index,
-                record["attempt"],
-                "skipped_budget",
-                None,
-                record["reason"],
-                Decimal(0),
-            )
-        )
+        wall = campaign.runners[flight.runner].wall_time_s
+        return Attempt(self.accounts, self.runners, spec, flight, wall_time_s=wall)
 
-    # -- attempts ---------------------------------------------------------------------------
-    def record(self, record: dict[str, Any]) -> None:
-        """Queue a journal line; it becomes the session's current record."""
-        self.last[record["session"]] = record
-        self.store.append(record)
+    async def _run_attempt(self, attempt: Attempt) -> None:
+        end = await attempt.run()
+        self._release(end.session)
+        self._ended(end)
 
-    def runner_for(self, profile: str) -> AgentRunner:
-        if profile not in self._runners:
-            self._runners[profile] = registry.create(self.campaign.runners[profile], run_dir=self.run_dir)
-        return self._runners[profile]
-
-    def attempt_ended(self, session: str) -> None:
+    def _release(self, session: str) -> None:
         """Hand the slot and the unused reservation back; waiting launches re-check the budget."""
         del self._attempts[session]
-        self.ended += 1
         self.limiter.release_on_behalf_of(session)
         self._released.set()
         self._released = trio.Event()
 
-    def overspent(self, session: str) -> None:
-        """Called by a meter whose charges passed the reservation: stop that session now."""
-        if session in self._attempts:
-            self._attempts[session].cancel(OVERSPENT)
+    async def _skip(self, session: PlannedSession) -> None:
+        previous = self.accounts.journal.get(session.id)
+        record = JournalRecord(
+            session=session.id,
+            model=session.model,
+            index=session.index,
+            task=session.task,
+            state="skipped_budget",
+            attempt=previous.attempt if previous else 0,
+            runner=self.runner,
+            t=now(),
+            reason=SKIPPED_REASON,
+        )
+        self.accounts.skip(session)
+        self.accounts.record(record)
+        with trio.CancelScope(shield=True):  # like an end: once in memory, it must reach the disk
+            await self.accounts.commit()
+        self._ended(record)
+
+    def _ended(self, record: JournalRecord) -> None:
+        self.ended += 1
+        self.accounts.emit(ev.SessionEnded.of(record))

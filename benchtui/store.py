@@ -83,20 +83,28 @@ class Store:
 
     async def flush(self) -> None:
         """Write one batch now (also used for the final commit after the committer stops)."""
+        if self.failure:
+            raise self.failure
         self._wanted = trio.Event()
         rows, self._rows = self._rows, {}
         lines, self._lines = self._lines, []
-        ledger_bytes = self.ledger.to_toml()
-        snap = self.snapshot()
         done, self._batch_done = self._batch_done, trio.Event()
         try:
+            ledger_bytes = self.ledger.to_toml()
+            snap = self.snapshot()
             # The write is not abandoned on cancel: a batch is either written or has failed.
             await trio.to_thread.run_sync(self._write, rows, lines, ledger_bytes)
-        except OSError as exc:
+        except BaseException as exc:
+            # Any failure (not only OSError) means nothing from here on is durable: every waiter,
+            # now and later, must see it rather than act as if its change were saved.
+            why = (exc.strerror or exc) if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
             self.failure = StorageFailed(
-                f"cannot save state in {self.run_dir}: {exc.strerror or exc}; the last saved "
+                f"cannot save state in {self.run_dir}: {why}; the last saved "
                 "state is intact: fix this, then run with --resume"
             )
+            self._batch_done.set()
+            if not isinstance(exc, Exception):
+                raise
         finally:
             done.set()
         if self.failure:

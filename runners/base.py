@@ -1,10 +1,15 @@
 """The runner boundary: what the engine hands an agent runner and what it gets back.
 
-A runner is constructed once per campaign runner profile and then asked to `run` one session
-at a time (concurrently, from many Trio tasks). It must spend money only through the `Meter`:
-`await meter.authorise(worst_case)` before every model call (the hold is durable when it
-returns True), then `meter.charge(usage)` with the call's real token usage. Calls within one
-session are sequential: `charge` settles the session's outstanding hold.
+A runner is constructed once per campaign runner profile (`Runner(profile, run_dir=...)`) and
+then asked to `run` sessions (concurrently, from many Trio tasks). It must spend money only
+through the `Meter`: `await meter.authorise(worst_case)` before every model call (the hold is
+durable when it returns True), then `meter.charge(usage, settles=worst_case)` with the call's
+real token usage (`settles=None` settles every open hold of the session).
+
+A runner that owns services (a pre-warmed process, a gateway) may also be an async context
+manager: the engine enters it once, in a task of the campaign that lives until the campaign
+ends, before the first session runs on it, and exits it at the end. This module imports
+nothing of the engine: it is the whole contract between the two.
 """
 
 from __future__ import annotations
@@ -110,8 +115,8 @@ class Meter(Protocol):
         """Hold `worst_case_usd` for the next call; True once the hold is durable."""
         ...
 
-    def charge(self, usage: Usage) -> Decimal:
-        """Settle the outstanding hold with the real usage; returns the cost."""
+    def charge(self, usage: Usage, *, settles: Decimal | None = None) -> Decimal:
+        """Charge the real usage, settling the hold of `settles` (None: every open hold); returns the cost."""
         ...
 
     def progress(self, note: str) -> None:
@@ -124,5 +129,9 @@ class AgentRunner(Protocol):
     """A runner kind. `Profile` validates its `[runners.*]` table."""
 
     Profile: ClassVar[type[RunnerProfile]]
+
+    def __init__(self, profile: Any, *, run_dir: Path) -> None:
+        """`profile` is an instance of `Profile`; `run_dir` the campaign's run dir."""
+        ...
 
     async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome: ...

@@ -97,13 +97,12 @@ async def run_campaign(
     recorder = Recorder()
     bus = ev.EventBus()
     bus.subscribe(recorder)
-    try:
-        async with trio.open_nursery() as nursery:
-            recorder.scheduler = await nursery.start(engine.run, prep, bus)
+    with prep:
+        async with engine.open_run(prep, bus) as run, trio.open_nursery() as nursery:
+            recorder.scheduler = run.scheduler
             if during is not None:
                 nursery.start_soon(during, recorder)
-    finally:
-        prep.lock.release()
+            await run.until_done()
     return prep, recorder
 
 

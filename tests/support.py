@@ -93,6 +93,29 @@ def popen(*args: str | Path, cwd: Path) -> subprocess.Popen[str]:
     )
 
 
+async def start(prep: Any, nursery: Any, recorder: Recorder | None = None) -> tuple[Any, dict[str, bool]]:
+    """Open `prep` and run it in `nursery`; returns its scheduler (for control calls) and a dict
+    that gets `finished` when the campaign ends."""
+    import trio
+
+    from benchtui import engine
+    from benchtui import events as ev
+
+    bus = ev.EventBus()
+    if recorder is not None:
+        bus.subscribe(recorder)
+    result: dict[str, bool] = {}
+
+    async def go(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        async with engine.open_run(prep, bus) as run:
+            if recorder is not None:
+                recorder.scheduler = run.scheduler
+            task_status.started(run.scheduler)
+            result["finished"] = await run.until_done()
+
+    return await nursery.start(go), result
+
+
 class Recorder:
     """Every event of a run, and the scheduler (for control calls)."""
 
@@ -157,14 +180,11 @@ def check_reconciled(campaign: Path, state_dir: Path) -> None:
     """What --resume rebuilds from the files a crash left: accounts equal to done + wasted."""
     from benchtui import engine
 
-    prep = engine.prepare(engine.Options(campaign, state_dir, resume=True))
-    try:
+    with engine.prepare(engine.Options(campaign, state_dir, resume=True)) as prep:
         book = prep.checkpoint.ledger
-        last = prep.checkpoint.last
-        done = sum((money(r["cost_usd"]) for r in last.values() if r["state"] == "done"), Decimal(0))
+        journal = prep.checkpoint.journal
+        done = sum((r.cost_usd for r in journal.values() if r.state == "done"), Decimal(0))
         assert book.spent == done + book.wasted
         assert book.spent <= book.budget
         assert all(m.spent <= m.cap for m in book.models.values())
         assert not book.running
-    finally:
-        prep.lock.release()

@@ -8,25 +8,15 @@ from functools import partial
 
 import pytest
 import trio
-from support import last_states, ledger, write_campaign
+from support import last_states, ledger, start, write_campaign
 
 from benchtui import cli, engine, rundir
-from benchtui import events as ev
 from benchtui.control import socket_address
 
 
 def prepare(tmp_path, state_dir=None, **kw) -> engine.PreparedRun:
     path = write_campaign(tmp_path, **kw)
     return engine.prepare(engine.Options(path, state_dir or tmp_path / "runs"))
-
-
-async def start(prep: engine.PreparedRun, nursery: trio.Nursery):
-    result: dict[str, bool] = {}
-
-    async def go(task_status=trio.TASK_STATUS_IGNORED):
-        result["finished"] = await engine.run(prep, ev.EventBus(), task_status=task_status)
-
-    return await nursery.start(go), result
 
 
 async def ctl(capsys, *argv) -> tuple[int, str]:

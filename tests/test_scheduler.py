@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 import trio
-from support import Recorder, journal, last_states, ledger, write_campaign
+from support import Recorder, journal, last_states, ledger, start, write_campaign
 
 from benchtui import engine
 from benchtui import events as ev
@@ -15,17 +15,6 @@ from benchtui import events as ev
 def prepare(tmp_path, **kw) -> engine.PreparedRun:
     path = write_campaign(tmp_path, **kw)
     return engine.prepare(engine.Options(path, tmp_path / "runs"))
-
-
-async def start(prep: engine.PreparedRun, nursery: trio.Nursery, rec: Recorder):
-    bus = ev.EventBus()
-    bus.subscribe(rec)
-    result = {}
-
-    async def go(task_status=trio.TASK_STATUS_IGNORED):
-        result["finished"] = await engine.run(prep, bus, task_status=task_status)
-
-    return await nursery.start(go), result
 
 
 async def wait_until(predicate, timeout: float = 10) -> None:

@@ -50,7 +50,8 @@ def test_fair_campaign_runs_end_to_end_without_heavy_imports(tmp_path):
 
 
 def test_second_benchtui_on_the_same_run_dir_is_refused(tmp_path):
-    write_campaign(tmp_path, sessions=4, latency=0.5, parallelism=1)
+    # Each session takes 3 s: the first run is surely still running (18 s) while the others try.
+    write_campaign(tmp_path, sessions=4, latency=3, parallelism=1)
     first = popen("t.toml", "--no-ui", cwd=tmp_path)
     deadline = time.monotonic() + 20
     while not (tmp_path / "runs/t/sessions.jsonl").exists():
@@ -84,28 +85,35 @@ def test_schema_command_prints_the_campaign_json_schema(tmp_path):
         jsonschema.validate(bad, doc)
 
 
-def test_results_are_refreshed_while_a_long_campaign_runs(tmp_path):
+def test_results_are_refreshed_while_a_long_campaign_runs(tmp_path, monkeypatch):
+    """Virtual time (MockClock): each session takes 1 s, the refresh comes every 2.5 s."""
     import trio
+    import trio.testing
 
-    from benchtui import engine
+    from benchtui import engine, results
     from benchtui import events as ev
 
-    write_campaign(tmp_path, sessions=20, total="10", latency=0.05, parallelism=2)
+    write_campaign(tmp_path, sessions=20, total="10", latency=1, parallelism=2)
     prep = engine.prepare(engine.Options(tmp_path / "t.toml", tmp_path / "runs"))
-    seen = []
+    rows_written: list[int] = []
+    real_write_all = results.write_all
+
+    def spy(run_dir, snapshot):
+        rows_written.append(len(snapshot.models["fake/model-a"].records))
+        return real_write_all(run_dir, snapshot)
+
+    monkeypatch.setattr(results, "write_all", spy)
 
     async def main():
         bus = ev.EventBus()
-        async with trio.open_nursery() as nursery:
-            scheduler = await nursery.start(engine.run, prep, bus)
-            nursery.start_soon(engine.refresh_results, prep, scheduler, bus, 0.1)
-            while not scheduler.stopping and len(seen) < 3:
-                await trio.sleep(0.12)
-                path = prep.run_dir / "results/fake_model-a.json"
-                if path.exists():
-                    seen.append(len(json.loads(path.read_text())["results"]))
-            scheduler.stop()
+        async with engine.open_run(prep, bus) as run, trio.open_nursery() as nursery:
+            nursery.start_soon(engine._refresh_results, run, bus, 2.5)
+            await run.until_done()
             nursery.cancel_scope.cancel()
 
-    trio.run(main)
-    assert len(seen) == 3 and 0 < seen[0] < seen[-1] < 20  # partial results, growing
+    with prep:
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    *during, final = rows_written
+    assert 0 < during[0] < 20 and during == sorted(during)  # partial results, growing
+    assert final == 20  # and exactly all of them at the end
+    assert len(json.loads((prep.run_dir / "results/fake_model-a.json").read_text())["results"]) == 20

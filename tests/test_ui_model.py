@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal as D
 
 from benchtui import events as ev
+from benchtui.records import JournalRecord
 from benchtui.plan import PlannedSession
 from benchtui.ui.model import LOG_LINES, ViewModel
 from benchtui.ui.widgets import bar_cells, cost_bar
@@ -26,11 +27,23 @@ def test_bars_show_spent_and_reserved_parts_of_the_cap():
 
 def test_events_fold_into_states_counts_and_a_bounded_log():
     view = model()
-    view.apply(ev.SessionStarted("m-0000", "m", 0, None, 1, "fake"))
-    view.apply(ev.SessionProgress("m-0000", "reading the rules", 1, D("0.01")))
+    view.apply(ev.SessionStarted(session="m-0000", model="m", index=0, task=None, attempt=1, runner="fake"))
+    view.apply(ev.SessionProgress(session="m-0000", note="reading the rules", calls=1, cost_usd=D("0.01")))
     assert (view.states["pending"], view.states["running"]) == (2, 1)  # counts kept up to date
     assert view.sessions["m-0000"].notes[-1] == "reading the rules"
-    view.apply(ev.SessionEnded("m-0000", "m", 0, 1, "done", "bug_found", "", D("0.02"), certificate=True))
+    view.apply(
+        ev.SessionEnded(
+            session="m-0000",
+            model="m",
+            index=0,
+            attempt=1,
+            state="done",
+            result="bug_found",
+            reason="",
+            cost_usd=D("0.02"),
+            certificate=True,
+        )
+    )
     view.apply(ev.ControlChanged(paused=True, stopping=False, runner="alt", parallelism=3))
     assert (view.states["running"], view.states["done"], view.state, view.runner) == (0, 1, "paused", "alt")
     changes = view.take_changes()
@@ -42,7 +55,7 @@ def test_events_fold_into_states_counts_and_a_bounded_log():
     ]
     assert view.take_changes().sessions == set()  # taken once
     for _ in range(LOG_LINES + 10):
-        view.apply(ev.Notice("info", "x"))
+        view.apply(ev.Notice(level="info", message="x"))
     assert len(view.log) == LOG_LINES
     view.apply(ev.CampaignEnded(finished=False, message="stopped"))
     assert view.state == "stopped"
@@ -51,13 +64,18 @@ def test_events_fold_into_states_counts_and_a_bounded_log():
 def test_a_resumed_run_starts_from_its_journal():
     view = model(
         {
-            "m-0001": {
-                "state": "killed",
-                "attempt": 1,
-                "runner": "fake",
-                "cost_usd": 0.03,
-                "reason": "killed by the user",
-            }
+            "m-0001": JournalRecord.from_json(
+                {
+                    "session": "m-0001",
+                    "model": "m",
+                    "index": 1,
+                    "state": "killed",
+                    "attempt": 1,
+                    "runner": "fake",
+                    "cost_usd": 0.03,
+                    "reason": "killed by the user",
+                }
+            )
         }
     )
     assert view.sessions["m-0001"].state == "killed" and view.sessions["m-0001"].cost == D("0.03")

@@ -31,16 +31,6 @@ REDRAW_HZ = 15
 STOP_GRACE_S = 10.0
 
 
-class _Started:
-    """Stands in for engine.run's task_status: hands over the scheduler before anything launches."""
-
-    def __init__(self, on_started: Callable[[Scheduler], None]) -> None:
-        self.on_started = on_started
-
-    def started(self, scheduler: Scheduler) -> None:
-        self.on_started(scheduler)
-
-
 class BenchApp(App[bool]):
     CSS_PATH = "app.tcss"
     TITLE = "benchtui"
@@ -56,7 +46,7 @@ class BenchApp(App[bool]):
         super().__init__()
         self.prep = prep
         self.view = ViewModel(
-            prep.campaign.name, prep.runner, prep.campaign.parallelism, prep.plan, prep.checkpoint.last, clock
+            prep.campaign.name, prep.runner, prep.campaign.parallelism, prep.plan, prep.checkpoint.journal, clock
         )
         self.bus = ev.EventBus()
         self.bus.subscribe(self.view.apply)
@@ -78,7 +68,9 @@ class BenchApp(App[bool]):
         self.guest.start(self._campaign, lambda result: self.post_message(CampaignDone(result)))
 
     async def _campaign(self) -> bool:
-        return await engine.run(self.prep, self.bus, task_status=_Started(self._scheduler_ready))
+        async with engine.open_run(self.prep, self.bus) as run:
+            self._scheduler_ready(run.scheduler)
+            return await run.until_done()
 
     def _scheduler_ready(self, scheduler: Scheduler) -> None:
         self.scheduler = scheduler
@@ -224,10 +216,11 @@ def make_app(prep: engine.PreparedRun, **options: Any) -> BenchApp:
     return BenchApp(prep, **options)
 
 
-def run_app(prep: engine.PreparedRun) -> bool:
-    """Run the TUI to the end; True when the campaign finished (raises what the engine raised)."""
+def run_app(prep: engine.PreparedRun) -> ev.CampaignEnded | None:
+    """Run the TUI to the end; how the campaign ended (None: it did not get going), or raises
+    what the engine raised."""
     app = make_app(prep)
     app.run()
     if app.error is not None:
         raise app.error
-    return app.finished
+    return app.view.ended

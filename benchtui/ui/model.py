@@ -11,11 +11,11 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
 from benchtui import events as ev
-from benchtui.money import ZERO, fmt, usd
+from benchtui.money import ZERO
 from benchtui.plan import PlannedSession
+from benchtui.records import JournalRecord, run_state
 
 LOG_LINES = 500
 NOTES_PER_SESSION = 12
@@ -37,16 +37,16 @@ class SessionView:
     certificate: bool = False
     notes: deque[str] = field(default_factory=lambda: deque(maxlen=NOTES_PER_SESSION))
 
-    def load(self, record: dict[str, Any]) -> None:
+    def load(self, record: JournalRecord) -> None:
         """Take the state a journal line records (a resumed run starts from its journal)."""
-        self.state = record.get("state", self.state)
-        self.attempt = int(record.get("attempt", 0))
-        self.runner = record.get("runner") or ""
-        self.cost = usd(record.get("cost_usd", 0))
-        self.calls = int(record.get("calls", 0))
-        self.outcome = record.get("result") or ""
-        self.reason = record.get("reason") or ""
-        self.certificate = bool(record.get("certificate"))
+        self.state = record.state
+        self.attempt = record.attempt
+        self.runner = record.runner
+        self.cost = record.cost_usd
+        self.calls = record.calls
+        self.outcome = record.result or ""
+        self.reason = record.reason
+        self.certificate = record.certificate
 
 
 @dataclass(slots=True)
@@ -67,7 +67,7 @@ class ViewModel:
         runner: str,
         parallelism: int,
         plan: Iterable[PlannedSession],
-        journal: dict[str, dict[str, Any]],
+        journal: dict[str, JournalRecord],
         clock: Callable[[], float],
     ) -> None:
         self.campaign = campaign
@@ -102,9 +102,7 @@ class ViewModel:
     def state(self) -> str:
         if self.ended is not None:
             return "finished" if self.ended.finished else "stopped"
-        if self.stopping:
-            return "stopping"
-        return "paused" if self.paused else "running"
+        return run_state(paused=self.paused, stopping=self.stopping)
 
     @property
     def elapsed(self) -> float:
@@ -133,28 +131,25 @@ class ViewModel:
                 view.cost, view.calls, view.outcome, view.reason = ZERO, 0, "", ""
                 view.notes.clear()
                 self._changed.add(view.id)
-                self._say(f"start {event.session} (attempt {event.attempt}, runner {event.runner})")
             case ev.SessionEnded():
                 self._ended(event)
             case ev.ControlChanged():
                 self.paused, self.stopping = event.paused, event.stopping
                 self.runner, self.parallelism = event.runner, event.parallelism
                 self._header = True
-                self._say(f"control: {self.state}, runner {event.runner}, parallelism {event.parallelism}")
             case ev.Notice():
                 self._notices.append(event)
-                self._say(f"{event.level}: {event.message}")
             case ev.CampaignStarted():
                 self.run_dir, self.runner, self.parallelism = event.run_dir, event.runner, event.parallelism
                 self._header = True
-                verb = "resuming" if event.resumed else "starting"
-                self._say(f"{verb} {event.name}: {event.remaining} of {event.sessions} sessions to run")
                 for warning in event.warnings:
                     self._say(f"note: {warning}")
             case ev.CampaignEnded():
                 self.ended, self.ended_at = event, self.clock()
                 self._header = True
-                self._say("campaign finished" if event.finished else f"campaign {event.message}")
+        line = ev.describe(event)
+        if line:
+            self._say(line)
 
     def _ended(self, event: ev.SessionEnded) -> None:
         view = self.sessions[event.session]
@@ -163,9 +158,6 @@ class ViewModel:
         view.outcome = event.result or ""
         view.reason, view.certificate = event.reason, event.certificate
         self._changed.add(view.id)
-        what = f"done {event.result}" if event.state == "done" else event.state
-        why = f" - {event.reason}" if event.reason and event.state != "done" else ""
-        self._say(f"end   {event.session} {what} {fmt(event.cost_usd)}{why}")
 
     def _set_state(self, view: SessionView, state: str) -> None:
         self.states[view.state] -= 1
