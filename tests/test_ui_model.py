@@ -5,8 +5,8 @@ from __future__ import annotations
 from decimal import Decimal as D
 
 from benchtui import events as ev
-from benchtui.records import JournalRecord
 from benchtui.plan import PlannedSession
+from benchtui.records import JournalRecord
 from benchtui.ui.model import LOG_LINES, ViewModel
 from benchtui.ui.widgets import bar_cells, cost_bar
 

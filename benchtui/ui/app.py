@@ -46,7 +46,12 @@ class BenchApp(App[bool]):
         super().__init__()
         self.prep = prep
         self.view = ViewModel(
-            prep.campaign.name, prep.runner, prep.campaign.parallelism, prep.plan, prep.checkpoint.journal, clock
+            prep.campaign.name,
+            prep.runner,
+            prep.campaign.parallelism,
+            prep.plan,
+            prep.checkpoint.journal,
+            clock,
         )
         self.bus = ev.EventBus()
         self.bus.subscribe(self.view.apply)
