@@ -1,9 +1,10 @@
-"""The engine's side of the zygote: one per Trio run, asked for a worker per session.
+"""The engine's side of the zygote: one per runner, asked for a worker per session.
 
-The zygote is owned by a Trio *system task* and found through a `RunVar`: every runner (every
-campaign) in a Trio run shares it, and it is killed when that run ends, whoever forgets to
-close what. A zygote that died is restarted by the next session that needs one. It holds no
-per-session state: each request carries the worker's environment and settings.
+The zygote runs in a task of the nursery it is given (the runner's, which lives in the
+campaign's service nursery), so it is killed when the campaign ends, whatever way it ends.
+It is started by the first session that needs it; one that died is restarted by the next
+session. It holds no per-session state: each request carries the worker's environment and
+settings.
 """
 
 from __future__ import annotations
@@ -45,44 +46,48 @@ class _Zygote:
         self.dead = False
 
 
-_ZYGOTE: trio.lowlevel.RunVar[_Zygote] = trio.lowlevel.RunVar("benchtui_minisweagent_zygote")
+class Forkserver:
+    def __init__(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+        self._zygote: _Zygote | None = None
 
+    async def spawn(
+        self, request: dict[str, Any], *, env: dict[str, str], startup_timeout: float
+    ) -> trio.SocketStream:
+        """A new worker for `request`; returns the engine's end of its private channel.
 
-async def spawn(request: dict[str, Any], *, env: dict[str, str], startup_timeout: float) -> trio.SocketStream:
-    """A new worker for `request`; returns the engine's end of its private channel.
+        `env` is the zygote's environment if one must be started (never secrets).
+        """
+        zygote = await self._ready(env, startup_timeout)
+        assert zygote.control is not None
+        ours, theirs = socket.socketpair()
+        try:
+            async with zygote.lock:
+                await zygote.control.sendmsg(
+                    [json.dumps(request).encode()],
+                    [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))],
+                )
+        except OSError as exc:
+            ours.close()
+            raise WorkerStartFailed(f"the worker zygote is gone: {exc}") from None
+        finally:
+            theirs.close()
+        return trio.SocketStream(trio.socket.from_stdlib_socket(ours))
 
-    `env` is the zygote's environment if one must be started (never secrets).
-    """
-    zygote = await _ready(env, startup_timeout)
-    ours, theirs = socket.socketpair()
-    try:
-        async with zygote.lock:
-            await zygote.control.sendmsg(
-                [json.dumps(request).encode()],
-                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))],
-            )
-    except OSError as exc:
-        ours.close()
-        raise WorkerStartFailed(f"the worker zygote is gone: {exc}") from None
-    finally:
-        theirs.close()
-    return trio.SocketStream(trio.socket.from_stdlib_socket(ours))
-
-
-async def _ready(env: dict[str, str], startup_timeout: float) -> _Zygote:
-    zygote = _ZYGOTE.get(None)
-    if zygote is None or zygote.dead:
-        zygote = _Zygote()
-        _ZYGOTE.set(zygote)
-        trio.lowlevel.spawn_system_task(_serve, zygote, env, startup_timeout, name="mini-swe-agent zygote")
-    await zygote.ready.wait()
-    if zygote.control is None or zygote.dead:
-        raise WorkerStartFailed(f"the worker zygote failed: {zygote.error}")
-    return zygote
+    async def _ready(self, env: dict[str, str], startup_timeout: float) -> _Zygote:
+        zygote = self._zygote
+        if zygote is None or zygote.dead:
+            zygote = self._zygote = _Zygote()
+            self._nursery.start_soon(_serve, zygote, env, startup_timeout, name="mini-swe-agent zygote")
+        await zygote.ready.wait()
+        if zygote.control is None or zygote.dead:
+            raise WorkerStartFailed(f"the worker zygote failed: {zygote.error}")
+        return zygote
 
 
 async def _serve(zygote: _Zygote, env: dict[str, str], startup_timeout: float) -> None:
-    """Run the zygote until it exits or the Trio run ends (never raises: it is a system task)."""
+    """Run the zygote until it exits or its nursery is cancelled (never raises: a failed zygote
+    fails the sessions that wait for it, not the campaign)."""
     config_dir = Path(tempfile.mkdtemp(prefix="benchtui-mswea-"))  # mini-swe-agent's, at import
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     control = trio.socket.from_stdlib_socket(ours)
@@ -95,7 +100,10 @@ async def _serve(zygote: _Zygote, env: dict[str, str], startup_timeout: float) -
     }
     try:
         with open(config_dir / "zygote.log", "wb") as log:
-            process = await trio.lowlevel.open_process(
+            # Started from this (the event loop's) thread, not from a worker thread as trio's
+            # open_process does: the zygote dies with its parent *thread* (PR_SET_PDEATHSIG), and
+            # an idle worker thread exits after 10 s, which killed the zygote mid-campaign.
+            process = subprocess.Popen(
                 [sys.executable, "-m", "runners.minisweagent.zygote", str(theirs.fileno()), str(os.getpid())],
                 pass_fds=(theirs.fileno(),),
                 env=env,
@@ -115,9 +123,9 @@ async def _serve(zygote: _Zygote, env: dict[str, str], startup_timeout: float) -
             return
         zygote.control = control
         zygote.ready.set()
-        await process.wait()
+        await _wait(process)
         zygote.error = f"it exited with code {process.returncode}: {_tail(config_dir / 'zygote.log')}"
-    except Exception as exc:  # a system task must not raise
+    except Exception as exc:  # it must not take the campaign's nursery down
         zygote.error = f"{type(exc).__name__}: {exc}"
     finally:
         zygote.dead = True
@@ -127,8 +135,20 @@ async def _serve(zygote: _Zygote, env: dict[str, str], startup_timeout: float) -
         if process is not None:
             process.kill()
             with trio.CancelScope(shield=True):
-                await process.wait()
+                await _wait(process)
         shutil.rmtree(config_dir, ignore_errors=True)
+
+
+async def _wait(process: subprocess.Popen[bytes]) -> None:
+    """Wait for the process to exit without blocking the event loop: its pidfd becomes readable."""
+    if process.poll() is None:
+        pidfd = os.pidfd_open(process.pid)
+        try:
+            await trio.lowlevel.wait_readable(pidfd)
+        finally:
+            trio.lowlevel.notify_closing(pidfd)
+            os.close(pidfd)
+    process.wait()
 
 
 def _tail(path: Path) -> str:

@@ -12,9 +12,10 @@ import os
 import shutil
 import signal
 import time
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import trio
 
@@ -70,24 +71,43 @@ class WorkerProcess:
             reaper.kill_tree(self.pid)
 
     async def wait_exit(self, timeout: float) -> bool:
+        """Wait for the worker to exit: its pidfd becomes readable then (as trio.Process.wait
+        does); without a pidfd (an old kernel), poll."""
         with trio.move_on_after(timeout):
+            if self._pidfd is not None:
+                await trio.lowlevel.wait_readable(self._pidfd)
             while self.alive():
                 await trio.sleep(0.01)
         return not self.alive()
 
     def close(self) -> None:
         if self._pidfd is not None:
+            trio.lowlevel.notify_closing(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
 
 
 class MiniSweRunner:
+    """Enter it (`async with runner:`) before running sessions: it owns the pre-warmed zygote."""
+
     Profile: ClassVar[type[RunnerProfile]] = MiniSweProfile
 
     def __init__(self, profile: MiniSweProfile, *, run_dir: Path) -> None:
         self.profile = profile
         found = resolve_pred(profile.pred)
         self.pred = found if os.path.isabs(found) else None
+        self._forkserver: forkserver.Forkserver | None = None
+        self._services = AsyncExitStack()
+
+    async def __aenter__(self) -> Self:
+        nursery = await self._services.enter_async_context(trio.open_nursery())
+        self._services.callback(nursery.cancel_scope.cancel)  # runs first on exit: stops the zygote
+        self._forkserver = forkserver.Forkserver(nursery)
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._forkserver = None
+        await self._services.aclose()
 
     async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
         if self.pred is None:
@@ -161,7 +181,9 @@ class MiniSweRunner:
 
     async def _run_worker(self, request: dict[str, Any], meter: Meter, report: Report) -> None:
         try:
-            stream = await forkserver.spawn(
+            if self._forkserver is None:
+                raise forkserver.WorkerStartFailed("the runner was not entered (`async with runner:`)")
+            stream = await self._forkserver.spawn(
                 request, env=request["env"], startup_timeout=self.profile.startup_timeout_s
             )
         except forkserver.WorkerStartFailed as exc:
