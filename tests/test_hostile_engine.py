@@ -84,7 +84,10 @@ def test_a_campaign_ending_in_infrastructure_errors_says_so_and_counts_sessions_
     assert first.returncode == 75, first.stderr
     assert "4 sessions ended in infrastructure errors; --resume retries them" in first.stdout
     assert table_rows(first.stdout) == {"fake/model-a": [2, 0, 2, 0], "fake/model-b": [2, 0, 2, 0]}
-    assert "--resume" in benchtui("--help", cwd=tmp_path).stdout and "75" in benchtui("--help", cwd=tmp_path).stdout
+    assert (
+        "--resume" in benchtui("--help", cwd=tmp_path).stdout
+        and "75" in benchtui("--help", cwd=tmp_path).stdout
+    )
 
     second = benchtui("t.toml", "--no-ui", "--resume", "--runner", "fake", cwd=tmp_path, env=TESTS_ON_PATH)
     assert second.returncode == 0, second.stderr
