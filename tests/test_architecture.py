@@ -96,7 +96,7 @@ def test_the_import_contracts_hold():
     """import-linter's contracts (pyproject.toml): the engine imports no TUI, agent or LLM
     library, and the runner boundary imports nothing of the engine."""
     done = subprocess.run(
-        [sys.executable, "-m", "importlinter.cli", "--config", str(ROOT / "pyproject.toml")],
+        [str(Path(sys.executable).parent / "lint-imports"), "--config", str(ROOT / "pyproject.toml")],
         cwd=ROOT,
         capture_output=True,
         text=True,
