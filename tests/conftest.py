@@ -1,4 +1,18 @@
+import faulthandler
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
+
+HANG_GUARD_S = 300
+
+
+@pytest.fixture(autouse=True)
+def hang_guard():
+    """A test that hangs (a deadlock in the engine, a child that never exits) ends the run with
+    every thread's traceback after HANG_GUARD_S of real time, instead of hanging CI for 90 min."""
+    faulthandler.dump_traceback_later(HANG_GUARD_S, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()

@@ -120,11 +120,23 @@ class Recorder:
     """Every event of a run, and the scheduler (for control calls)."""
 
     def __init__(self) -> None:
+        import trio
+
         self.events: list[Any] = []
         self.scheduler: Any = None
+        self._changed = trio.Event()
 
     def __call__(self, event: Any) -> None:
+        import trio
+
         self.events.append(event)
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def until(self, predicate: Any) -> None:
+        """Wait (no polling) until `predicate()` holds; it is re-checked after every event."""
+        while not predicate():
+            await self._changed.wait()
 
     def of(self, kind: type) -> list[Any]:
         return [e for e in self.events if isinstance(e, kind)]

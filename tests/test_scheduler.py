@@ -6,6 +6,7 @@ from decimal import Decimal
 
 import pytest
 import trio
+import trio.testing
 from support import Recorder, journal, last_states, ledger, start, write_campaign
 
 from benchtui import engine
@@ -17,41 +18,51 @@ def prepare(tmp_path, **kw) -> engine.PreparedRun:
     return engine.prepare(engine.Options(path, tmp_path / "runs"))
 
 
-async def wait_until(predicate, timeout: float = 10) -> None:
-    with trio.fail_after(timeout):
-        while not predicate():
-            await trio.sleep(0.005)
+def in_call(rec: Recorder) -> int:
+    """Sessions whose (fake) call was authorised: they are asleep in it until the clock moves."""
+    return sum(1 for p in rec.of(ev.SessionProgress) if p.calls == 1 and p.cost_usd == 0)
+
+
+def running(rec: Recorder) -> int:
+    return len(rec.of(ev.SessionStarted)) - sum(e.state != "skipped_budget" for e in rec.of(ev.SessionEnded))
+
+
+# Time in these tests is a MockClock: frozen (sessions sleeping their latency stay running)
+# until a test jumps it or lets it autojump, so what runs when is decided by the test, not by
+# the machine's load. Waits are on events (Recorder.until), never polling.
 
 
 @pytest.mark.trio
-async def test_pause_stops_launching_and_resume_continues(tmp_path):
-    prep = prepare(tmp_path, sessions=4, total="10", latency=0.05, parallelism=2)
+async def test_pause_stops_launching_and_resume_continues(tmp_path, mock_clock):
+    prep = prepare(tmp_path, sessions=4, total="10", latency=1, parallelism=2)
     rec = Recorder()
     async with trio.open_nursery() as nursery:
         scheduler, result = await start(prep, nursery, rec)
-        await wait_until(lambda: len(rec.of(ev.SessionStarted)) >= 2)
+        await rec.until(lambda: in_call(rec) == 2)
         scheduler.pause()
-        started = len(rec.of(ev.SessionStarted))
-        await wait_until(lambda: not scheduler.running_sessions())
-        await trio.sleep(0.2)
-        assert len(rec.of(ev.SessionStarted)) == started  # running ones finished, none launched
+        mock_clock.jump(1)  # the two running sessions finish
+        await rec.until(lambda: running(rec) == 0)  # their ends are on disk, the pause before them
+        mock_clock.jump(60)
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(rec.of(ev.SessionStarted)) == 2  # running ones finished, none launched
         assert ledger(prep.run_dir)["paused"] is True
         scheduler.resume()
+        mock_clock.autojump_threshold = 0
     assert result["finished"] is True
     assert len(rec.of(ev.SessionStarted)) == 8
 
 
 @pytest.mark.trio
-async def test_kill_ends_the_session_killed_with_its_spend_kept(tmp_path):
+async def test_kill_ends_the_session_killed_with_its_spend_kept(tmp_path, mock_clock):
     prep = prepare(tmp_path, sessions=2, total="10", latency=5, parallelism=4)
     rec = Recorder()
     async with trio.open_nursery() as nursery:
         scheduler, result = await start(prep, nursery, rec)
-        await wait_until(lambda: len(scheduler.running_sessions()) == 4)
-        await trio.sleep(0.1)  # let the fake call be authorised
+        # Each fake session authorises its call, then sleeps in it (the clock is frozen).
+        await rec.until(lambda: in_call(rec) == 4)
         assert scheduler.kill("fake_model-a-0000") is True
         assert scheduler.kill("no-such-session") is False
-        await wait_until(lambda: rec.of(ev.SessionEnded))
+        await rec.until(lambda: rec.of(ev.SessionEnded))
         scheduler.stop(now=True)
     assert result["finished"] is False
     last = last_states(prep.run_dir)
@@ -65,56 +76,61 @@ async def test_kill_ends_the_session_killed_with_its_spend_kept(tmp_path):
 
 
 @pytest.mark.trio
-async def test_stop_lets_running_sessions_finish(tmp_path):
-    prep = prepare(tmp_path, sessions=5, total="10", latency=0.1, parallelism=2)
+async def test_stop_lets_running_sessions_finish(tmp_path, mock_clock):
+    prep = prepare(tmp_path, sessions=5, total="10", latency=1, parallelism=2)
     rec = Recorder()
     async with trio.open_nursery() as nursery:
         scheduler, result = await start(prep, nursery, rec)
-        await wait_until(lambda: len(scheduler.running_sessions()) == 2)
+        await rec.until(lambda: len(rec.of(ev.SessionStarted)) == 2)
         scheduler.stop()
+        mock_clock.autojump_threshold = 0
     assert result["finished"] is False
     states = [r["state"] for r in last_states(prep.run_dir).values()]
     assert states == ["done", "done"]
 
 
 @pytest.mark.trio
-async def test_set_runner_applies_to_sessions_not_yet_started_and_warns(tmp_path):
+async def test_set_runner_applies_to_sessions_not_yet_started_and_warns(tmp_path, mock_clock):
     prep = prepare(
         tmp_path,
         sessions=3,
         total="10",
-        latency=0.05,
+        latency=1,
         parallelism=1,
         extra_runners='[runners.other]\nkind = "fake"\ncost_usd = 0.02\n',
     )
     rec = Recorder()
     async with trio.open_nursery() as nursery:
         scheduler, _ = await start(prep, nursery, rec)
-        await wait_until(lambda: rec.of(ev.SessionStarted))
+        await rec.until(lambda: rec.of(ev.SessionStarted))
         with pytest.raises(ValueError, match="unknown runner profile"):
             scheduler.set_runner("nope")
         scheduler.set_runner("other")
-        assert ledger(prep.run_dir)["runner"] in ("fake", "other")
+        mock_clock.autojump_threshold = 0
     runners = [r["runner"] for r in journal(prep.run_dir) if r["state"] == "running"]
-    assert runners[0] == "fake" and set(runners[1:]) == {"other"}
+    assert runners[0] == "fake" and set(runners[1:]) == {"other"} and len(runners) == 6
     assert any("fairness" in n.message for n in rec.of(ev.Notice))
     assert ledger(prep.run_dir)["runner"] == "other"
 
 
 @pytest.mark.trio
-async def test_set_parallelism_changes_how_many_run_at_once(tmp_path):
-    prep = prepare(tmp_path, sessions=10, total="10", latency=0.05, parallelism=1)
+async def test_set_parallelism_changes_how_many_run_at_once(tmp_path, mock_clock):
+    prep = prepare(tmp_path, sessions=10, total="10", latency=1, parallelism=1)
     rec = Recorder()
-    peak = 0
     async with trio.open_nursery() as nursery:
         scheduler, _ = await start(prep, nursery, rec)
         scheduler.set_parallelism(5)
         with pytest.raises(ValueError):
             scheduler.set_parallelism(0)
-        while scheduler.running_sessions() or not rec.of(ev.CampaignEnded):
-            peak = max(peak, len(scheduler.running_sessions()))
-            await trio.sleep(0.005)
-    assert peak == 5
+        await rec.until(lambda: in_call(rec) == 5)
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(scheduler.running_sessions()) == 5  # and no more: the 6th waits for a slot
+        scheduler.set_parallelism(2)
+        mock_clock.jump(1)
+        await rec.until(lambda: running(rec) == 2 and in_call(rec) == 7)
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(scheduler.running_sessions()) == 2
+        mock_clock.autojump_threshold = 0
 
 
 @pytest.mark.trio
@@ -127,6 +143,7 @@ async def test_set_parallelism_changes_how_many_run_at_once(tmp_path):
     ],
 )
 async def test_misbehaving_runner_ends_as_error_and_the_campaign_goes_on(tmp_path, kind, reason, retryable):
+    """Real time: the wall-clock limit is real time (0.2 s)."""
     write_campaign(
         tmp_path,
         sessions=4,
@@ -166,7 +183,7 @@ async def test_a_session_charged_past_its_reservation_is_stopped(tmp_path):
 
 
 @pytest.mark.trio
-async def test_pause_holds_a_session_that_was_waiting_for_budget(tmp_path):
+async def test_pause_holds_a_session_that_was_waiting_for_budget(tmp_path, mock_clock):
     """The head session waits for reservations to come back; pausing meanwhile must keep it
     from starting when they do (pause means no launch, whatever the launcher was waiting on)."""
     prep = prepare(
@@ -175,31 +192,34 @@ async def test_pause_holds_a_session_that_was_waiting_for_budget(tmp_path):
         total="0.09",
         per_session="0.03",
         cost="0.01",
-        latency=0.3,
+        latency=1,
         parallelism=5,
         models=("solo",),
     )
     rec = Recorder()
     async with trio.open_nursery() as nursery:
         scheduler, result = await start(prep, nursery, rec)
-        await wait_until(lambda: len(scheduler.running_sessions()) == 3)  # the cap: 3 x $0.03
+        await rec.until(lambda: in_call(rec) == 3)  # the cap: 3 x $0.03; the 4th waits for budget
         scheduler.pause()
-        await wait_until(lambda: not scheduler.running_sessions())
-        await trio.sleep(0.2)
+        mock_clock.jump(1)
+        await rec.until(lambda: running(rec) == 0)
+        mock_clock.jump(60)
+        await trio.testing.wait_all_tasks_blocked()
         assert len(rec.of(ev.SessionStarted)) == 3 and not scheduler.running_sessions()
         assert all(e.state == "done" for e in rec.of(ev.SessionEnded))  # nothing skipped either
         scheduler.resume()
+        mock_clock.autojump_threshold = 0
     assert result["finished"] is True
     assert len(rec.of(ev.SessionStarted)) > 3
 
 
 @pytest.mark.trio
-async def test_a_runner_switched_mid_run_stays_active_on_resume(tmp_path):
+async def test_a_runner_switched_mid_run_stays_active_on_resume(tmp_path, mock_clock):
     prep = prepare(
         tmp_path,
         sessions=4,
         total="10",
-        latency=0.05,
+        latency=1,
         parallelism=1,
         extra_runners='[runners.other]\nkind = "fake"\ncost_usd = 0.02\n',
     )
@@ -207,6 +227,7 @@ async def test_a_runner_switched_mid_run_stays_active_on_resume(tmp_path):
         scheduler, _ = await start(prep, nursery, Recorder())
         scheduler.set_runner("other")
         scheduler.stop()
+        mock_clock.autojump_threshold = 0
     again = engine.prepare(engine.Options(tmp_path / "t.toml", tmp_path / "runs", resume=True))
     again.lock.release()
     assert again.runner == "other"
