@@ -108,7 +108,7 @@ def main_ctl(argv: list[str]) -> int:
 
 
 def main_verify(argv: list[str]) -> int:
-    from benchtui.verify import main_verify as verify
+    from runners.problem_reductions import main_verify as verify
 
     return verify(argv)
 

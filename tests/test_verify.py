@@ -1,4 +1,4 @@
-"""The certificate verifier (benchtui.verify) and `benchtui verify`, against a stand-in `pred`.
+"""The certificate verifier (runners.problem_reductions) and `benchtui verify`, against a stand-in `pred`.
 
 tests/stand_in_pred.py is a STAND-IN for the real `pred` with one planted bug
 (MaximumIndependentSet -> MinimumVertexCover extraction); the last test uses the real `pred`
@@ -19,7 +19,7 @@ import trio
 from minisweagent_support import STAND_IN_PRED
 
 from benchtui.cli import main as cli
-from benchtui.verify import find_blocks, parse_block, parse_value, verify, verify_async
+from runners.problem_reductions import find_blocks, parse_block, parse_value, verify, verify_async
 
 CONTRACTS = Path(__file__).resolve().parent.parent.parent / "shared" / "contracts"  # ../shared/contracts
 PRED = str(STAND_IN_PRED)

@@ -18,12 +18,12 @@ from typing import Any, ClassVar
 
 import trio
 
-from benchtui.verify import resolve_pred
 from runners.base import Meter, RunnerProfile, SessionOutcome, SessionSpec, Usage
 from runners.minisweagent import forkserver, keys, reaper
 from runners.minisweagent.outcome import Report, judge
 from runners.minisweagent.profile import MiniSweProfile
 from runners.minisweagent.protocol import EngineChannel
+from runners.problem_reductions import resolve_pred
 
 
 @dataclass(frozen=True)
