@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Generator
+from itertools import pairwise
 from typing import Any
 
 from .certificate import VIOLATIONS, PredCall, PredResult, Value, Verdict, parse_value
@@ -52,13 +53,25 @@ def _pred(args: tuple[str, ...], files: dict[str, Any], what: str) -> Generator[
     return _json_of(result, what)
 
 
+def error_line(stderr: str) -> str:
+    """pred's own error, without the noise around it: hints, `Wrote FILE`, caught panic messages
+    and Rust backtraces (RUST_BACKTRACE=1 adds one to every error)."""
+    lines = [line.strip() for line in stderr.splitlines()]
+    lines = lines[: lines.index("Stack backtrace:")] if "Stack backtrace:" in lines else lines
+    start = next((i for i, line in enumerate(lines) if line.startswith("Error:")), None)
+    if start is None:
+        return next((line for line in reversed(lines) if line), "")[:300]
+    kept = [line for line in lines[start:] if line and line != "Caused by:"]
+    return " ".join(kept)[:300]
+
+
 def _json_of(result: PredResult, what: str) -> dict[str, Any]:
     if result.failure == "timeout":
         raise _stop("inconclusive", f"inconclusive: pred {what} timed out", "timeout")
     if result.failure == "missing":
         raise _stop("inconclusive", f"pred is not available: {result.stderr}", "pred_missing")
     if result.returncode != 0:
-        raise _stop("inconclusive", f"pred {what} failed: {result.stderr.strip()[:300]}", "pred_error")
+        raise _stop("inconclusive", f"pred {what} failed: {error_line(result.stderr)}", "pred_error")
     try:
         data = json.loads(result.stdout)
     except ValueError:
@@ -103,10 +116,49 @@ def check(cert: Any) -> Generator[PredCall, PredResult, Verdict]:
         return stop.verdict
 
 
+def target_spec(problem: dict[str, Any]) -> str:
+    """`TYPE/value/value` for `pred reduce --to`: without the values pred takes TYPE's default
+    variant, and finds no path to, say, MaximumIndependentSet/SimpleGraph/i32."""
+    variant = problem.get("variant")
+    values = [str(v) for v in variant.values()] if isinstance(variant, dict) else []
+    return "/".join([problem["type"], *values])
+
+
+def _route(path: Any) -> dict[str, Any] | None:
+    """The bundle's own path as a `pred reduce --via` file, when it has intermediate steps."""
+    steps = path if isinstance(path, list) else []
+    if len(steps) < 3 or not all(isinstance(s, dict) and isinstance(s.get("name"), str) for s in steps):
+        return None
+    return {"path": [{"from": a, "to": b, "step": i + 1} for i, (a, b) in enumerate(pairwise(steps))]}
+
+
+def _reduce(source: dict[str, Any], claimed: dict[str, Any]) -> Generator[PredCall, PredResult, dict]:
+    files: dict[str, Any] = {"source.json": source}
+    route = _route(claimed.get("path"))
+    if route is not None:
+        via = yield PredCall(
+            ("reduce", "source.json", "--via", "via.json", "--json"), {**files, "via.json": route}
+        )
+        if via.failure or via.returncode == 0:
+            return _json_of(via, "reduce --via")
+    spec = target_spec(claimed["target"])
+    return (yield from _pred(("reduce", "source.json", "--to", spec, "--json"), files, "reduce"))
+
+
+def _is_decision(value: Value) -> bool:
+    return value.text.split("(")[0] in ("Or", "And")
+
+
+def _accept(observed: str, text: str, claimed: str, details: dict[str, Any]) -> Verdict:
+    """A round-trip failure pred shows counts whatever the certificate claimed (both are kept)."""
+    other = f" (the certificate claimed {claimed})" if claimed != observed else ""
+    return Verdict("accepted", f"{observed}: {text}{other}", {**details, "observed": observed})
+
+
 def _check(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Verdict]:
     source, claimed = cert["source"], cert["bundle"]["target"]
     src = {"source.json": source}
-    bundle = yield from _pred(("reduce", "source.json", "--to", claimed["type"], "--json"), src, "reduce")
+    bundle = yield from _reduce(source, cert["bundle"])
     details: dict[str, Any] = {
         "claimed_violation": cert["violation"],
         "path": [s.get("name") for s in bundle.get("path", []) if isinstance(s, dict)],
@@ -123,16 +175,37 @@ def _check(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Verdict]:
     optimum = _value_of((yield from _pred(("solve", "source.json", *brute), src, "solve (source)")), "solve")
     details["source_optimum"] = optimum.text
     trip = yield PredCall(("solve", "bundle.json", *brute), {"bundle.json": bundle})
-    if trip.returncode not in (0, None) and optimum.valid:
-        # No target solution at all, while the source has one: an incomplete reduction.
+    if not trip.failure and trip.returncode != 0:
+        # Real pred exits 1 here when the target has no solution at all: ask the target alone.
         target = yield from _pred(
             ("solve", "target.json", *brute), {"target.json": bundle["target"]}, "solve (target)"
         )
-        if not _value_of(target, "solve (target)").valid:
-            return Verdict(
-                "accepted",
-                f"incomplete_reduction: the target has no solution; the source optimum is {optimum.text}",
-                {**details, "observed": "incomplete_reduction"},
+        none = _value_of(target, "solve (target)")
+        details["target_optimum"] = none.text
+        if not none.valid:
+            if not optimum.valid:
+                raise _stop(
+                    "rejected",
+                    f"neither the source ({optimum.text}) nor the target ({none.text}) has a solution",
+                    "no_violation",
+                    **details,
+                )
+            if _is_decision(none) and not _is_decision(optimum):
+                # An optimisation source always has a best value; a decision target only answers
+                # whether the source's intended yes-case holds (e.g. Factoring -> CircuitSAT for a
+                # prime): pred's round trip cannot tell such a no-instance from a bug.
+                raise _stop(
+                    "rejected",
+                    f"the decision target has no solution ({none.text}) and the optimisation source's "
+                    f"best value {optimum.text} does not contradict it",
+                    "no_violation",
+                    **details,
+                )
+            return _accept(
+                "incomplete_reduction",
+                f"the target has no solution ({none.text}); the source optimum is {optimum.text}",
+                cert["violation"],
+                details,
             )
     trip_data = _json_of(trip, "solve (bundle)")
     details["round_trip"] = trip_data.get("evaluation")
@@ -140,30 +213,33 @@ def _check(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Verdict]:
     config = _config(cert["target_config"]) if "target_config" in cert else None
     if found is None and config is not None:
         # The certificate's own target configuration counts only if it is optimal for the target.
-        extracted = yield from _extract(bundle, config)
-        details["extracted"] = extracted.get("evaluation")
-        mine = parse_value((extracted.get("intermediate") or {}).get("evaluation"))
-        best = parse_value((trip_data.get("intermediate") or {}).get("evaluation"))
-        if mine and best and mine.valid and best.valid and mine.number == best.number:
-            found = _round_trip_failure(
-                optimum, _value_of(extracted, "extract"), f"extracting the optimal target config {config}"
-            )
+        extracted = yield from _extract(bundle, config, details)
+        if extracted is not None:
+            details["extracted"] = extracted.get("evaluation")
+            mine = parse_value((extracted.get("intermediate") or {}).get("evaluation"))
+            best = parse_value((trip_data.get("intermediate") or {}).get("evaluation"))
+            if mine and best and mine.valid and best.valid and mine.number == best.number:
+                found = _round_trip_failure(
+                    optimum, _value_of(extracted, "extract"), f"extracting the optimal target config {config}"
+                )
     if found:
-        return Verdict("accepted", found[1], {**details, "observed": found[0]})
+        return _accept(found[0], found[1], cert["violation"], details)
     raise _stop(
         "rejected", f"the round trip recovers the source optimum {optimum.text}", "no_violation", **details
     )
 
 
-def _extract(bundle: dict[str, Any], config: list[int]) -> Generator[PredCall, PredResult, dict[str, Any]]:
-    """`pred extract`; configs are comma lists in older pred versions and JSON lists in newer ones."""
-    result = PredResult()
-    for form in (",".join(map(str, config)), json.dumps(config)):
-        result = yield PredCall(
-            ("extract", "bundle.json", "--config", form, "--json"), {"bundle.json": bundle}
-        )
-        if result.failure or result.returncode == 0:
-            break
+def _extract(
+    bundle: dict[str, Any], config: list[int], details: dict[str, Any]
+) -> Generator[PredCall, PredResult, dict[str, Any] | None]:
+    """`pred extract --config 1,0,1` (pred takes comma lists only); None when pred refuses the
+    certificate's configuration (wrong length, out of range): that claim shows nothing."""
+    result = yield PredCall(
+        ("extract", "bundle.json", "--config", ",".join(map(str, config)), "--json"), {"bundle.json": bundle}
+    )
+    if not result.failure and result.returncode != 0:
+        details["extract_error"] = error_line(result.stderr)
+        return None
     return _json_of(result, "extract")
 
 
