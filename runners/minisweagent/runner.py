@@ -20,6 +20,7 @@ import trio
 
 from runners.base import Meter, RunnerProfile, SessionOutcome, SessionSpec, Usage
 from runners.minisweagent import forkserver, keys, reaper
+from runners.minisweagent import preflight as checks
 from runners.minisweagent.outcome import Report, judge
 from runners.minisweagent.profile import MiniSweProfile
 from runners.minisweagent.protocol import EngineChannel
@@ -83,6 +84,9 @@ class WorkerProcess:
 
 class MiniSweRunner:
     Profile: ClassVar[type[RunnerProfile]] = MiniSweProfile
+    # Optional abilities (runners/base.py): `benchtui check` and the start of a campaign use them.
+    preflight = staticmethod(checks.preflight)
+    ping_profile = staticmethod(checks.ping_profile)
 
     def __init__(self, profile: MiniSweProfile, *, run_dir: Path) -> None:
         self.profile = profile
