@@ -207,7 +207,18 @@ def solve(args):
     return out if config is None else {**out, "solution": config}
 
 
+def rule_list():
+    rules = [
+        {"overhead": "", "source": f"{a}/SimpleGraph/{wa}", "target": f"{b}/SimpleGraph/{wb}"}
+        for (a, wa), targets in RULES.items()
+        for b, wb in targets
+    ]
+    return {"num_rules": len(rules), "rules": rules}
+
+
 def run(command, args):
+    if command == "list" and "--rules" in args:
+        return rule_list()
     if command == "create":
         return create(args)
     if command == "reduce":

@@ -32,7 +32,7 @@ TASK_RULES: dict[str, tuple[str, str]] = {
     "spinglass_qubo": ("SpinGlass/SimpleGraph/f64", "QUBO/f64"),
     "spinglass_maxcut": ("SpinGlass/SimpleGraph/i32", "MaxCut/SimpleGraph/i32"),
     "coloring_qubo": ("KColoring/SimpleGraph/KN", "QUBO/f64"),
-    "independentset_setpacking": ("MaximumIndependentSet/SimpleGraph/One", "MaximumSetPacking/One"),
+    "maximumindependentset_maximumsetpacking": ("MaximumIndependentSet/SimpleGraph/One", "MaximumSetPacking/One"),
     "graphpartitioning_maxcut": ("GraphPartitioning/SimpleGraph", "MaxCut/SimpleGraph/i32"),
     "hamiltoniancircuit_travelingsalesman": (
         "HamiltonianCircuit/SimpleGraph",
