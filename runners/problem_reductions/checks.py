@@ -2,23 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Generator
-from itertools import pairwise
 from typing import Any
 
+from .calls import Stop, canonical, extract, json_of, pred_json, reduce, stop, value_of
 from .certificate import VIOLATIONS, PredCall, PredResult, Value, Verdict, parse_value
-
-
-class _Stop(Exception):
-    def __init__(self, verdict: Verdict) -> None:
-        self.verdict = verdict
-
-
-# -- the checks ------------------------------------------------------------------------------------
-def _stop(status: str, reason: str, cause: str, **details: Any) -> _Stop:
-    return _Stop(Verdict(status, reason, {**details, "cause": cause}))  # type: ignore[arg-type]
 
 
 def _malformed(cert: Any) -> str:
@@ -47,47 +36,6 @@ def _config(raw: Any) -> list[int] | None:
         return None
 
 
-def _pred(args: tuple[str, ...], files: dict[str, Any], what: str) -> Generator[PredCall, PredResult, dict]:
-    """One pred call; anything but a JSON object on stdout stops the check as inconclusive."""
-    result = yield PredCall(args, files)
-    return _json_of(result, what)
-
-
-def error_line(stderr: str) -> str:
-    """pred's own error, without the noise around it: hints, `Wrote FILE`, caught panic messages
-    and Rust backtraces (RUST_BACKTRACE=1 adds one to every error)."""
-    lines = [line.strip() for line in stderr.splitlines()]
-    lines = lines[: lines.index("Stack backtrace:")] if "Stack backtrace:" in lines else lines
-    start = next((i for i, line in enumerate(lines) if line.startswith("Error:")), None)
-    if start is None:
-        return next((line for line in reversed(lines) if line), "")[:300]
-    kept = [line for line in lines[start:] if line and line != "Caused by:"]
-    return " ".join(kept)[:300]
-
-
-def _json_of(result: PredResult, what: str) -> dict[str, Any]:
-    if result.failure == "timeout":
-        raise _stop("inconclusive", f"inconclusive: pred {what} timed out", "timeout")
-    if result.failure == "missing":
-        raise _stop("inconclusive", f"pred is not available: {result.stderr}", "pred_missing")
-    if result.returncode != 0:
-        raise _stop("inconclusive", f"pred {what} failed: {error_line(result.stderr)}", "pred_error")
-    try:
-        data = json.loads(result.stdout)
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
-        raise _stop("inconclusive", f"pred {what} printed no JSON object", "pred_error")
-    return data
-
-
-def _value_of(data: dict[str, Any], what: str, key: str = "evaluation") -> Value:
-    value = parse_value(data.get(key))
-    if value is None:
-        raise _stop("inconclusive", f"cannot read {key} {data.get(key)!r} of pred {what}", "pred_error")
-    return value
-
-
 def _round_trip_failure(optimum: Value, got: Value, what: str) -> tuple[str, str] | None:
     """(observed violation, reason) when `got` is not the source optimum, else None."""
     if optimum.valid and not got.valid:
@@ -96,7 +44,7 @@ def _round_trip_failure(optimum: Value, got: Value, what: str) -> tuple[str, str
             f"{what} gives an invalid source solution ({got.text}); the source optimum is {optimum.text}",
         )
     if not optimum.valid and got.valid:
-        raise _stop(
+        raise stop(
             "inconclusive",
             f"pred is inconsistent: brute force finds no source solution but {what} gives {got.text}",
             "pred_error",
@@ -112,37 +60,8 @@ def check(cert: Any) -> Generator[PredCall, PredResult, Verdict]:
         return Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
     try:
         return (yield from _check(cert))
-    except _Stop as stop:
+    except Stop as stop:
         return stop.verdict
-
-
-def target_spec(problem: dict[str, Any]) -> str:
-    """`TYPE/value/value` for `pred reduce --to`: without the values pred takes TYPE's default
-    variant, and finds no path to, say, MaximumIndependentSet/SimpleGraph/i32."""
-    variant = problem.get("variant")
-    values = [str(v) for v in variant.values()] if isinstance(variant, dict) else []
-    return "/".join([problem["type"], *values])
-
-
-def _route(path: Any) -> dict[str, Any] | None:
-    """The bundle's own path as a `pred reduce --via` file, when it has intermediate steps."""
-    steps = path if isinstance(path, list) else []
-    if len(steps) < 3 or not all(isinstance(s, dict) and isinstance(s.get("name"), str) for s in steps):
-        return None
-    return {"path": [{"from": a, "to": b, "step": i + 1} for i, (a, b) in enumerate(pairwise(steps))]}
-
-
-def _reduce(source: dict[str, Any], claimed: dict[str, Any]) -> Generator[PredCall, PredResult, dict]:
-    files: dict[str, Any] = {"source.json": source}
-    route = _route(claimed.get("path"))
-    if route is not None:
-        via = yield PredCall(
-            ("reduce", "source.json", "--via", "via.json", "--json"), {**files, "via.json": route}
-        )
-        if via.failure or via.returncode == 0:
-            return _json_of(via, "reduce --via")
-    spec = target_spec(claimed["target"])
-    return (yield from _pred(("reduce", "source.json", "--to", spec, "--json"), files, "reduce"))
 
 
 def _is_decision(value: Value) -> bool:
@@ -158,13 +77,13 @@ def _accept(observed: str, text: str, claimed: str, details: dict[str, Any]) -> 
 def _check(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Verdict]:
     source, claimed = cert["source"], cert["bundle"]["target"]
     src = {"source.json": source}
-    bundle = yield from _reduce(source, cert["bundle"])
+    bundle = yield from reduce(source, cert["bundle"])
     details: dict[str, Any] = {
         "claimed_violation": cert["violation"],
         "path": [s.get("name") for s in bundle.get("path", []) if isinstance(s, dict)],
     }
-    if _canonical(bundle.get("target")) != _canonical(claimed):
-        raise _stop(
+    if canonical(bundle.get("target")) != canonical(claimed):
+        raise stop(
             "rejected",
             "wrong_target: the bundle's target is not what `pred reduce` produces",
             "wrong_target",
@@ -172,19 +91,21 @@ def _check(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Verdict]:
             pred_target=bundle.get("target"),
         )
     brute = ("--solver", "brute-force", "--json")
-    optimum = _value_of((yield from _pred(("solve", "source.json", *brute), src, "solve (source)")), "solve")
+    optimum = value_of(
+        (yield from pred_json(("solve", "source.json", *brute), src, "solve (source)")), "solve"
+    )
     details["source_optimum"] = optimum.text
     trip = yield PredCall(("solve", "bundle.json", *brute), {"bundle.json": bundle})
     if not trip.failure and trip.returncode != 0:
         # Real pred exits 1 here when the target has no solution at all: ask the target alone.
-        target = yield from _pred(
+        target = yield from pred_json(
             ("solve", "target.json", *brute), {"target.json": bundle["target"]}, "solve (target)"
         )
-        none = _value_of(target, "solve (target)")
+        none = value_of(target, "solve (target)")
         details["target_optimum"] = none.text
         if not none.valid:
             if not optimum.valid:
-                raise _stop(
+                raise stop(
                     "rejected",
                     f"neither the source ({optimum.text}) nor the target ({none.text}) has a solution",
                     "no_violation",
@@ -194,7 +115,7 @@ def _check(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Verdict]:
                 # An optimisation source always has a best value; a decision target only answers
                 # whether the source's intended yes-case holds (e.g. Factoring -> CircuitSAT for a
                 # prime): pred's round trip cannot tell such a no-instance from a bug.
-                raise _stop(
+                raise stop(
                     "rejected",
                     f"the decision target has no solution ({none.text}) and the optimisation source's "
                     f"best value {optimum.text} does not contradict it",
@@ -207,41 +128,23 @@ def _check(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Verdict]:
                 cert["violation"],
                 details,
             )
-    trip_data = _json_of(trip, "solve (bundle)")
+    trip_data = json_of(trip, "solve (bundle)")
     details["round_trip"] = trip_data.get("evaluation")
-    found = _round_trip_failure(optimum, _value_of(trip_data, "solve (bundle)"), "solve + extract")
+    found = _round_trip_failure(optimum, value_of(trip_data, "solve (bundle)"), "solve + extract")
     config = _config(cert["target_config"]) if "target_config" in cert else None
     if found is None and config is not None:
         # The certificate's own target configuration counts only if it is optimal for the target.
-        extracted = yield from _extract(bundle, config, details)
+        extracted = yield from extract(bundle, config, details)
         if extracted is not None:
             details["extracted"] = extracted.get("evaluation")
             mine = parse_value((extracted.get("intermediate") or {}).get("evaluation"))
             best = parse_value((trip_data.get("intermediate") or {}).get("evaluation"))
             if mine and best and mine.valid and best.valid and mine.number == best.number:
                 found = _round_trip_failure(
-                    optimum, _value_of(extracted, "extract"), f"extracting the optimal target config {config}"
+                    optimum, value_of(extracted, "extract"), f"extracting the optimal target config {config}"
                 )
     if found:
         return _accept(found[0], found[1], cert["violation"], details)
-    raise _stop(
+    raise stop(
         "rejected", f"the round trip recovers the source optimum {optimum.text}", "no_violation", **details
     )
-
-
-def _extract(
-    bundle: dict[str, Any], config: list[int], details: dict[str, Any]
-) -> Generator[PredCall, PredResult, dict[str, Any] | None]:
-    """`pred extract --config 1,0,1` (pred takes comma lists only); None when pred refuses the
-    certificate's configuration (wrong length, out of range): that claim shows nothing."""
-    result = yield PredCall(
-        ("extract", "bundle.json", "--config", ",".join(map(str, config)), "--json"), {"bundle.json": bundle}
-    )
-    if not result.failure and result.returncode != 0:
-        details["extract_error"] = error_line(result.stderr)
-        return None
-    return _json_of(result, "extract")
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))

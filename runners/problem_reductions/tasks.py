@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .calls import error_line
 from .drivers import pred_environment
 
 #: stem -> (source spec, target spec), each a rule of `pred list --rules` (checked by a test).
@@ -32,7 +33,10 @@ TASK_RULES: dict[str, tuple[str, str]] = {
     "spinglass_qubo": ("SpinGlass/SimpleGraph/f64", "QUBO/f64"),
     "spinglass_maxcut": ("SpinGlass/SimpleGraph/i32", "MaxCut/SimpleGraph/i32"),
     "coloring_qubo": ("KColoring/SimpleGraph/KN", "QUBO/f64"),
-    "maximumindependentset_maximumsetpacking": ("MaximumIndependentSet/SimpleGraph/One", "MaximumSetPacking/One"),
+    "maximumindependentset_maximumsetpacking": (
+        "MaximumIndependentSet/SimpleGraph/One",
+        "MaximumSetPacking/One",
+    ),
     "graphpartitioning_maxcut": ("GraphPartitioning/SimpleGraph", "MaxCut/SimpleGraph/i32"),
     "hamiltoniancircuit_travelingsalesman": (
         "HamiltonianCircuit/SimpleGraph",
@@ -51,8 +55,6 @@ class PredRun:
 
 
 def run_pred(pred: str, args: Iterable[str], *, timeout: float, cwd: str | None = None) -> PredRun:
-    from .checks import error_line
-
     try:
         done = subprocess.run(
             [pred, *args],
