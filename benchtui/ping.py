@@ -26,7 +26,7 @@ from runners import registry
 from runners.base import Check
 
 PING_MAX_TOKENS = 16
-PING_PROMPT_TOKENS = 64  # what the ping runners authorise for their prompt (runners/minisweagent/ping.py)
+PING_PROMPT_TOKENS = 1000  # a bound on any ping runner's prompt (the mini one authorises 64)
 
 
 def _plain(value: Any) -> Any:

@@ -213,3 +213,27 @@ def test_a_target_config_pred_refuses_shows_nothing_and_is_rejected(tmp_path):
     claim = certificate(tmp_path, "MaximumClique", violation="unsound_extraction", target_config="1,0")
     verdict = verify(claim, pred=PRED)
     assert verdict.status == "rejected" and "3 variables" in verdict.details["extract_error"], verdict
+
+
+@pytest.mark.trio
+async def test_a_malformed_certificate_is_rejected_but_never_handed_on_as_a_certificate(tmp_path):
+    from runners.minisweagent.outcome import Report, judge
+
+    made_up = {
+        "rule": "R",
+        "violation": "made_up",
+        "source": {"type": "A"},
+        "bundle": {"target": {"type": "B"}},
+    }
+    report = Report(done={"steps": 3, "exit_status": "Submitted", "blocks": [json.dumps(made_up)]})
+    outcome = await judge(
+        report,
+        fingerprint="",
+        pred=PRED,
+        timeout=5,
+        max_certificates=5,
+        certificates_file=tmp_path / "certificates.json",
+    )
+    assert outcome.result == "rejected" and "malformed" in outcome.reason
+    assert outcome.certificate is None  # the results schema admits only the benchmark's violations
+    assert json.loads((tmp_path / "certificates.json").read_text())[0]["certificate"] == made_up
