@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
+from benchtui.args import OneLineParser
 from benchtui.errors import BenchtuiError
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 2, 130
@@ -14,19 +14,14 @@ EXIT_RETRY = 75
 """Not stopped, yet not finished: sessions ended in infrastructure errors (sysexits' EX_TEMPFAIL)."""
 
 
-class ArgumentParser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse's default prints usage)
-        self.exit(EXIT_BAD_INPUT, f"benchtui: {message} (see --help)\n")
-
-
-def run_parser() -> ArgumentParser:
-    p = ArgumentParser(
+def run_parser() -> OneLineParser:
+    p = OneLineParser(
         prog="benchtui",
         description="Run a fair, budgeted, resumable campaign.",
         epilog="Exit codes: 0 finished (skips included), 1 state could not be saved, 2 bad input, "
         "3 run dir in use, 75 not finished: sessions ended in infrastructure errors (--resume "
         "retries them), 130 stopped or interrupted (--resume continues). "
-        "Also: `benchtui ctl --help`, `benchtui verify --help`, `benchtui schema`.",
+        "Also: `benchtui check --help`, `benchtui ctl --help`, `benchtui verify --help`, `benchtui schema`.",
     )
     p.add_argument("campaign", nargs="?", type=Path, help="campaign TOML file")
     p.add_argument("--no-ui", action="store_true", help="headless: log lines instead of the TUI")
@@ -121,12 +116,18 @@ def main_ctl(argv: list[str]) -> int:
 
 
 def main_verify(argv: list[str]) -> int:
-    from benchtui.verify import main_verify as verify
+    from runners.problem_reductions import main_verify as verify
 
     return verify(argv)
 
 
-COMMANDS = {"schema": main_schema, "ctl": main_ctl, "verify": main_verify}
+def main_check(argv: list[str]) -> int:
+    from benchtui.check import main_check as check
+
+    return check(argv)
+
+
+COMMANDS = {"schema": main_schema, "ctl": main_ctl, "verify": main_verify, "check": main_check}
 
 
 def main(argv: list[str] | None = None) -> int:

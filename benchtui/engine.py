@@ -20,7 +20,7 @@ from types import TracebackType
 import trio
 
 from benchtui import campaign as campaign_file
-from benchtui import checkpoint, control, environment, results, rundir
+from benchtui import checkpoint, control, environment, preflight, results, rundir
 from benchtui import events as ev
 from benchtui.accounts import Accounts
 from benchtui.campaign import Campaign, identity_digest
@@ -75,6 +75,7 @@ def prepare(opts: Options) -> PreparedRun:
     else:
         campaign = campaign_file.load(opts.campaign, **overrides)
         run_dir = opts.state_dir / campaign.name
+    preflight.cheap(campaign)  # e.g. a missing `pred`: exit 2 before anything is written
     notes = list(campaign.warnings())
     fingerprint = environment.fingerprint(campaign.environment.path, campaign.environment.tools)
     if "+dirty" in fingerprint.split()[0]:

@@ -124,9 +124,29 @@ class Meter(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One preflight check (`benchtui check`): what was checked, and the problem ("" when ok)."""
+
+    what: str
+    problem: str = ""
+    detail: str = ""
+    """What was found when it is ok (a version, a verdict, a cost)."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+
 @runtime_checkable
 class AgentRunner(Protocol):
-    """A runner kind. `Profile` validates its `[runners.*]` table."""
+    """A runner kind. `Profile` validates its `[runners.*]` table.
+
+    Optional abilities (looked up with getattr, so a runner without them still works):
+    `preflight(profile, *, tasks, full) -> list[Check]` checks the tools the kind needs (`full`:
+    also the slow checks, e.g. each task verifiable), and `ping_profile(profile) -> dict` gives
+    the `[runners.*]` table of a runner making one tiny metered call per model (`--ping`).
+    """
 
     Profile: ClassVar[type[RunnerProfile]]
 

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""A STAND-IN for problem-reductions' `pred` CLI, for tests only (the real one is a Rust binary).
+"""A STAND-IN for problem-reductions' `pred` CLI with one PLANTED BUG, for tests that need a
+confirmed certificate (the real pred's rules are correct on the instances tests use).
 
-It speaks the subset of pred's interface the verifier and the bug-hunting prompt use — `create`,
-`reduce --to`, `solve --solver brute-force`, `extract --config`, `evaluate --config`, `--json` —
-for three graph problems, with one deliberately buggy rule so tests have a genuine round-trip
-failure to find:
+It speaks the real pred 0.5.0's interface and output shapes for a few graph problems: aliases
+(MIS, MVC; there is no MaxClique), `TYPE/variant` specs whose values select the variant (default:
+the type's default variant), multi-step paths and `reduce --via`, comma configs only, `Wrote FILE`
+on stderr with `-o`, JSON keys sorted, exit 1 for errors and 2 for usage errors, plain `solve`
+leaving `solution` out when there is none, bundle solving exiting 1 when the target has none.
 
-- MaximumIndependentSet -> MaximumClique      (complement graph; correct)
-- MaximumIndependentSet -> MinimumVertexCover (same graph; BUG: extraction copies vertex 0
-  instead of complementing it)
+- MaximumIndependentSet -> MaximumClique      (complement graph; One and i32 weights; correct)
+- MaximumIndependentSet/One -> /i32           (a cast; correct)
+- MaximumIndependentSet -> MinimumVertexCover (i32; BUG: extraction copies vertex 0 instead of
+  complementing it), so `--to MVC` from a unit-weight MIS takes the path MIS/One -> MIS/i32 -> MVC.
 
 STAND_IN_PRED_HANG=<subcommand> makes that subcommand hang (to test timeouts).
 """
@@ -19,14 +22,23 @@ import os
 import sys
 import time
 
-ALIASES = {"MIS": "MaximumIndependentSet", "MaxClique": "MaximumClique", "MVC": "MinimumVertexCover"}
+ALIASES = {"MIS": "MaximumIndependentSet", "MVC": "MinimumVertexCover", "VC": "MinimumVertexCover"}
 SENSE = {"MaximumIndependentSet": "Max", "MaximumClique": "Max", "MinimumVertexCover": "Min"}
-RULES = {("MaximumIndependentSet", "MaximumClique"), ("MaximumIndependentSet", "MinimumVertexCover")}
+DEFAULT_WEIGHT = {"MaximumIndependentSet": "One", "MaximumClique": "One", "MinimumVertexCover": "i32"}
+RULES = {
+    ("MaximumIndependentSet", "One"): [("MaximumClique", "One"), ("MaximumIndependentSet", "i32")],
+    ("MaximumIndependentSet", "i32"): [("MaximumClique", "i32"), ("MinimumVertexCover", "i32")],
+}
+NO_WITNESS = (
+    "Bundle solving requires a witness-capable target problem and witness-capable reduction path; "
+    "the target has no solution."
+)
 
 
-def fail(message):
-    print(f"Error: {message}", file=sys.stderr)
-    sys.exit(1)
+class PredError(Exception):
+    def __init__(self, message, code=1):
+        super().__init__(message)
+        self.code = code
 
 
 def option(args, name, default=None):
@@ -36,27 +48,47 @@ def option(args, name, default=None):
 def load(path):
     try:
         return json.loads(sys.stdin.read() if path == "-" else open(path).read())
-    except (OSError, ValueError) as exc:
-        fail(f"cannot read {path}: {exc}")
+    except OSError:
+        raise PredError(f"Failed to read {path}") from None
+    except ValueError:
+        raise PredError("Failed to parse JSON") from None
+
+
+def spec(text):
+    """`TYPE[/value...]` -> (type, weight); values may come in any order."""
+    name, *values = text.split("/")
+    name = ALIASES.get(name, name)
+    if name not in SENSE:
+        raise PredError(f"invalid value '{text}' for '--to <TO>'", 2)
+    weight = next((v for v in values if v in ("One", "i32")), DEFAULT_WEIGHT[name])
+    return name, weight
+
+
+def variant(weight):
+    return {"graph": "SimpleGraph", "weight": weight}
 
 
 def config_of(text):
-    return [int(x) for x in text.strip("[] ").replace(" ", "").split(",") if x]
+    values = []
+    for part in text.split(","):
+        try:
+            values.append(int(part))
+        except ValueError:
+            raise PredError(f"Invalid config value '{part}': invalid digit found in string") from None
+    return values
 
 
 def evaluate(problem, config):
     kind, data = problem["type"], problem["data"]
     n, edges, weights = data["graph"]["num_vertices"], data["graph"]["edges"], data["weights"]
-    if kind not in SENSE:
-        fail(f"unknown problem {kind}")
-    if len(config) != n or any(x not in (0, 1) for x in config):
-        fail(f"config must have {n} entries of 0/1")
-    adjacent = {frozenset(e) for e in edges}
-    chosen = [v for v in range(n) if config[v]]
+    if len(config) != n:
+        raise PredError(f"Config has {len(config)} values but {kind} has {n} variables")
+    chosen = {v for v in range(n) if config[v] == 1}
     if kind == "MaximumIndependentSet":
-        valid = not any(frozenset(e) <= set(chosen) for e in edges)
+        valid = not any(set(e) <= chosen for e in edges)
     elif kind == "MaximumClique":
-        valid = all(frozenset(p) in adjacent for p in itertools.combinations(chosen, 2))
+        present = {frozenset(e) for e in edges}
+        valid = all(frozenset(p) in present for p in itertools.combinations(sorted(chosen), 2))
     else:
         valid = all(config[a] or config[b] for a, b in edges)
     size = sum(weights[v] for v in chosen)
@@ -64,109 +96,168 @@ def evaluate(problem, config):
 
 
 def brute_force(problem):
-    n = problem["data"]["graph"]["num_vertices"]
+    """(best config, its evaluation) or (None, the evaluation of no solution)."""
     best = None
-    for config in itertools.product((0, 1), repeat=n):
+    for config in itertools.product((0, 1), repeat=problem["data"]["graph"]["num_vertices"]):
         text, valid, size = evaluate(problem, list(config))
-        better = best is None or (size > best[2] if SENSE[problem["type"]] == "Max" else size < best[2])
-        if valid and better:
+        maximise = SENSE[problem["type"]] == "Max"
+        if valid and (best is None or (size > best[2] if maximise else size < best[2])):
             best = (list(config), text, size)
-    return (best[0], best[1]) if best else ([0] * n, f"{SENSE[problem['type']]}(None)")
+    return (best[0], best[1]) if best else (None, f"{SENSE[problem['type']]}(None)")
 
 
-def reduce_to(source, target_type):
-    if (source["type"], target_type) not in RULES:
-        fail(f"no reduction from {source['type']} to {target_type}")
-    data = source["data"]
-    n, edges = data["graph"]["num_vertices"], data["graph"]["edges"]
-    if target_type == "MaximumClique":
-        present = {frozenset(e) for e in edges}
-        edges = [list(p) for p in itertools.combinations(range(n), 2) if frozenset(p) not in present]
-    target = {
-        "data": {"graph": {"edges": edges, "num_vertices": n}, "weights": data["weights"]},
-        "type": target_type,
-        "variant": source["variant"],
-    }
-    steps = [
-        {"name": source["type"], "variant": source["variant"]},
-        {"name": target_type, "variant": source["variant"]},
-    ]
-    return {"path": steps, "source": source, "target": target}
+def find_path(start, goal):
+    paths = [[start]]
+    while paths:
+        path = paths.pop(0)
+        if path[-1] == goal:
+            return path
+        paths += [path + [step] for step in RULES.get(path[-1], []) if step not in path]
+    return None
 
 
-def extract(bundle, target_config):
-    if bundle["target"]["type"] == "MaximumClique":
-        return list(target_config)
-    return [target_config[0]] + [1 - x for x in target_config[1:]]  # the planted bug
+def reduce_along(source, path):
+    problem = source
+    for name, weight in path[1:]:
+        data = problem["data"]
+        n, edges = data["graph"]["num_vertices"], data["graph"]["edges"]
+        if name == "MaximumClique":
+            present = {frozenset(e) for e in edges}
+            edges = [list(p) for p in itertools.combinations(range(n), 2) if frozenset(p) not in present]
+        graph = {"edges": edges, "num_vertices": n}
+        problem = {
+            "data": {"graph": graph, "weights": data["weights"]},
+            "type": name,
+            "variant": variant(weight),
+        }
+    steps = [{"name": name, "variant": variant(weight)} for name, weight in path]
+    return {"path": steps, "source": source, "target": problem}
+
+
+def extract(bundle, config):
+    for step in reversed(bundle["path"][1:]):
+        if step["name"] == "MinimumVertexCover":
+            config = [config[0]] + [1 - x for x in config[1:]]  # the planted bug
+    return config
 
 
 def round_trip(bundle, target_config, target_eval, solver):
     source_config = extract(bundle, target_config)
     return {
-        "problem": bundle["source"]["type"],
-        "solver": solver,
-        "reduced_to": bundle["target"]["type"],
-        "solution": source_config,
         "evaluation": evaluate(bundle["source"], source_config)[0],
         "intermediate": {
+            "evaluation": target_eval,
             "problem": bundle["target"]["type"],
             "solution": target_config,
-            "evaluation": target_eval,
         },
+        "problem": bundle["source"]["type"],
+        "reduced_to": bundle["target"]["type"],
+        "solution": source_config,
+        "solver": solver,
     }
 
 
 def create(args):
-    kind = ALIASES.get(args[0], args[0])
-    edges = [[int(x) for x in e.split("-")] for e in option(args, "--graph", "").split(",") if e]
+    if not args or "--graph" not in args:
+        print(
+            f"{args[0] if args else 'pred create'}\n  --graph  Graph edge list (e.g., 0-1,1-2,2-3)",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
+    name, weight = spec(args[0])
+    edges = [[int(x) for x in e.split("-")] for e in option(args, "--graph").split(",") if e]
     n = max((max(e) for e in edges), default=-1) + 1
     weights = [int(w) for w in option(args, "--weights", ",".join(["1"] * n)).split(",")]
+    if weight == "One" and any(w != 1 for w in weights):
+        raise PredError("Non-unit weights are not supported for the default unit-weight variant.")
     return {
         "data": {"graph": {"edges": edges, "num_vertices": n}, "weights": weights},
-        "type": kind,
-        "variant": {"graph": "SimpleGraph", "weight": "One"},
+        "type": name,
+        "variant": variant(weight),
     }
 
 
+def reduce(args):
+    source = load(args[0])
+    start = (source["type"], source["variant"]["weight"])
+    if "--via" in args:
+        route = load(option(args, "--via"))["path"]
+        path = [start] + [(s["to"]["name"], s["to"]["variant"]["weight"]) for s in route]
+        if (route[0]["from"]["name"], route[0]["from"]["variant"]["weight"]) != start or any(
+            b not in RULES.get(a, []) for a, b in itertools.pairwise(path)
+        ):
+            raise PredError("The reduction route does not fit the problem")
+        return reduce_along(source, path)
+    goal = spec(option(args, "--to"))
+    path = find_path(start, goal)
+    if path is None:
+        raise PredError(f"No witness-capable reduction path from {'/'.join(start)} to {'/'.join(goal)}")
+    return reduce_along(source, path)
+
+
+def solve(args):
+    data, solver = load(args[0]), option(args, "--solver", "ilp")
+    if "path" in data:
+        config, text = brute_force(data["target"])
+        if config is None:
+            raise PredError(NO_WITNESS)
+        return round_trip(data, config, text, solver)
+    config, text = brute_force(data)
+    out = {"evaluation": text, "problem": data["type"], "solver": solver}
+    return out if config is None else {**out, "solution": config}
+
+
+def rule_list():
+    rules = [
+        {"overhead": "", "source": f"{a}/SimpleGraph/{wa}", "target": f"{b}/SimpleGraph/{wb}"}
+        for (a, wa), targets in RULES.items()
+        for b, wb in targets
+    ]
+    return {"num_rules": len(rules), "rules": rules}
+
+
+def run(command, args):
+    if command == "list" and "--rules" in args:
+        return rule_list()
+    if command == "create":
+        return create(args)
+    if command == "reduce":
+        return reduce(args)
+    if command == "solve":
+        return solve(args)
+    if command == "evaluate":
+        problem, config = load(args[0]), config_of(option(args, "--config"))
+        return {"config": config, "problem": problem["type"], "result": evaluate(problem, config)[0]}
+    if command == "extract":
+        bundle, config = load(args[0]), config_of(option(args, "--config"))
+        n = bundle["target"]["data"]["graph"]["num_vertices"]
+        if len(config) != n:
+            raise PredError(f"Target config has {len(config)} values but target problem has {n} variables")
+        return round_trip(bundle, config, evaluate(bundle["target"], config)[0], "external")
+    raise PredError(f"unrecognized subcommand '{command}'", 2)
+
+
 def main(argv):
-    if argv[:1] == ["--version"]:
-        print("pred 0.0.0-stand-in")
-        return
+    if argv[:1] in (["--version"], ["-V"]):
+        print("pred 0.5.0-stand-in")
+        return 0
     command, args = argv[0], argv[1:]
     if os.environ.get("STAND_IN_PRED_HANG") == command:
         time.sleep(3600)
-    if command == "create":
-        out = create(args)
-    elif command == "reduce":
-        out = reduce_to(load(args[0]), ALIASES.get(option(args, "--to"), option(args, "--to")))
-    elif command == "evaluate":
-        config = config_of(option(args, "--config"))
-        out = {
-            "problem": load(args[0])["type"],
-            "config": config,
-            "result": evaluate(load(args[0]), config)[0],
-        }
-    elif command == "solve":
-        data = load(args[0])
-        solver = option(args, "--solver", "brute-force")
-        if "path" in data:
-            config, text = brute_force(data["target"])
-            out = round_trip(data, config, text, solver)
-        else:
-            config, text = brute_force(data)
-            out = {"problem": data["type"], "solver": solver, "solution": config, "evaluation": text}
-    elif command == "extract":
-        bundle, config = load(args[0]), config_of(option(args, "--config"))
-        out = round_trip(bundle, config, evaluate(bundle["target"], config)[0], "external")
-    else:
-        fail(f"unknown command {command}")
-    text = json.dumps(out, indent=1)
+    try:
+        out = run(command, args)
+    except PredError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return exc.code
+    text = json.dumps(out, indent=2, sort_keys=True)
     if "-o" in args:
         with open(option(args, "-o"), "w") as f:
             f.write(text)
+        print(f"Wrote {option(args, '-o')}", file=sys.stderr)
     else:
         print(text)
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))

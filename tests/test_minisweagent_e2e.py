@@ -24,9 +24,7 @@ from minisweagent_support import (
 )
 from scripted_llm import SUBMIT, Reply, ScriptedLLM
 
-RESULTS_SCHEMA = (
-    Path(__file__).resolve().parent.parent.parent / "shared" / "contracts" / "results.schema.json"
-)
+RESULTS_SCHEMA = Path(__file__).resolve().parent / "fixtures" / "results.schema.json"
 FIND_BUG = [
     Reply("ls && cat README.md", 1200, 40),
     Reply(

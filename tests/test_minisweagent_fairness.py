@@ -61,7 +61,7 @@ async def test_two_models_get_identical_prompts_and_pristine_identical_copies(tm
     assert len(rows) == 2
     assert rows[0]["prompt_sha256"] == rows[1]["prompt_sha256"] != ""
     assert rows[0]["environment"] == rows[1]["environment"] == prep.fingerprint
-    assert prep.fingerprint.startswith(f"git:{commit} ") and "pred=pred 0.0.0-stand-in" in prep.fingerprint
+    assert prep.fingerprint.startswith(f"git:{commit} ") and "pred=pred 0.5.0-stand-in" in prep.fingerprint
     assert rows[0]["copy_fingerprint"] == rows[1]["copy_fingerprint"] == f"git:{commit}"
     assert {(r["state"], r["result"]) for r in journal(prep.run_dir).values()} == {("done", "no_certificate")}
     started = [json.loads(line) for line in (prep.run_dir / "sessions.jsonl").read_text().splitlines()]

@@ -111,7 +111,7 @@ def test_choosing_the_runner_imports_neither_litellm_nor_mini_swe_agent():
     code = (
         "import sys; from runners import registry; "
         "cls = registry.runner_class('mini-swe-agent'); cls.Profile.model_validate({'kind': 'mini-swe-agent'}); "
-        "import benchtui.verify, runners.minisweagent.runner; "
+        "import runners.problem_reductions, runners.minisweagent.runner; "
         "bad = [m for m in ('litellm', 'minisweagent', 'openai') if m in sys.modules]; "
         "assert not bad, bad"
     )

@@ -1,15 +1,14 @@
-"""The certificate verifier (benchtui.verify) and `benchtui verify`, against a stand-in `pred`.
+"""The certificate verifier (runners.problem_reductions) and `benchtui verify`, against a stand-in `pred`.
 
-tests/stand_in_pred.py is a STAND-IN for the real `pred` with one planted bug
-(MaximumIndependentSet -> MinimumVertexCover extraction); the last test uses the real `pred`
-when it is on PATH.
+tests/stand_in_pred.py is a STAND-IN for the real `pred` (its interface, exactly) with one planted
+bug (MaximumIndependentSet -> MinimumVertexCover extraction); tests/test_real_pred.py runs the
+verifier against the real `pred`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -19,9 +18,9 @@ import trio
 from minisweagent_support import STAND_IN_PRED
 
 from benchtui.cli import main as cli
-from benchtui.verify import find_blocks, parse_block, parse_value, verify, verify_async
+from runners.problem_reductions import find_blocks, parse_block, parse_value, verify, verify_async
 
-CONTRACTS = Path(__file__).resolve().parent.parent.parent / "shared" / "contracts"  # ../shared/contracts
+CONTRACTS = Path(__file__).resolve().parent / "fixtures"  # copies of ../shared/contracts
 PRED = str(STAND_IN_PRED)
 
 
@@ -179,15 +178,62 @@ def test_the_cli_exit_status_says_the_verdict(tmp_path, capsys, monkeypatch):
     assert cli(["verify", str(genuine), "--pred", PRED, "--timeout", "0.3"]) == 4
 
 
-REAL_PRED = shutil.which("pred")
+def test_a_bug_pred_shows_counts_whatever_violation_was_claimed_and_both_are_shown(tmp_path):
+    claim = certificate(tmp_path, "MinimumVertexCover", violation="unsound_extraction")
+    verdict = verify(claim, pred=PRED)
+    assert verdict.accepted, verdict
+    assert (verdict.details["claimed_violation"], verdict.details["observed"]) == (
+        "unsound_extraction",
+        "suboptimal_extraction",
+    )
+    assert "claimed unsound_extraction" in verdict.reason
 
 
-@pytest.mark.skipif(
-    REAL_PRED is None or Path(REAL_PRED).resolve() == STAND_IN_PRED,
-    reason="the real `pred` is not on PATH (cargo install it from problem-reductions)",
-)
-def test_against_the_real_pred():
-    wrong = verify(contract("certificate.wrong-target.json"), pred=REAL_PRED, timeout=120)
-    assert wrong.status == "rejected" and wrong.details["cause"] == "wrong_target", wrong
-    example = verify(contract("certificate.example.json"), pred=REAL_PRED, timeout=120)
-    assert not example.accepted, example  # real pred recovers the optimum on this instance
+def logging_pred(tmp_path: Path) -> tuple[str, Path]:
+    """The stand-in behind a wrapper that logs every command line it gets."""
+    log, wrapper = tmp_path / "pred.log", tmp_path / "logging-pred"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {PRED} "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper), log
+
+
+def test_the_bundles_own_path_is_followed(tmp_path):
+    cert = certificate(tmp_path, "MinimumVertexCover")
+    assert len(cert["bundle"]["path"]) == 3  # MIS/One -> MIS/i32 -> MVC/i32
+    pred, log = logging_pred(tmp_path)
+    assert verify(cert, pred=pred).accepted
+    assert "reduce source.json --via via.json --json" in log.read_text().splitlines()
+    cert["bundle"]["path"][1]["variant"]["weight"] = "Two"  # a route pred refuses: reduce --to
+    log.unlink()
+    assert verify(cert, pred=pred).accepted
+    assert "reduce source.json --to MinimumVertexCover/SimpleGraph/i32 --json" in log.read_text()
+
+
+def test_a_target_config_pred_refuses_shows_nothing_and_is_rejected(tmp_path):
+    claim = certificate(tmp_path, "MaximumClique", violation="unsound_extraction", target_config="1,0")
+    verdict = verify(claim, pred=PRED)
+    assert verdict.status == "rejected" and "3 variables" in verdict.details["extract_error"], verdict
+
+
+@pytest.mark.trio
+async def test_a_malformed_certificate_is_rejected_but_never_handed_on_as_a_certificate(tmp_path):
+    from runners.minisweagent.outcome import Report, judge
+
+    made_up = {
+        "rule": "R",
+        "violation": "made_up",
+        "source": {"type": "A"},
+        "bundle": {"target": {"type": "B"}},
+    }
+    report = Report(done={"steps": 3, "exit_status": "Submitted", "blocks": [json.dumps(made_up)]})
+    outcome = await judge(
+        report,
+        fingerprint="",
+        pred=PRED,
+        timeout=5,
+        max_certificates=5,
+        certificates_file=tmp_path / "certificates.json",
+    )
+    assert outcome.result == "rejected" and "malformed" in outcome.reason
+    assert outcome.certificate is None  # the results schema admits only the benchmark's violations
+    assert json.loads((tmp_path / "certificates.json").read_text())[0]["certificate"] == made_up

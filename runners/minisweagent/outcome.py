@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchtui.verify import Verdict, parse_block, verify_async
 from runners.base import SessionOutcome
+from runners.problem_reductions import Verdict, parse_block, verify_async
 
 EXIT_REASONS = {
     "Submitted": "submitted without a certificate",
@@ -124,7 +124,10 @@ async def judge(
                 extra=extra,
                 infra_error=True,
             )
-        cert, verdict = next(((c, v) for c, v in checked if c is not None), checked[0])
+        # A malformed certificate is not handed on as one: the results schema admits only the
+        # benchmark's certificate shape (its own text stays in certificates.json).
+        well_formed = [(c, v) for c, v in checked if v.details.get("cause") != "malformed"]
+        cert, verdict = well_formed[0] if well_formed else (None, checked[0][1])
         return SessionOutcome(
             "rejected",
             reason=verdict.reason,

@@ -19,12 +19,13 @@ from typing import Any, ClassVar, Self
 
 import trio
 
-from benchtui.verify import resolve_pred
 from runners.base import Meter, RunnerProfile, SessionOutcome, SessionSpec, Usage
 from runners.minisweagent import forkserver, keys, reaper
+from runners.minisweagent import preflight as checks
 from runners.minisweagent.outcome import Report, judge
 from runners.minisweagent.profile import MiniSweProfile
 from runners.minisweagent.protocol import EngineChannel
+from runners.problem_reductions import resolve_pred
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,9 @@ class MiniSweRunner:
     """Enter it (`async with runner:`) before running sessions: it owns the pre-warmed zygote."""
 
     Profile: ClassVar[type[RunnerProfile]] = MiniSweProfile
+    # Optional abilities (runners/base.py): `benchtui check` and the start of a campaign use them.
+    preflight = staticmethod(checks.preflight)
+    ping_profile = staticmethod(checks.ping_profile)
 
     def __init__(self, profile: MiniSweProfile, *, run_dir: Path) -> None:
         self.profile = profile

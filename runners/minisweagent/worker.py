@@ -24,11 +24,11 @@ import openai
 from minisweagent.agents.default import DefaultAgent
 
 from benchtui import environment
-from benchtui.verify import find_blocks
 from runners.minisweagent import reaper, sandbox
 from runners.minisweagent.model import MeteredModel, model_kwargs
 from runners.minisweagent.profile import load_templates
 from runners.minisweagent.protocol import ParentGone, WorkerChannel
+from runners.problem_reductions import find_blocks
 
 MAX_BLOCKS = 50
 MAX_BLOCK_CHARS = 1_000_000  # a longer block is cut (and then reported as malformed)

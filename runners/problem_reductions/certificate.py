@@ -7,6 +7,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+#: The violation names of the target benchmark's certificates (its results schema enumerates them).
 VIOLATIONS = ("unsound_extraction", "incomplete_reduction", "suboptimal_extraction")
 BLOCK = re.compile(r"^[ \t]*CERTIFICATE_START[ \t]*\r?\n(.*?)^[ \t]*CERTIFICATE_END[ \t]*$", re.M | re.S)
 FENCE = re.compile(r"^```[\w-]*\s*\n(.*)\n```\s*$", re.S)
@@ -38,7 +39,7 @@ class Verdict:
         return self.status == "accepted"
 
     def to_json(self) -> dict[str, Any]:
-        return {"verifier": "benchtui.verify (pred round trip)", **asdict(self)}
+        return {"verifier": "runners.problem_reductions (pred round trip)", **asdict(self)}
 
 
 # -- certificate blocks in agent output ---------------------------------------------------------

@@ -32,6 +32,11 @@ def _prepare(call: PredCall, workdir: Path) -> None:
         (workdir / name).write_text(json.dumps(content))
 
 
+def pred_environment() -> dict[str, str]:
+    """pred's environment: no Rust backtraces (RUST_BACKTRACE=1 appends one to every error)."""
+    return {**os.environ, "RUST_BACKTRACE": "0"}
+
+
 def resolve_pred(pred: str) -> str:
     """An absolute path for `pred` (calls run in temporary directories), or `pred` if not found."""
     found = shutil.which(pred)
@@ -53,6 +58,7 @@ def verify(cert: Any, *, pred: str = "pred", timeout: float = 60.0) -> Verdict:
                     text=True,
                     timeout=timeout,
                     stdin=subprocess.DEVNULL,
+                    env=pred_environment(),
                 )
             except subprocess.TimeoutExpired:
                 return PredResult(failure="timeout")
@@ -85,6 +91,7 @@ async def verify_async(cert: Any, *, pred: str = "pred", timeout: float = 60.0) 
                         capture_stdout=True,
                         capture_stderr=True,
                         deliver_cancel=kill,
+                        env=pred_environment(),
                     )
                 except OSError as exc:
                     return PredResult(failure="missing", stderr=str(exc))

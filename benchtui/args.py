@@ -1,0 +1,13 @@
+"""argparse with the contract's error handling: a bad command line is one line and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from benchtui.errors import BadInput
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # argparse's default prints the whole usage
+        raise BadInput(f"{message} (see `{self.prog} --help`)")

@@ -1,0 +1,128 @@
+"""Campaign tasks (problem-reductions' rule files) as pred sees them, and their canonical certificates.
+
+A task is a file stem of `src/rules/` (`spinglass_maxcut`); pred names rules by their source and
+target variants (`SpinGlass/SimpleGraph/i32 -> MaxCut/SimpleGraph/i32`, `pred list --rules`). The
+table below maps the stems benchtui's shipped campaign uses; `rule_of` also matches a stem whose
+two halves are the lower-cased problem names of exactly one rule.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .calls import error_line
+from .drivers import pred_environment
+
+#: stem -> (source spec, target spec), each a rule of `pred list --rules` (checked by a test).
+TASK_RULES: dict[str, tuple[str, str]] = {
+    "maximumindependentset_maximumclique": (
+        "MaximumIndependentSet/SimpleGraph/i32",
+        "MaximumClique/SimpleGraph/i32",
+    ),
+    "minimumvertexcover_maximumindependentset": (
+        "MinimumVertexCover/SimpleGraph/i32",
+        "MaximumIndependentSet/SimpleGraph/i32",
+    ),
+    "sat_maximumindependentset": ("Satisfiability", "MaximumIndependentSet/SimpleGraph/One"),
+    "spinglass_qubo": ("SpinGlass/SimpleGraph/f64", "QUBO/f64"),
+    "spinglass_maxcut": ("SpinGlass/SimpleGraph/i32", "MaxCut/SimpleGraph/i32"),
+    "coloring_qubo": ("KColoring/SimpleGraph/KN", "QUBO/f64"),
+    "maximumindependentset_maximumsetpacking": (
+        "MaximumIndependentSet/SimpleGraph/One",
+        "MaximumSetPacking/One",
+    ),
+    "graphpartitioning_maxcut": ("GraphPartitioning/SimpleGraph", "MaxCut/SimpleGraph/i32"),
+    "hamiltoniancircuit_travelingsalesman": (
+        "HamiltonianCircuit/SimpleGraph",
+        "TravelingSalesman/SimpleGraph/i32",
+    ),
+    "exactcoverby3sets_maximumsetpacking": ("ExactCoverBy3Sets", "MaximumSetPacking/One"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PredRun:
+    """A pred command run synchronously; `error` is set when it failed (one line)."""
+
+    stdout: str = ""
+    error: str = ""
+
+
+def run_pred(pred: str, args: Iterable[str], *, timeout: float, cwd: str | None = None) -> PredRun:
+    try:
+        done = subprocess.run(
+            [pred, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            env=pred_environment(),
+        )
+    except subprocess.TimeoutExpired:
+        return PredRun(error=f"timed out after {timeout:g} s")
+    except OSError as exc:
+        return PredRun(error=str(exc))
+    if done.returncode != 0:
+        return PredRun(error=error_line(done.stderr) or f"exit status {done.returncode}")
+    return PredRun(stdout=done.stdout)
+
+
+def rule_list(pred: str, *, timeout: float = 30.0) -> tuple[list[tuple[str, str]], str]:
+    """(every (source, target) of `pred list --rules --json`, "") or ([], the problem)."""
+    done = run_pred(pred, ("list", "--rules", "--json"), timeout=timeout)
+    if done.error:
+        return [], f"pred list --rules: {done.error}"
+    try:
+        return [(r["source"], r["target"]) for r in json.loads(done.stdout)["rules"]], ""
+    except (ValueError, KeyError, TypeError):
+        return [], "pred list --rules --json printed no rule list"
+
+
+def _name(spec: str) -> str:
+    return spec.split("/")[0].lower()
+
+
+def rule_of(task: str, rules: list[tuple[str, str]]) -> tuple[str, str] | None:
+    """The (source, target) rule a task stem names, or None when pred has no such rule."""
+    if task in TASK_RULES:
+        return TASK_RULES[task] if TASK_RULES[task] in rules else None
+    matches = [(s, t) for s, t in rules if f"{_name(s)}_{_name(t)}" == task]
+    return matches[0] if len(matches) == 1 else None
+
+
+def canonical_certificate(
+    rule: tuple[str, str], pred: str, *, timeout: float
+) -> tuple[dict[str, Any] | None, str]:
+    """A certificate of the rule's canonical example (`pred create --example SRC --to TGT`), as an
+    agent would build it, or (None, the problem)."""
+    source_spec, target_spec = rule
+    created = run_pred(
+        pred, ("create", "--example", source_spec, "--to", target_spec, "--json"), timeout=timeout
+    )
+    if created.error:
+        return None, f"pred create --example: {created.error}"
+    with tempfile.TemporaryDirectory(prefix="benchtui-task-") as tmp:
+        (Path(tmp) / "source.json").write_text(created.stdout)
+        reduced = run_pred(
+            pred, ("reduce", "source.json", "--to", target_spec, "--json"), timeout=timeout, cwd=tmp
+        )
+    if reduced.error:
+        return None, f"pred reduce: {reduced.error}"
+    try:
+        source, bundle = json.loads(created.stdout), json.loads(reduced.stdout)
+    except ValueError:
+        return None, "pred printed no JSON"
+    return {
+        "rule": f"{source_spec} -> {target_spec}",
+        "violation": "unsound_extraction",
+        "source": source,
+        "bundle": bundle,
+        "note": "the rule's canonical example (a preflight check: a correct rule is rejected)",
+    }, ""
