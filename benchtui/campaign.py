@@ -286,8 +286,9 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
             table[key] = str((base / table[key]).expanduser().resolve())
 
 
-def load(path: Path, **overrides: Any) -> Campaign:
-    """Load and validate a campaign file; every problem is a one-line BadInput."""
+def load(path: Path, *, check_environment: bool = True, **overrides: Any) -> Campaign:
+    """Load and validate a campaign file; every problem is a one-line BadInput.
+    `check_environment=False` reads a finished run's frozen copy whose target may be gone."""
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -306,6 +307,6 @@ def load(path: Path, **overrides: Any) -> Campaign:
         raise BadInput(f"{path}: {_first_errors(exc)}") from None
     finally:
         _toml_data.reset(token)
-    if not campaign.environment.path.exists():
+    if check_environment and not campaign.environment.path.exists():
         raise BadInput(f"{path}: environment.path {campaign.environment.path} does not exist")
     return campaign

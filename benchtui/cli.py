@@ -21,7 +21,8 @@ def run_parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="benchtui",
         description="Run a fair, budgeted, resumable campaign.",
-        epilog="Also: `benchtui ctl --help`, `benchtui verify --help`, `benchtui schema`.",
+        epilog="Also: `benchtui ctl --help`, `benchtui report --help`, `benchtui verify --help`, "
+        "`benchtui schema`.",
     )
     p.add_argument("campaign", nargs="?", type=Path, help="campaign TOML file")
     p.add_argument("--no-ui", action="store_true", help="headless: log lines instead of the TUI")
@@ -113,7 +114,13 @@ def main_verify(argv: list[str]) -> int:
     return verify(argv)
 
 
-COMMANDS = {"schema": main_schema, "ctl": main_ctl, "verify": main_verify}
+def main_report(argv: list[str]) -> int:
+    from benchtui.report.cli import main as report
+
+    return report(argv)
+
+
+COMMANDS = {"schema": main_schema, "ctl": main_ctl, "verify": main_verify, "report": main_report}
 
 
 def main(argv: list[str] | None = None) -> int:
