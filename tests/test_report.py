@@ -6,65 +6,15 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from report_support import run_campaign
 from scipy.stats import fisher_exact
 from support import journal, last_states
 
-from benchtui import cli, engine
-from benchtui import events as ev
+from benchtui import cli
 from benchtui.report import build
 from benchtui.report.text import render as render_text
-
-
-def scripted_toml(*, name: str = "t", bugs: dict[str, list[int]], n: int = 8, tasks: list[str] | None = None,
-                  cap: str = "0.07", total: str = "0.14", enforce: bool = True, extra: str = "") -> str:
-    sessions = f"tasks = {json.dumps(tasks)}\nrepeats = {n // len(tasks)}" if tasks else f"sessions_per_model = {n}"
-    scripted = ", ".join(f'"{m}" = {idx}' for m, idx in bugs.items())
-    return f'''name = "{name}"
-{sessions}
-parallelism = 3
-runner = "fake"
-
-[budget]
-total_usd = {total}
-per_model_usd = {cap}
-per_session_usd = 0.01
-enforce = {str(enforce).lower()}
-
-[runners.fake]
-kind = "fake"
-cost_usd = 0.01
-bug_sessions = {{ {scripted} }}
-{extra}
-[[models]]
-name = "fake/model-a"
-input_usd_per_mtok = 3.0
-output_usd_per_mtok = 15.0
-
-[[models]]
-name = "fake/model-b"
-input_usd_per_mtok = 3.0
-output_usd_per_mtok = 15.0
-
-[environment]
-path = "target"
-'''
-
-
-def run_campaign(tmp_path: Path, fresh: bool = False, **kw) -> Path:
-    (tmp_path / "target").mkdir(exist_ok=True)
-    path = tmp_path / "c.toml"
-    path.write_text(scripted_toml(**kw))
-    prep = engine.prepare(engine.Options(path, tmp_path / "runs", fresh=fresh))
-    try:
-        import trio
-
-        assert trio.run(engine.run, prep, ev.EventBus()) is True
-    finally:
-        prep.lock.release()
-    return prep.run_dir
 
 
 def report_json(capsys, *argv) -> dict:
@@ -94,7 +44,11 @@ def test_counts_match_the_journal_and_the_statistics_match_scipy(tmp_path, capsy
         hits = sum(r.get("result") == "bug_found" for r in ran)
         assert row["planned"] == len(mine) == 8
         assert (row["done"], row["skipped_budget"], row["error"], row["killed"]) == (
-            states["done"], states["skipped_budget"], states["error"], states["killed"])
+            states["done"],
+            states["skipped_budget"],
+            states["error"],
+            states["killed"],
+        )
         assert row["ran"] == len(ran) == 7
         assert row["certificates"]["confirmed"] == sum(bool(r.get("certificate")) for r in ran) == hits
         assert row["bug_rate"]["hits"] == hits and row["bug_rate"]["trials"] == len(ran)
@@ -102,9 +56,14 @@ def test_counts_match_the_journal_and_the_statistics_match_scipy(tmp_path, capsy
         low, high = row["bug_rate"]["ci95"]
         assert low <= row["bug_rate"]["value"] <= high
         assert (low, high) == pytest.approx(wilson(hits, len(ran)))
-        spent = sum(r["cost_usd"] for r in journal(run_dir) if r["model"] == model and r["state"] != "running")
+        spent = sum(
+            r["cost_usd"] for r in journal(run_dir) if r["model"] == model and r["state"] != "running"
+        )
         assert row["spent_usd"] == pytest.approx(spent)
-    assert by_model["fake/model-a"]["bug_rate"]["hits"] == 5 and by_model["fake/model-b"]["bug_rate"]["hits"] == 1
+    assert (
+        by_model["fake/model-a"]["bug_rate"]["hits"] == 5
+        and by_model["fake/model-b"]["bug_rate"]["hits"] == 1
+    )
     assert [m["model"] for m in report["models"]] == ["fake/model-a", "fake/model-b"]  # A ranks first
     (cmp,) = report["comparisons"]
     table = [[5, 2], [1, 6]]
@@ -117,8 +76,9 @@ def test_counts_match_the_journal_and_the_statistics_match_scipy(tmp_path, capsy
 def test_verified_bugs_count_distinct_rules(tmp_path, capsys):
     # tasks r1, r2, r3 twice each: A's bugs are r1 twice (one rule), B's are r1 and r2 (two rules).
     tasks = ["r1", "r2", "r3"]
-    run_dir = run_campaign(tmp_path, tasks=tasks, n=6, cap="1", total="2",
-                           bugs={"fake/model-a": [0, 3], "fake/model-b": [0, 1]})
+    run_dir = run_campaign(
+        tmp_path, tasks=tasks, n=6, cap="1", total="2", bugs={"fake/model-a": [0, 3], "fake/model-b": [0, 1]}
+    )
     by_model = {m["model"]: m for m in report_json(capsys, run_dir)["models"]}
     assert by_model["fake/model-a"]["verified_bugs"] == 1
     assert by_model["fake/model-a"]["verified_rules"] == ["r1"]

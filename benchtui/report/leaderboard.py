@@ -43,7 +43,9 @@ class ModelStats:
             "model": self.model,
             "planned": self.planned,
             "ran": self.ran,
-            **{s: self.states[s] for s in ("done", "skipped_budget", "error", "killed", "running", "pending")},
+            **{
+                s: self.states[s] for s in ("done", "skipped_budget", "error", "killed", "running", "pending")
+            },
             "certificates": self.certificates,
             "verified_bugs": self.verified_bugs,
             "verified_rules": list(self.rules),

@@ -158,8 +158,11 @@ def read_runs(run_dirs: list[Path]) -> list[Run]:
     runs = [read_run(path) for path in run_dirs]
     first = runs[0]
     for other in runs[1:]:
-        differ = sorted(k for k in first.identity.keys() | other.identity.keys()
-                        if first.identity.get(k) != other.identity.get(k))
+        differ = sorted(
+            k
+            for k in first.identity.keys() | other.identity.keys()
+            if first.identity.get(k) != other.identity.get(k)
+        )
         if differ:
             raise BadInput(
                 f"cannot pool {first.path} and {other.path}: their campaigns differ in {', '.join(differ)}"

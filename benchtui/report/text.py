@@ -10,8 +10,19 @@ from benchtui.report import Report
 from benchtui.report.leaderboard import ModelStats
 from benchtui.report.stats import Rate
 
-COLUMNS = ("#", "model", "ran/planned", "bugs", "bug rate [95% CI]", "certs c/r/i/u", "spent", "wasted",
-           "$/bug", "tokens", "wall med/p90")
+COLUMNS = (
+    "#",
+    "model",
+    "ran/planned",
+    "bugs",
+    "bug rate [95% CI]",
+    "certs c/r/i/u",
+    "spent",
+    "wasted",
+    "$/bug",
+    "tokens",
+    "wall med/p90",
+)
 
 
 def rate_text(rate: Rate) -> str:
@@ -69,7 +80,10 @@ def render(report: Report) -> str:
     runs = ", ".join(str(run.path) for run in report.runs)
     out = [f"Campaign {report.runs[0].campaign.name} (identity {report.identity}); runs: {runs}", ""]
     out += table([COLUMNS, *(leaderboard_row(n, m) for n, m in enumerate(report.models, 1))])
-    out += ["", "bugs: verified distinct-rule bugs; bug rate: sessions with a confirmed bug / sessions that ran"]
+    out += [
+        "",
+        "bugs: verified distinct-rule bugs; bug rate: sessions with a confirmed bug / sessions that ran",
+    ]
     if report.comparisons:
         out += ["", "Pairwise, Fisher's exact test (two-sided, per pair):", *comparison_lines(report)]
     audit = report.fairness
