@@ -67,6 +67,10 @@ class Comparison:
     p_value: float | None
 
     @property
+    def separable(self) -> bool:
+        return self.p_value is not None and self.p_value < stats.ALPHA
+
+    @property
     def verdict(self) -> str:
         if self.p_value is None or self.difference is None:
             return "no data: a model has no session that ran"
@@ -82,7 +86,7 @@ class Comparison:
             "test": "fisher_exact",
             "difference": self.difference,
             "p_value": self.p_value,
-            "separable": self.p_value is not None and self.p_value < stats.ALPHA,
+            "separable": self.separable,
             "verdict": self.verdict,
         }
 
