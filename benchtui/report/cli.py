@@ -22,11 +22,11 @@ class Parser(argparse.ArgumentParser):
 def parser() -> Parser:
     p = Parser(
         prog="benchtui report",
-        description="Leaderboard with 95%% intervals, pairwise tests and a fairness audit of one "
+        description="Leaderboard with 95% intervals, pairwise tests and a fairness audit of one "
         "campaign; several run dirs of the same campaign identity are pooled. Reads only.",
     )
     p.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR", help="default: the latest run")
-    p.add_argument("--format", choices=("text", "json", "html"), default="text")
+    p.add_argument("--format", choices=("text", "json", "html"), default="text", help="default: text")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here instead of stdout")
     p.add_argument(
         "--state-dir",
