@@ -129,3 +129,23 @@ def test_text_report_says_when_the_data_cannot_separate_models(tmp_path):
     text = render_text(build([run_dir]))
     assert "fake/model-a vs fake/model-b" in text and "cannot separate" in text  # 3/7 vs 1/7: p = 0.56
     assert "Fairness audit: fair" in text
+
+
+def test_the_report_imports_no_tui_and_no_model_client(tmp_path):
+    """`benchtui report` is engine-side: no textual, litellm or minisweagent, even for HTML."""
+    import subprocess
+    import sys
+
+    run_dir = run_campaign(tmp_path, bugs={"fake/model-a": [0]})
+    code = (
+        "import sys; from benchtui.cli import main; main(['report', sys.argv[1], '--format', 'html', "
+        "'-o', sys.argv[2]]); print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'textual', 'litellm', 'minisweagent'}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(run_dir), str(tmp_path / "r.html")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out.strip() == "[]"

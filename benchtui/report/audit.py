@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchtui.campaign import Model
-from benchtui.report.runs import Run, SessionView
+from benchtui.report.runs import Run, SessionView, sessions_by_model
 
 MARKED_SHARE = 0.2
 """Shares of skipped or failed sessions 'differ markedly' from 20 percentage points apart …"""
@@ -124,8 +124,8 @@ def _limits(models: list[Model]) -> list[str]:
 
 def audit(runs: list[Run]) -> Audit:
     campaign = runs[0].campaign
-    views = [v for run in runs for v in run.sessions]
-    audits = [_model_audit(m, [v for v in views if v.planned.model == m.name]) for m in campaign.models]
+    grouped = sessions_by_model(runs)
+    audits = [_model_audit(m, grouped[m.name]) for m in campaign.models]
     findings: list[str] = []
     if not campaign.budget.enforce:
         findings.append("budget: not enforced (enforce = false): sessions ran without a reserved budget")

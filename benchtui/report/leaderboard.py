@@ -9,7 +9,7 @@ from itertools import combinations
 from typing import Any
 
 from benchtui.report import stats
-from benchtui.report.runs import Run, SessionView, total
+from benchtui.report.runs import Run, SessionView, sessions_by_model, total
 
 CERTIFICATE_KINDS = ("confirmed", "rejected", "inconclusive", "unverified")
 VERIFIER_STATUS = {"accepted": "confirmed", "rejected": "rejected", "inconclusive": "inconclusive"}
@@ -112,8 +112,7 @@ def rule_of(view: SessionView) -> str:
     return rule if isinstance(rule, str) else view.planned.task or "library"
 
 
-def model_stats(model: str, runs: list[Run]) -> ModelStats:
-    views = [v for run in runs for v in run.sessions if v.planned.model == model]
+def model_stats(model: str, views: list[SessionView], runs: list[Run]) -> ModelStats:
     ran = [v for v in views if v.ran]
     certs: Counter[str] = Counter()
     for view in ran:
@@ -148,6 +147,6 @@ def compare(a: ModelStats, b: ModelStats) -> Comparison:
 
 
 def leaderboard(runs: list[Run]) -> tuple[list[ModelStats], list[Comparison]]:
-    models = [m.name for m in runs[0].campaign.models]
-    ranked = sorted((model_stats(m, runs) for m in models), key=rank_key)
+    grouped = sessions_by_model(runs)
+    ranked = sorted((model_stats(m, views, runs) for m, views in grouped.items()), key=rank_key)
     return ranked, [compare(a, b) for a, b in combinations(ranked, 2)]

@@ -170,5 +170,14 @@ def read_runs(run_dirs: list[Path]) -> list[Run]:
     return runs
 
 
+def sessions_by_model(runs: list[Run]) -> dict[str, list[SessionView]]:
+    """Every session of the pooled runs, by model, in campaign order of the models."""
+    grouped: dict[str, list[SessionView]] = {m.name: [] for m in runs[0].campaign.models}
+    for run in runs:
+        for view in run.sessions:
+            grouped[view.planned.model].append(view)
+    return grouped
+
+
 def total(values: list[Decimal]) -> Decimal:
     return sum(values, ZERO)
