@@ -19,7 +19,7 @@ from typing import Any
 from benchtui import campaign as campaign_file
 from benchtui import rundir
 from benchtui.campaign import Campaign
-from benchtui.checkpoint import read_journal
+from benchtui.checkpoint import INTERRUPTED, read_journal
 from benchtui.errors import BadInput
 from benchtui.money import ZERO, usd
 from benchtui.plan import PlannedSession, build_plan
@@ -134,7 +134,8 @@ def _take(view: SessionView, rec: dict[str, Any], start: dict[str, Any] | None) 
     view.state, view.attempt = rec["state"], rec["attempt"]
     view.result, view.retryable = rec.get("result"), bool(rec.get("retryable"))
     view.runner = rec.get("runner")
-    view.ended = rec.get("t") if rec["state"] != "running" else None
+    # An attempt ended by a later --resume (interrupted) has no meaningful wall time.
+    view.ended = rec.get("t") if rec["state"] != "running" and rec.get("reason") != INTERRUPTED else None
     start = start or {}
     reserved = start.get("reserved_usd")
     view.reserved_usd = usd(reserved) if reserved is not None else None

@@ -56,12 +56,12 @@ class SummaryScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         if self.view.run_dir:
-            self.run_worker(self._load_report(Path(self.view.run_dir)), exclusive=True)
+            self.run_worker(self._load_report(Path(self.view.run_dir)), exclusive=True, exit_on_error=False)
 
     async def _load_report(self, run_dir: Path) -> None:
         try:
             report = await asyncio.to_thread(build, [run_dir])  # reads the journal: not on the loop
-        except BenchtuiError as exc:
+        except (BenchtuiError, OSError) as exc:  # e.g. the run dir was moved: the summary stays up
             self.query_one("#fairness", Static).update(f"Leaderboard unavailable: {exc}")
             return
         self.show_report(report)
