@@ -149,3 +149,19 @@ def test_the_report_imports_no_tui_and_no_model_client(tmp_path):
         check=True,
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_plot_curves_end_at_the_leaderboards_spend_and_bugs(tmp_path):
+    tasks = ["r1", "r2", "r3"]
+    run_dir = run_campaign(
+        tmp_path, tasks=tasks, n=6, cap="1", total="2", bugs={"fake/model-a": [0, 1, 3], "fake/model-b": [2]}
+    )
+    report = build([run_dir])
+    curves = report.curves()
+    for m in report.models:
+        points = curves[m.model]
+        assert points[-1].spent_usd == pytest.approx(float(m.spent_usd))
+        assert points[-1].verified_bugs == m.verified_bugs  # a: r1, r2 (r1 twice); b: r3
+        assert [p.elapsed_s for p in points] == sorted(p.elapsed_s for p in points)
+        assert [p.spent_usd for p in points] == sorted(p.spent_usd for p in points)
+    assert {m.model: m.verified_bugs for m in report.models} == {"fake/model-a": 2, "fake/model-b": 1}
