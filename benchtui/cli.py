@@ -21,7 +21,7 @@ def run_parser() -> OneLineParser:
         epilog="Exit codes: 0 finished (skips included), 1 state could not be saved, 2 bad input, "
         "3 run dir in use, 75 not finished: sessions ended in infrastructure errors (--resume "
         "retries them), 130 stopped or interrupted (--resume continues). "
-        "Also: `benchtui check --help`, `benchtui ctl --help`, `benchtui verify --help`, `benchtui schema`.",
+        "Also: `benchtui check --help`, `benchtui ctl --help`, `benchtui report --help`, `benchtui verify --help`, `benchtui schema`.",
     )
     p.add_argument("campaign", nargs="?", type=Path, help="campaign TOML file")
     p.add_argument("--no-ui", action="store_true", help="headless: log lines instead of the TUI")
@@ -127,7 +127,19 @@ def main_check(argv: list[str]) -> int:
     return check(argv)
 
 
-COMMANDS = {"schema": main_schema, "ctl": main_ctl, "verify": main_verify, "check": main_check}
+def main_report(argv: list[str]) -> int:
+    from benchtui.report.cli import main as report
+
+    return report(argv)
+
+
+COMMANDS = {
+    "schema": main_schema,
+    "ctl": main_ctl,
+    "verify": main_verify,
+    "check": main_check,
+    "report": main_report,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

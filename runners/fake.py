@@ -27,7 +27,11 @@ class FakeProfile(RunnerProfile):
     call_log: str | None = None
     """Relative to the run dir: one JSON line {"model", "session"} appended per real call."""
     result: Result = "bug_found"
-    """The outcome every fake session reports."""
+    """The outcome every fake session reports (unless `bug_sessions` is given)."""
+    bug_sessions: dict[str, list[int]] | None = None
+    """Scripted outcomes, e.g. {"fake/model-a" = [0, 2]}: exactly those session indices of a
+    model find a bug, every other session ends `no_certificate` (models not named find none).
+    With `tasks`, the certificate's rule is the session's task (distinct-rule counting)."""
 
 
 @cache
@@ -51,6 +55,12 @@ class FakeRunner:
         finally:
             os.close(fd)
 
+    def _result(self, session: SessionSpec) -> Result:
+        scripted = self.profile.bug_sessions
+        if scripted is None:
+            return self.profile.result
+        return "bug_found" if session.index in scripted.get(session.model.name, ()) else "no_certificate"
+
     async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
         usage = Usage(flat_usd=self.profile.cost_usd)
         if not await meter.authorise(meter.price(usage)):
@@ -60,9 +70,14 @@ class FakeRunner:
         if self.profile.latency_s:
             await trio.sleep(self.profile.latency_s)
         meter.charge(usage)
-        certificate = canned_certificate() if self.profile.result in ("bug_found", "rejected") else None
+        result = self._result(session)
+        certificate = None
+        if result in ("bug_found", "rejected"):
+            certificate = canned_certificate()
+            if self.profile.bug_sessions is not None and session.task:
+                certificate = {**certificate, "rule": session.task}
         return SessionOutcome(
-            self.profile.result,
+            result,
             steps=1,
             certificate=certificate,
             verify_details={"verifier": "none: fake runner"} if certificate else None,

@@ -65,8 +65,6 @@ class TestSummary:
         app = app_in(sessions=5)
 
         async def run_before(pilot) -> None:
-            await settle(
-                pilot, lambda: isinstance(app.screen, SummaryScreen) and app.screen.query("DataTable")
-            )
+            await settle(pilot, lambda: isinstance(app.screen, SummaryScreen) and app.screen.report)
 
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

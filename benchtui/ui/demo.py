@@ -36,6 +36,10 @@ class DemoProfile(RunnerProfile):
     """Prompt size of the first call; each later call adds a quarter of it."""
     hold_from: int = Field(default=1_000_000, ge=0)
     """Sessions with this index or higher keep running after their calls."""
+    step_s: float = Field(default=0.0, ge=0)
+    """How long each model call takes."""
+    bug_sessions: dict[str, list[int]] | None = None
+    """As the fake runner's: exactly these session indices of a model find a bug, the rest none."""
 
 
 class DemoRunner:
@@ -50,12 +54,22 @@ class DemoRunner:
             prompt = p.prompt_tokens + step * p.prompt_tokens // 4
             if not await meter.authorise(meter.worst_case_usd(prompt)):
                 return SessionOutcome("no_certificate", reason="budget_exhausted", steps=step)
+            if p.step_s:
+                await trio.sleep(p.step_s)
             meter.charge(Usage(prompt, 400 + 150 * ((session.index + step) % 5)))
             meter.progress(f"step {step + 1}: {NOTES[(session.index + step) % len(NOTES)]}")
         if session.index >= p.hold_from:
             await trio.sleep_forever()
         result = OUTCOMES[session.index % len(OUTCOMES)]
+        if p.bug_sessions is not None:
+            result = (
+                "bug_found"
+                if session.index in p.bug_sessions.get(session.model.name, ())
+                else "no_certificate"
+            )
         certificate = canned_certificate() if result in ("bug_found", "rejected") else None
+        if certificate is not None and session.task:
+            certificate = {**certificate, "rule": session.task}
         return SessionOutcome(
             result,
             steps=p.steps,

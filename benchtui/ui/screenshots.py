@@ -135,7 +135,7 @@ async def finished(out: Path) -> list[Path]:
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot, lambda: app.scheduler is not None)
             app.action_resume()
-            await settle(app, pilot, lambda: app.finished and app.screen is not app.main)
+            await settle(app, pilot, lambda: app.finished and getattr(app.screen, "report", None))
             return [Path(app.save_screenshot("finished.svg", str(out)))]
 
 

@@ -1,6 +1,11 @@
-"""The summary: per-model results and money, shown when the campaign ends (or on `s`)."""
+"""The summary: per-model results and money, shown when the campaign ends (or on `s`), with the
+leaderboard and the fairness verdict of `benchtui report`, computed by the same function
+(`benchtui.report.build`) from the run dir, off the event loop."""
 
 from __future__ import annotations
+
+import asyncio
+from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -9,11 +14,20 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 
 from benchtui import events as ev
+from benchtui.errors import BenchtuiError
 from benchtui.money import fmt
+from benchtui.report import Report, build
+from benchtui.report.text import COLUMNS as REPORT_COLUMNS
+from benchtui.report.text import leaderboard_row
 from benchtui.ui.model import ViewModel
 from benchtui.ui.widgets import clock_text
 
 COLUMNS = ("model", "done", "certs", "skipped", "errors", "killed", "spent", "wasted", "cap")
+# The report's leaderboard cells the money table above does not already show (wall times vary
+# from run to run: `benchtui report` has them).
+LEADERBOARD = ("#", "model", "ran/planned", "bugs", "bug rate [95% CI]", "certs c/r/i/u", "$/bug")
+SHOWN = [REPORT_COLUMNS.index(c) for c in LEADERBOARD]
+MAX_PAIRS = 3
 
 
 class SummaryScreen(ModalScreen[None]):
@@ -25,15 +39,51 @@ class SummaryScreen(ModalScreen[None]):
     def __init__(self, view: ViewModel) -> None:
         super().__init__()
         self.view = view
+        self.report: Report | None = None
 
     def compose(self) -> ComposeResult:
         view = self.view
-        with Vertical(id="dialog"):
+        with Vertical(id="dialog", classes="summary"):
             yield Label(
                 f"Campaign {view.campaign}: {view.state} after {clock_text(view.elapsed)}", id="title"
             )
             yield self._table(view.accounts)
+            leaderboard = DataTable(id="leaderboard-table", cursor_type="none", zebra_stripes=True)
+            leaderboard.add_columns(*LEADERBOARD)
+            yield leaderboard
+            yield Static("Leaderboard: reading the run dir…" if view.run_dir else "", id="fairness")
             yield Static(self._footnote(view), id="hint")
+
+    def on_mount(self) -> None:
+        if self.view.run_dir:
+            self.run_worker(self._load_report(Path(self.view.run_dir)), exclusive=True, exit_on_error=False)
+
+    async def _load_report(self, run_dir: Path) -> None:
+        try:
+            report = await asyncio.to_thread(build, [run_dir])  # reads the journal: not on the loop
+        except (BenchtuiError, OSError) as exc:  # e.g. the run dir was moved: the summary stays up
+            self.query_one("#fairness", Static).update(f"Leaderboard unavailable: {exc}")
+            return
+        self.show_report(report)
+
+    def show_report(self, report: Report) -> None:
+        """The numbers and the verdict `benchtui report` gives for this run dir."""
+        table = self.query_one("#leaderboard-table", DataTable)
+        table.clear()
+        for rank, model in enumerate(report.models, 1):
+            cells = leaderboard_row(rank, model)
+            table.add_row(*(cells[i] for i in SHOWN))
+        lines = [
+            f"{c.a} vs {c.b}: {'n/a' if c.p_value is None else f'p = {c.p_value:.2g}'}, "
+            f"{'separable' if c.separable else 'the data cannot separate them'}"
+            for c in report.comparisons[:MAX_PAIRS]
+        ]
+        if len(report.comparisons) > MAX_PAIRS:
+            lines.append(f"… {len(report.comparisons) - MAX_PAIRS} more pairs: `benchtui report`")
+        lines.append(f"Fairness: {report.fairness.verdict}")
+        lines += [f"  - {finding}" for finding in report.fairness.findings]
+        self.query_one("#fairness", Static).update("\n".join(lines))
+        self.report = report
 
     def _table(self, acc: ev.AccountsCommitted | None) -> DataTable:
         table = DataTable(id="summary-table", cursor_type="none", zebra_stripes=True)

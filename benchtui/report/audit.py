@@ -1,0 +1,139 @@
+"""The fairness audit: from the journal and the outcome details alone, did every model get the same
+environment, prompt, budget and runner, and did skips and outages hit the models alike?
+
+Each check that fails is a finding: one line that starts with what was checked and names what
+differs. The comparison is `fair` only when there is no finding.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from benchtui.campaign import Model
+from benchtui.report.runs import Run, SessionView, sessions_by_model
+
+MARKED_SHARE = 0.2
+"""Shares of skipped or failed sessions 'differ markedly' from 20 percentage points apart …"""
+MARKED_COUNT = 2
+"""… and at least this many sessions apart (one failure among three is not yet a pattern)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelAudit:
+    model: Model
+    planned: int
+    environments: Counter[str]
+    prompts: Counter[str]
+    reservations: Counter[str]
+    runners: Counter[str]
+    skipped_budget: int
+    infra_errors: int
+
+    def share(self, count: int) -> float:
+        return count / self.planned if self.planned else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        m = self.model
+        return {
+            "model": m.name,
+            "environments": dict(self.environments),
+            "prompt_hashes": dict(self.prompts),
+            "reserved_usd": dict(self.reservations),
+            "runners": dict(self.runners),
+            "skipped_budget": {"sessions": self.skipped_budget, "share": self.share(self.skipped_budget)},
+            "infra_errors": {"sessions": self.infra_errors, "share": self.share(self.infra_errors)},
+            "input_usd_per_mtok": float(m.input_usd_per_mtok),
+            "output_usd_per_mtok": float(m.output_usd_per_mtok),
+            "max_output_tokens": m.max_output_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Audit:
+    models: list[ModelAudit]
+    findings: list[str]
+
+    @property
+    def fair(self) -> bool:
+        return not self.findings
+
+    @property
+    def verdict(self) -> str:
+        return "fair: no finding" if self.fair else f"UNFAIR: {len(self.findings)} finding(s)"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fair": self.fair, "findings": self.findings, "models": [m.to_json() for m in self.models]}
+
+
+def _model_audit(model: Model, views: list[SessionView]) -> ModelAudit:
+    started = [v for v in views if v.ran or v.state == "running"]
+    return ModelAudit(
+        model=model,
+        planned=len(views),
+        environments=Counter(v.environment or "(not recorded)" for v in started),
+        prompts=Counter(v.prompt_sha256 for v in started if v.prompt_sha256),
+        reservations=Counter(
+            str(v.reserved_usd.normalize()) if v.reserved_usd is not None else "(not recorded)"
+            for v in started
+        ),
+        runners=Counter(v.runner or "(not recorded)" for v in started),
+        skipped_budget=sum(v.state == "skipped_budget" for v in views),
+        infra_errors=sum(v.infra_error for v in views),
+    )
+
+
+def _spread(audits: list[ModelAudit], field: str, what: str) -> list[str]:
+    """A finding when sessions did not all see the same value of `field`."""
+    values: Counter[str] = Counter()
+    for a in audits:
+        values.update(getattr(a, field))
+    if len(values) <= 1:
+        return []
+    per_model = "; ".join(
+        f"{a.model.name}: " + ", ".join(f"{value} ({n})" for value, n in getattr(a, field).most_common())
+        for a in audits
+        if getattr(a, field)
+    )
+    return [f"{what}: {per_model}"]
+
+
+def _share_gap(audits: list[ModelAudit], field: str, what: str) -> list[str]:
+    counts = [(a, getattr(a, field)) for a in audits]
+    shares = [a.share(n) for a, n in counts]
+    if len(counts) < 2 or max(shares) - min(shares) < MARKED_SHARE:
+        return []
+    if max(n for _, n in counts) - min(n for _, n in counts) < MARKED_COUNT:
+        return []
+    detail = ", ".join(f"{a.model.name} {n} of {a.planned} ({a.share(n):.0%})" for a, n in counts)
+    return [f"{what} differ markedly between models: {detail}"]
+
+
+def _limits(models: list[Model]) -> list[str]:
+    findings = []
+    limits = {m.max_output_tokens for m in models}
+    if len(limits) > 1:
+        detail = ", ".join(f"{m.name} {m.max_output_tokens}" for m in models)
+        findings.append(f"token limits: max_output_tokens differs between models: {detail}")
+    free = [m.name for m in models if m.input_usd_per_mtok == 0 or m.output_usd_per_mtok == 0]
+    if free:
+        findings.append(f"prices: zero price for {', '.join(free)}: the money budget cannot bound its calls")
+    return findings
+
+
+def audit(runs: list[Run]) -> Audit:
+    campaign = runs[0].campaign
+    grouped = sessions_by_model(runs)
+    audits = [_model_audit(m, grouped[m.name]) for m in campaign.models]
+    findings: list[str] = []
+    if not campaign.budget.enforce:
+        findings.append("budget: not enforced (enforce = false): sessions ran without a reserved budget")
+    findings += _spread(audits, "environments", "environment: sessions ran on different targets")
+    findings += _spread(audits, "prompts", "prompt: sessions got different prompts")
+    findings += _spread(audits, "reservations", "budget: sessions reserved different budgets")
+    findings += _spread(audits, "runners", "runner: switched mid-run, models compared across runners")
+    findings += _share_gap(audits, "skipped_budget", "skipped for budget: the shares of sessions")
+    findings += _share_gap(audits, "infra_errors", "infrastructure errors: the shares of sessions")
+    findings += _limits(list(campaign.models))
+    return Audit(audits, findings)

@@ -1,0 +1,104 @@
+"""The report as one self-contained HTML page: inline CSS and inline SVG plots, no script, no
+network at view time (no CDN, no web font), so it can be mailed, archived or opened offline."""
+
+from __future__ import annotations
+
+from html import escape
+
+from benchtui.report import Report
+from benchtui.report.plots import all_plots
+from benchtui.report.text import COLUMNS, counts, leaderboard_row
+
+STYLE = """
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d2430;
+       max-width: 1100px; margin: 2rem auto; padding: 0 1rem; }
+h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2rem; border-bottom: 1px solid #d5dbe3; }
+.meta { color: #5a6472; } table { border-collapse: collapse; width: 100%; margin: .6rem 0; }
+th, td { padding: .35rem .6rem; text-align: left; border-bottom: 1px solid #e4e8ee; vertical-align: top; }
+#leaderboard td, #audit td:first-child { white-space: nowrap; } #audit td { overflow-wrap: anywhere; }
+th { background: #f1f4f8; } tbody tr:nth-child(even) { background: #fafbfd; }
+.verdict { display: inline-block; padding: .3rem .8rem; border-radius: 1rem; font-weight: 600; }
+.fair { background: #e3f4e8; color: #1b6b34; } .unfair { background: #fde7e6; color: #a32018; }
+figure { margin: 1.2rem 0; } figcaption { font-weight: 600; margin-bottom: .3rem; }
+figure svg { width: 100%; max-width: 760px; height: auto; } .note { color: #5a6472; font-size: .9rem; }
+"""
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], table_id: str) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _fairness(report: Report) -> str:
+    audit = report.fairness
+    verdict = (
+        f'<p><span class="verdict {"fair" if audit.fair else "unfair"}">{escape(audit.verdict)}</span></p>'
+    )
+    findings = "".join(f"<li>{escape(f)}</li>" for f in audit.findings)
+    rows = [
+        (
+            a.model.name,
+            counts(a.runners),
+            counts(a.reservations, "$"),
+            counts(a.environments),
+            counts(a.prompts) if a.prompts else "not recorded by the runner",
+            f"{a.skipped_budget}/{a.planned}",
+            f"{a.infra_errors}/{a.planned}",
+            f"${a.model.input_usd_per_mtok} / ${a.model.output_usd_per_mtok}",
+            str(a.model.max_output_tokens),
+        )
+        for a in audit.models
+    ]
+    header = (
+        "model",
+        "runners",
+        "reserved",
+        "environments",
+        "prompts",
+        "skipped (budget)",
+        "infra errors",
+        "price in/out per Mtok",
+        "max output tokens",
+    )
+    return (
+        verdict + (f'<ul id="findings">{findings}</ul>' if findings else "") + _table(header, rows, "audit")
+    )
+
+
+def render(report: Report) -> str:
+    campaign = report.runs[0].campaign.name
+    runs = ", ".join(str(run.path) for run in report.runs)
+    leaderboard = _table(
+        COLUMNS, [leaderboard_row(n, m) for n, m in enumerate(report.models, 1)], "leaderboard"
+    )
+    comparisons = "".join(
+        f"<li><b>{escape(c.a)}</b> vs <b>{escape(c.b)}</b>: "
+        f"{'n/a' if c.difference is None else f'{c.difference * 100:+.0f} pp'}; {escape(c.verdict)}</li>"
+        for c in report.comparisons
+    )
+    figures = "".join(
+        f'<figure id="{fid}"><figcaption>{escape(caption)}</figcaption>{svg}</figure>'
+        for fid, caption, svg in all_plots(report)
+    )
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>benchtui report: {escape(campaign)}</title><style>{STYLE}</style></head>
+<body>
+<h1>Campaign {escape(campaign)}</h1>
+<p class="meta">identity {escape(report.identity)} &middot; runs: {escape(runs)}</p>
+<h2>Leaderboard</h2>
+{leaderboard}
+<p class="note">bugs: verified distinct-rule bugs (a rule counts once); bug rate: sessions with a confirmed
+bug / sessions that ran, with its 95% Wilson interval; certs: confirmed / rejected / inconclusive /
+unverified.</p>
+<h2>Is the difference real?</h2>
+<p class="note">Fisher's exact test on each pair's bug rates (two-sided, per pair).</p>
+<ul id="comparisons">{comparisons or "<li>one model: nothing to compare</li>"}</ul>
+<h2>Fairness audit</h2>
+{_fairness(report)}
+<h2>Plots</h2>
+{figures}
+</body></html>
+"""

@@ -1,0 +1,182 @@
+"""Read run dirs for a report, never writing into them: the frozen campaign, identity, ledger,
+journal and outcome details, folded into one `SessionView` per session.
+
+Works on finished, stopped and running campaigns alike: the journal is append-only (a torn last
+line is ignored), the ledger is replaced by rename, so a reader sees a consistent state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from benchtui import campaign as campaign_file
+from benchtui import rundir
+from benchtui.campaign import Campaign
+from benchtui.checkpoint import CRASHED, read_journal
+from benchtui.errors import BadInput
+from benchtui.money import ZERO, usd
+from benchtui.plan import PlannedSession, build_plan
+from benchtui.records import JournalRecord
+from benchtui.results import read_details
+from benchtui.store import JOURNAL, LEDGER
+
+RAN = ("done", "error", "killed")
+
+
+@dataclass(slots=True)
+class SessionView:
+    """One planned session of one run, as the journal (and its outcome details) tell it."""
+
+    run: str
+    planned: PlannedSession
+    state: str = "pending"
+    result: str | None = None
+    retryable: bool = False
+    attempt: int = 0
+    runner: str | None = None
+    reserved_usd: Decimal | None = None
+    environment: str | None = None
+    started: float | None = None
+    ended: float | None = None
+    tokens: int = 0
+    """Over every attempt: tokens an interrupted attempt used were spent all the same."""
+    certificate: dict[str, Any] | None = None
+    verify_details: dict[str, Any] | None = None
+    prompt_sha256: str | None = None
+
+    @property
+    def ran(self) -> bool:
+        return self.state in RAN
+
+    @property
+    def infra_error(self) -> bool:
+        return self.state == "error" and self.retryable
+
+    @property
+    def wall_s(self) -> float | None:
+        if self.ran and self.started is not None and self.ended is not None:
+            return max(self.ended - self.started, 0.0)
+        return None
+
+
+@dataclass
+class Run:
+    path: Path
+    campaign: Campaign
+    identity: dict[str, str]
+    spent: dict[str, Decimal]
+    wasted: dict[str, Decimal]
+    sessions: list[SessionView]
+    ends: list[JournalRecord] = field(default_factory=list)
+    """Every attempt's end line (cost, time), in journal order: the spend over time."""
+    t0: float | None = None
+    """When the run's first journal line was written."""
+
+
+def journal_records(run_dir: Path, plan: list[PlannedSession]) -> list[JournalRecord]:
+    """The journal's lines, typed (the same reader `--resume` uses)."""
+    return read_journal(run_dir / JOURNAL, {s.id: s for s in plan})
+
+
+def identity_key(identity: dict[str, str]) -> str:
+    """One short string for the whole identity (its parts are hashes already)."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def read_run(run_dir: Path) -> Run:
+    if not (run_dir / rundir.CAMPAIGN).is_file():
+        raise BadInput(f"{run_dir}: not a benchtui run dir (no {rundir.CAMPAIGN})")
+    campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, require_target=False)
+    identity = rundir.read_identity(run_dir)
+    try:
+        ledger = tomllib.loads((run_dir / LEDGER).read_text())
+        accounts = ledger["models"]
+        spent = {m: usd(accounts[m]["spent_usd"]) for m in accounts}
+        wasted = {m: usd(accounts[m]["wasted_usd"]) for m in accounts}
+    except FileNotFoundError:
+        raise BadInput(f"{run_dir / LEDGER}: missing") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise BadInput(f"{run_dir / LEDGER}: corrupted ledger ({exc})") from None
+    plan = build_plan(campaign)
+    views = {s.id: SessionView(str(run_dir), s) for s in plan}
+    run = Run(run_dir, campaign, identity, spent, wasted, list(views.values()))
+    starts: dict[tuple[str, int], JournalRecord] = {}
+    for rec in journal_records(run_dir, plan):
+        view = views[rec.session]
+        if run.t0 is None:
+            run.t0 = rec.t
+        if rec.state == "running":
+            starts[view.planned.id, rec.attempt] = rec
+        else:
+            run.ends.append(rec)
+            view.tokens += rec.tokens
+        _take(view, rec, starts.get((view.planned.id, rec.attempt)))
+    by_model: dict[str, list[SessionView]] = defaultdict(list)
+    for view in views.values():
+        if view.ran:
+            by_model[view.planned.model].append(view)
+    for model, ran in by_model.items():
+        details = read_details(run_dir, model)
+        for view in ran:
+            _take_details(view, details.get((view.planned.id, view.attempt)))
+    return run
+
+
+def _take(view: SessionView, rec: JournalRecord, start: JournalRecord | None) -> None:
+    """The last line of a session is its state; its attempt's `running` line says how it started."""
+    view.state, view.attempt = rec.state, rec.attempt
+    view.result, view.retryable = rec.result, rec.retryable
+    view.runner = rec.runner or None
+    # An attempt ended by a later --resume (interrupted) has no meaningful wall time.
+    view.ended = rec.t if rec.state != "running" and rec.reason != CRASHED else None
+    view.reserved_usd = start.reserved_usd if start else None
+    view.environment = start.environment if start else None
+    view.started = start.t if start else None
+    view.certificate = view.verify_details = view.prompt_sha256 = None
+
+
+def _take_details(view: SessionView, detail: dict[str, Any] | None) -> None:
+    if not detail:
+        return
+    cert = detail.get("certificate")
+    view.certificate = cert if isinstance(cert, dict) else None
+    checked = detail.get("verify_details")
+    view.verify_details = checked if isinstance(checked, dict) else None
+    view.prompt_sha256 = detail.get("prompt_sha256") or None
+
+
+def read_runs(run_dirs: list[Path]) -> list[Run]:
+    """Several runs of one campaign identity, to pool; refuses to mix identities."""
+    runs = [read_run(path) for path in run_dirs]
+    first = runs[0]
+    for other in runs[1:]:
+        differ = sorted(
+            k
+            for k in first.identity.keys() | other.identity.keys()
+            if first.identity.get(k) != other.identity.get(k)
+        )
+        if differ:
+            raise BadInput(
+                f"cannot pool {first.path} and {other.path}: their campaigns differ in {', '.join(differ)}"
+            )
+    return runs
+
+
+def sessions_by_model(runs: list[Run]) -> dict[str, list[SessionView]]:
+    """Every session of the pooled runs, by model, in campaign order of the models."""
+    grouped: dict[str, list[SessionView]] = {m.name: [] for m in runs[0].campaign.models}
+    for run in runs:
+        for view in run.sessions:
+            grouped[view.planned.model].append(view)
+    return grouped
+
+
+def total(values: list[Decimal]) -> Decimal:
+    return sum(values, ZERO)
