@@ -79,7 +79,7 @@ def _parse_all(lines: list[str]) -> list[Any]:
     does not parse, or holds more or less than one value, is found and named line by line."""
     try:
         with gc_paused():
-            records = json.loads("[" + ",".join(lines) + "]")
+            records: list[Any] = json.loads("[" + ",".join(lines) + "]")
         if len(records) == len(lines):
             return records
     except ValueError:
@@ -139,7 +139,7 @@ def _check_nothing_forgotten(run_dir: Path, saved: dict[str, Any], rebuilt: Ledg
     if not isinstance(models, dict):
         raise BadInput(f"{run_dir / LEDGER}: corrupted ledger (no [models]); use --fresh")
     for name, account in rebuilt.models.items():
-        entry = models.get(name)
+        entry: Any = models.get(name)
         try:
             spent = usd(entry["spent_usd"])
             done = int(entry["sessions_done"])

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import trio
 
@@ -66,7 +67,7 @@ class PreparedRun:
 
 def prepare(opts: Options) -> PreparedRun:
     """Validate, lock and open the run dir; raises BadInput / RunDirBusy with one clear line."""
-    overrides = {"runner": opts.runner, "parallelism": opts.parallelism}
+    overrides: dict[str, Any] = {"runner": opts.runner, "parallelism": opts.parallelism}
     if opts.campaign is None:
         if not opts.resume:
             raise BadInput("give a campaign file, or --resume to continue the latest run")

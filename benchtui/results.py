@@ -67,7 +67,7 @@ def up_to_date(run_dir: Path, models: list[str]) -> bool:
 
 
 def read_details(run_dir: Path, model: str) -> dict[tuple[str, int], dict[str, Any]]:
-    details = {}
+    details: dict[tuple[str, int], dict[str, Any]] = {}
     try:
         lines = (run_dir / OUTCOMES / f"{slug(model)}.jsonl").read_bytes().split(b"\n")
     except FileNotFoundError:

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from benchtui import rundir
 from benchtui.atomic import atomic_write
@@ -15,7 +16,7 @@ from benchtui.report import Report, build
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like the main command
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, like the main command
         raise BadInput(f"report: {message} (see `benchtui report --help`)")
 
 

@@ -3,6 +3,7 @@ network at view time (no CDN, no web font), so it can be mailed, archived or ope
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape
 
 from benchtui.report import Report
@@ -24,7 +25,7 @@ figure svg { width: 100%; max-width: 760px; height: auto; } .note { color: #5a64
 """
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], table_id: str) -> str:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], table_id: str) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'

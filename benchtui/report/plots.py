@@ -88,7 +88,9 @@ def bugs_against_spend(curves: dict[str, list[Point]]) -> str:
     ax.set_xlabel("spent (USD)")
     ax.xaxis.set_major_formatter("${x:,.2f}")
     ax.set_ylabel("verified distinct-rule bugs")
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(loc="upper left", fontsize="small")
     return _svg(fig, "bugs-vs-spend")
 

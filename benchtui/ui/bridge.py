@@ -21,16 +21,18 @@ class TrioGuest:
 
     def __init__(self) -> None:
         self.token: trio.lowlevel.TrioToken | None = None
-        self.outcome: outcome.Outcome | None = None
+        self.outcome: outcome.Outcome[Any] | None = None
         self._root: trio.CancelScope | None = None
-        self._done: asyncio.Future[outcome.Outcome] | None = None
-        self._on_done: Callable[[outcome.Outcome], None] = lambda result: None
+        self._done: asyncio.Future[outcome.Outcome[Any]] | None = None
+        self._on_done: Callable[[outcome.Outcome[Any]], None] = lambda result: None
 
     @property
     def running(self) -> bool:
         return self._done is not None and not self._done.done()
 
-    def start(self, main: Callable[[], Awaitable[Any]], on_done: Callable[[outcome.Outcome], None]) -> None:
+    def start(
+        self, main: Callable[[], Awaitable[Any]], on_done: Callable[[outcome.Outcome[Any]], None]
+    ) -> None:
         """Start `main` as a guest on the running asyncio loop; `on_done(outcome)` when it ends."""
         loop = asyncio.get_running_loop()
         self._done = loop.create_future()
@@ -48,7 +50,7 @@ class TrioGuest:
             host_uses_signal_set_wakeup_fd=True,
         )
 
-    def _finished(self, result: outcome.Outcome) -> None:
+    def _finished(self, result: outcome.Outcome[Any]) -> None:
         self.outcome = result
         if self._done is not None and not self._done.done():
             self._done.set_result(result)

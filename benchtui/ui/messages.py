@@ -7,6 +7,7 @@ post one of these, and the app handles it in its own task.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import outcome
 from textual.message import Message
@@ -16,7 +17,7 @@ from textual.message import Message
 class CampaignDone(Message):
     """The guest Trio run ended: `result` holds engine.run's return value or its exception."""
 
-    result: outcome.Outcome
+    result: outcome.Outcome[Any]
 
 
 @dataclass
