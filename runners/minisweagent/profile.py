@@ -30,6 +30,9 @@ class MiniSweProfile(RunnerProfile):
     environment: Literal["local", "bubblewrap"] = "bubblewrap"
     """Where the agent's commands run: `bubblewrap` (read-only system, writable session copy, no
     network) or `local` (the plain host: no isolation)."""
+    unsandboxed: bool = False
+    """Must be `true` with `environment = "local"`: there the agent's commands run as you, on the
+    host, and can read the API keys (e.g. from /proc/<benchtui pid>/environ) and your files."""
     step_limit: int = Field(default=40, gt=0)
     """Model calls per session (the same for every model)."""
     command_timeout_s: int = Field(default=120, gt=0)
@@ -73,6 +76,11 @@ class MiniSweProfile(RunnerProfile):
             data["templates"] = path
         data["templates_sha256"] = templates_digest(path)
         data["agent_version"] = _agent_version()
+        if data.get("environment") == "local" and data.get("unsandboxed") is not True:
+            raise ValueError(
+                'environment = "local" runs the agent\'s commands on the host, where they can read the '
+                "API keys and your files: say so with unsandboxed = true, or use bubblewrap"
+            )
         if data.get("environment", "bubblewrap") == "bubblewrap" and shutil.which("bwrap") is None:
             raise ValueError(
                 'environment = "bubblewrap" needs the bwrap executable '
