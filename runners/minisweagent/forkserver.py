@@ -94,17 +94,9 @@ async def _serve(zygote: _Zygote, env: dict[str, str], startup_timeout: float) -
         "PYTHONPATH": os.pathsep.join(filter(None, [PROJECT_ROOT, env.get("PYTHONPATH")])),
     }
     try:
-        with open(config_dir / "zygote.log", "wb") as log:
-            process = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "runners.minisweagent.zygote", str(theirs.fileno()), str(os.getpid())],
-                pass_fds=(theirs.fileno(),),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
+        process = _start(config_dir, theirs, env)
         theirs.close()
+        hello = b""
         with trio.move_on_after(startup_timeout):
             hello = await control.recv(64)
         if hello != b"ready":
@@ -115,7 +107,7 @@ async def _serve(zygote: _Zygote, env: dict[str, str], startup_timeout: float) -
             return
         zygote.control = control
         zygote.ready.set()
-        await process.wait()
+        await _wait(process)
         zygote.error = f"it exited with code {process.returncode}: {_tail(config_dir / 'zygote.log')}"
     except Exception as exc:  # a system task must not raise
         zygote.error = f"{type(exc).__name__}: {exc}"
@@ -126,9 +118,34 @@ async def _serve(zygote: _Zygote, env: dict[str, str], startup_timeout: float) -
         control.close()
         if process is not None:
             process.kill()
-            with trio.CancelScope(shield=True):
-                await process.wait()
+            process.wait()  # killed: reaped at once
         shutil.rmtree(config_dir, ignore_errors=True)
+
+
+def _start(config_dir: Path, theirs: socket.socket, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start the zygote from the Trio thread itself, not through trio.lowlevel.open_process: that
+    forks in a worker thread, and the zygote's PR_SET_PDEATHSIG fires when its parent *thread*
+    exits, i.e. when Trio retires that idle thread 10 s later. The zygote then died under a
+    running campaign, and the sessions whose requests it had queued ended "without a report"."""
+    with open(config_dir / "zygote.log", "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "runners.minisweagent.zygote", str(theirs.fileno()), str(os.getpid())],
+            pass_fds=(theirs.fileno(),),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+
+
+async def _wait(process: subprocess.Popen[bytes]) -> None:
+    pidfd = os.pidfd_open(process.pid)
+    try:
+        await trio.lowlevel.wait_readable(pidfd)
+    finally:
+        os.close(pidfd)
+    process.wait()
 
 
 def _tail(path: Path) -> str:
