@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchtui.atomic import atomic_write
 from benchtui.verify import Verdict, parse_block, verify_async
 from runners.base import SessionOutcome
 
@@ -49,6 +50,19 @@ def _unique(blocks: list[str]) -> list[tuple[dict[str, Any] | None, str, str]]:
     return out
 
 
+async def _verify(cert: dict[str, Any], *, pred: str, timeout: float) -> Verdict:
+    """The verifier's verdict; a certificate it cannot even handle is the model's malformed output
+    (final), never a crash of the session (retried, and paid again, on every --resume)."""
+    try:
+        return await verify_async(cert, pred=pred, timeout=timeout)
+    except Exception as exc:  # RecursionError included
+        return Verdict(
+            "rejected",
+            f"malformed certificate: {type(exc).__name__}: {str(exc)[:200]}",
+            {"cause": "malformed"},
+        )
+
+
 async def judge(
     report: Report,
     *,
@@ -87,7 +101,7 @@ async def judge(
     checked: list[tuple[dict[str, Any] | None, Verdict]] = []
     for cert, problem, _raw in _unique(list(done.get("blocks") or []))[:max_certificates]:
         verdict = (
-            await verify_async(cert, pred=pred, timeout=timeout)
+            await _verify(cert, pred=pred, timeout=timeout)
             if cert is not None
             else Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
         )
@@ -95,10 +109,11 @@ async def judge(
         if verdict.accepted:
             break
     if checked:
-        certificates_file.write_text(
+        atomic_write(
+            certificates_file,
             json.dumps(
                 [{"certificate": c, "verdict": v.to_json()} for c, v in checked], indent=1, default=str
-            )
+            ).encode(),
         )
     summary = [{"status": v.status, "reason": v.reason} for _, v in checked]
     for cert, verdict in checked:

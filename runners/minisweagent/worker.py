@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import os
 import signal
 import socket
@@ -25,18 +26,23 @@ from minisweagent.agents.default import DefaultAgent
 
 from benchtui import environment
 from benchtui.verify import find_blocks
+from benchtui.verify.certificate import MAX_CERTIFICATE_CHARS
 from runners.minisweagent import reaper, sandbox
 from runners.minisweagent.model import MeteredModel, model_kwargs
 from runners.minisweagent.profile import load_templates
-from runners.minisweagent.protocol import ParentGone, WorkerChannel
+from runners.minisweagent.protocol import MAX_BLOCKS_BYTES, MessageTooLarge, ParentGone, WorkerChannel
 
 MAX_BLOCKS = 50
-MAX_BLOCK_CHARS = 1_000_000  # a longer block is cut (and then reported as malformed)
+# A longer block is cut, and still over the certificate limit: rejected as too large (final).
+MAX_BLOCK_CHARS = MAX_CERTIFICATE_CHARS + 1024
 
 
 def certificate_blocks(messages: list[dict[str, Any]]) -> list[str]:
-    """Certificate blocks in what the model wrote and what its commands printed (not the prompt)."""
+    """Certificate blocks in what the model wrote and what its commands printed (not the prompt),
+    at most MAX_BLOCKS of them and MAX_BLOCKS_BYTES as JSON (escapes can make a character 12
+    bytes), so that the report always fits in one message to the engine."""
     blocks: list[str] = []
+    size = 0
     for message in messages[2:]:
         role, content = message.get("role"), message.get("content")
         if role == "assistant" and isinstance(content, list):
@@ -44,9 +50,13 @@ def certificate_blocks(messages: list[dict[str, Any]]) -> list[str]:
         text = message.get("extra", {}).get("raw_output") if role in ("tool", "user") else content
         for block in find_blocks(text) if isinstance(text, str) else ():
             block = block[:MAX_BLOCK_CHARS]
-            if block not in blocks:
-                blocks.append(block)
-    return blocks[:MAX_BLOCKS]
+            if block in blocks:
+                continue
+            size += len(json.dumps(block)) + 2
+            if len(blocks) >= MAX_BLOCKS or size > MAX_BLOCKS_BYTES:
+                return blocks
+            blocks.append(block)
+    return blocks
 
 
 def _classify(exc: BaseException) -> tuple[str, str, bool]:
@@ -166,7 +176,10 @@ def main(request: dict[str, Any], sock: socket.socket) -> int:
             "error": f"worker failed: {type(exc).__name__}: {str(exc)[:500]}",
         }
     with contextlib.suppress(ParentGone):
-        channel.send("done", **outcome)
+        try:
+            channel.send("done", **outcome)
+        except MessageTooLarge as exc:  # cannot happen within the bounds above; never a lost report
+            channel.send("done", **{**outcome, "blocks": [], "error": str(exc)[:500], "infra_error": False})
     sys.stdout.flush()
     sys.stderr.flush()
     reaper.kill_tree(os.getpid(), include_root=False)
