@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,11 @@ class Report:
     done: dict[str, Any] | None = None
     authorisations: int = 0
     meter_wait_s: float = 0.0
+    max_output_tokens: int = 0
+    prompt_tokens: int = 0
+    """Of the latest authorisation: with max_output_tokens, the worst case it held."""
+    worst_case: list[str] = field(default_factory=list)
+    """Why each attempt charged its worst case (usage missing, unusable, timed out, …)."""
 
 
 def _base(fingerprint: str) -> str:
@@ -77,6 +82,9 @@ async def judge(
         "copy_fingerprint": report.copy_fingerprint,
         "prompt_sha256": report.prompt_sha256,
     }
+    if report.worst_case:  # F6: each charge above the usage reported, and why
+        extra["worst_case_charges"] = len(report.worst_case)
+        extra["worst_case_reasons"] = report.worst_case[:20]
     if report.authorisations:
         extra["meter_wait_ms"] = round(1000 * report.meter_wait_s / report.authorisations, 3)
     if report.start_error:

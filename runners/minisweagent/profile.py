@@ -50,7 +50,10 @@ class MiniSweProfile(RunnerProfile):
     retry_backoff_s: float = Field(default=2.0, ge=0)
     """First wait before a retry (doubling each time, at most 60 s); a Retry-After header wins."""
     request_timeout_s: float = Field(default=600.0, gt=0)
-    """Limit of one HTTP request to the model; a timed-out attempt is charged its worst case."""
+    """Total deadline of one HTTP attempt to the model (not per read: an answer dripping a byte at a
+    time is cut off too); a timed-out attempt is charged its worst case."""
+    wall_time_s: float | None = Field(default=3600.0, gt=0)
+    """Wall-clock limit of one session (default 1 h); past it the session ends as `error`."""
     prompt_token_margin: float = Field(default=1.25, ge=1.0)
     """Prompt tokens are counted locally (litellm.token_counter); the worst case authorised before
     a call uses count × margin, as the provider's tokenizer may count more."""

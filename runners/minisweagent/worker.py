@@ -27,7 +27,7 @@ from minisweagent.agents.default import DefaultAgent
 from benchtui import environment
 from benchtui.verify import find_blocks
 from benchtui.verify.certificate import MAX_CERTIFICATE_CHARS
-from runners.minisweagent import reaper, sandbox
+from runners.minisweagent import billing, reaper, sandbox
 from runners.minisweagent.model import MeteredModel, model_kwargs
 from runners.minisweagent.profile import load_templates
 from runners.minisweagent.protocol import MAX_BLOCKS_BYTES, MessageTooLarge, ParentGone, WorkerChannel
@@ -64,7 +64,7 @@ def _classify(exc: BaseException) -> tuple[str, str, bool]:
     reason = f"{type(exc).__name__}: {str(exc)[:500]}"
     if isinstance(exc, litellm.exceptions.ContextWindowExceededError):
         return "ContextWindowExceeded", reason, False
-    if isinstance(exc, openai.APIError):
+    if isinstance(exc, openai.APIError | billing.CallDeadline):
         return "ApiError", f"model API failed after retries: {reason}", True
     if isinstance(exc, ParentGone):
         return "ParentGone", reason, True
@@ -76,6 +76,7 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
     workdir = environment.make_session_copy(Path(paths["target"]), Path(paths["workdir"]))
     channel.send("copy", fingerprint=environment.fingerprint(workdir))
     templates = load_templates(Path(paths["templates"]))
+    billing.observe_http()
     agent_model = MeteredModel(
         channel=channel,
         margin=profile["prompt_token_margin"],
@@ -83,6 +84,7 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         retries=profile["retries"],
         backoff_s=profile["retry_backoff_s"],
         api_key=request["api_key"],
+        deadline_s=profile["request_timeout_s"],
         model_name=model["name"],
         model_kwargs=model_kwargs(model, profile["request_timeout_s"]),
         cost_tracking="ignore_errors",
@@ -191,6 +193,7 @@ def warm_up() -> None:
     tokenizer, and take litellm's HTTP path once (lazy imports, client set-up) against a local
     port that refuses the connection. Single-threaded: the zygote must stay safe to fork."""
     litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners in worker logs
+    billing.observe_http()
     litellm.token_counter(model="gpt-4o", messages=[{"role": "user", "content": "warm up"}])
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused at once
