@@ -38,7 +38,13 @@ async def test_hostile_certificates_are_final_model_outcomes_never_retried(tmp_p
         return Reply(command) if request.turn == 0 else Reply(SUBMIT)
 
     with ScriptedLLM(script=script) as llm:
-        path = write_campaign(tmp_path, llm.url, tasks=["deep", "many", "huge"], parallelism=3)
+        path = write_campaign(
+            tmp_path,
+            llm.url,
+            tasks=["deep", "many", "huge"],
+            parallelism=3,  # the whole output kept: the report's own bound is what is tested here
+            runner={"command_output_bytes": 64 << 20, "trajectory_output_bytes": 128 << 20},
+        )
         with trio.fail_after(120):
             prep, _ = await run_campaign(path, tmp_path / "runs")
         records = {r["task"]: r for r in journal(prep.run_dir).values()}

@@ -26,6 +26,7 @@ from minisweagent.models.litellm_model import LitellmModel
 from minisweagent.models.utils.actions_toolcall import BASH_TOOL
 
 from runners.minisweagent import billing
+from runners.minisweagent.limits import cut
 from runners.minisweagent.protocol import ParentGone, WorkerChannel
 
 # Ours to set: the worst case authorised assumes exactly max_tokens output tokens.
@@ -60,10 +61,12 @@ class MeteredModel(LitellmModel):
         backoff_s: float,
         api_key: str | None,
         deadline_s: float,
+        observation_chars: int,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.deadline_s = deadline_s
+        self.observation_chars = observation_chars
         self.channel = channel
         self.margin = margin
         self.max_output_tokens = max_output_tokens
@@ -108,6 +111,16 @@ class MeteredModel(LitellmModel):
         self.calls += 1
         self.channel.send("step", note=f"call {self.calls}: {first_command(response)[:120]}")
         return response
+
+    def format_observation_messages(
+        self, message: dict, outputs: list[dict], template_vars: dict | None = None
+    ) -> list[dict]:
+        """The model sees at most observation_chars of each output; the log keeps what was read."""
+        shown = [{**o, "output": cut(str(o.get("output", "")), self.observation_chars)} for o in outputs]
+        messages = super().format_observation_messages(message, shown, template_vars)
+        for observation, output in zip(messages, outputs, strict=False):
+            observation.setdefault("extra", {})["raw_output"] = output.get("output", "")
+        return messages
 
     def _charge(self, prompt_tokens: int, why: str | None, failed: bool = False) -> None:
         """The authorised worst case when the attempt may have been billed (`why`), else nothing."""

@@ -34,6 +34,8 @@ class Report:
     max_output_tokens: int = 0
     prompt_tokens: int = 0
     """Of the latest authorisation: with max_output_tokens, the worst case it held."""
+    cgroup: str | None = None
+    """The worker's pids cgroup, removed once it is gone."""
     worst_case: list[str] = field(default_factory=list)
     """Why each attempt charged its worst case (usage missing, unusable, timed out, …)."""
 
@@ -96,6 +98,8 @@ async def judge(
         )
     steps, status = int(done.get("steps") or 0), str(done.get("exit_status") or "")
     extra["exit_status"] = status
+    if done.get("limits"):  # resource limits hit: output cut, processes or disk (then it ended)
+        extra["limits_hit"] = [str(hit)[:300] for hit in done["limits"]][:51]
     if done.get("meter_rtt_ms") is not None and report.authorisations:
         extra["meter_rtt_ms"] = done["meter_rtt_ms"]  # the worker's view: socket + engine
     if report.copy_fingerprint and _base(report.copy_fingerprint) != _base(fingerprint):
@@ -156,9 +160,12 @@ async def judge(
             verify_details={**verdict.to_json(), "checked": summary},
             extra={**extra, "reject_reason": verdict.reason},
         )
+    reason = EXIT_REASONS.get(status, status or "no certificate")
+    if status == "ResourceLimit":
+        reason = f"resource_limit: {str(done.get('limits', ['?'])[-1]).split(': ', 1)[-1]}"
     return SessionOutcome(
         "no_certificate",
-        reason=EXIT_REASONS.get(status, status or "no certificate"),
+        reason=reason,
         steps=steps,
         extra=extra,
     )

@@ -52,6 +52,19 @@ class MiniSweProfile(RunnerProfile):
     request_timeout_s: float = Field(default=600.0, gt=0)
     """Total deadline of one HTTP attempt to the model (not per read: an answer dripping a byte at a
     time is cut off too); a timed-out attempt is charged its worst case."""
+    max_processes: int = Field(default=256, gt=0)
+    """Processes the agent's commands may run at once (all of the session's; a pids cgroup where
+    benchtui can make one, else counted in /proc). Past it they are killed and the session ends
+    (`resource_limit`)."""
+    max_disk_mb: int = Field(default=1024, gt=0)
+    """Disk the session may write: its copy may grow by this much, no file may be larger, and
+    bubblewrap's /tmp is this large. Past it the session ends (`resource_limit`)."""
+    observation_chars: int = Field(default=10_000, gt=0)
+    """Output of one command the model sees (head and tail, the cut marked)."""
+    command_output_bytes: int = Field(default=2 * 1024 * 1024, gt=0)
+    """Output of one command kept in the trajectory (head and tail; the rest is counted, never stored)."""
+    trajectory_output_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    """Output kept in one session's trajectory in all; past it each command keeps what the model saw."""
     wall_time_s: float | None = Field(default=3600.0, gt=0)
     """Wall-clock limit of one session (default 1 h); past it the session ends as `error`."""
     prompt_token_margin: float = Field(default=1.25, ge=1.0)

@@ -21,7 +21,7 @@ import trio
 
 from benchtui.verify import resolve_pred
 from runners.base import Meter, RunnerProfile, SessionOutcome, SessionSpec, Usage
-from runners.minisweagent import forkserver, keys, reaper
+from runners.minisweagent import forkserver, keys, processes, reaper
 from runners.minisweagent.outcome import Report, judge
 from runners.minisweagent.profile import MiniSweProfile
 from runners.minisweagent.protocol import EngineChannel
@@ -119,6 +119,7 @@ class MiniSweRunner:
         finally:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(self._clean_up, files, secrets)
+                await trio.to_thread.run_sync(processes.remove_cgroup, report.cgroup)  # the worker is gone
 
     def _request(
         self, session: SessionSpec, files: SessionFiles, secrets: dict[str, str], key_name: str | None
@@ -144,6 +145,11 @@ class MiniSweRunner:
                     "retry_backoff_s",
                     "request_timeout_s",
                     "prompt_token_margin",
+                    "max_processes",
+                    "max_disk_mb",
+                    "observation_chars",
+                    "command_output_bytes",
+                    "trajectory_output_bytes",
                 )
             },
             "paths": {
@@ -204,6 +210,8 @@ class MiniSweRunner:
             report.copy_fingerprint = str(message.get("fingerprint", ""))
         elif kind == "prompt":
             report.prompt_sha256 = str(message.get("sha256", ""))
+        elif kind == "cgroup":
+            report.cgroup = str(message.get("path") or "") or None
         elif kind == "done":
             report.done = message
 

@@ -11,6 +11,7 @@ import contextlib
 import importlib
 import json
 import os
+import resource
 import signal
 import socket
 import sys
@@ -27,7 +28,8 @@ from minisweagent.agents.default import DefaultAgent
 from benchtui import environment
 from benchtui.verify import find_blocks
 from benchtui.verify.certificate import MAX_CERTIFICATE_CHARS
-from runners.minisweagent import billing, reaper, sandbox
+from runners.minisweagent import billing, processes, reaper, sandbox
+from runners.minisweagent.limits import Limits, Watched
 from runners.minisweagent.model import MeteredModel, model_kwargs
 from runners.minisweagent.profile import load_templates
 from runners.minisweagent.protocol import MAX_BLOCKS_BYTES, MessageTooLarge, ParentGone, WorkerChannel
@@ -75,6 +77,21 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
     paths, profile, model = request["paths"], request["profile"], request["model"]
     workdir = environment.make_session_copy(Path(paths["target"]), Path(paths["workdir"]))
     channel.send("copy", fingerprint=environment.fingerprint(workdir))
+    disk = profile["max_disk_mb"] * 1024 * 1024
+    # No file the session writes may pass the disk limit (the kernel's bound; the copy's growth in
+    # all is watched). Ignored SIGXFSZ stays ignored across exec: a command gets EFBIG, not killed.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (disk, disk))
+    limits = Limits(
+        max_processes=profile["max_processes"],
+        max_disk_mb=profile["max_disk_mb"],
+        command_output_bytes=profile["command_output_bytes"],
+        trajectory_output_bytes=profile["trajectory_output_bytes"],
+        observation_chars=profile["observation_chars"],
+    )
+    cgroup = processes.join_pids_cgroup(limits.max_processes)
+    if cgroup is not None:
+        channel.send("cgroup", path=str(cgroup))
     templates = load_templates(Path(paths["templates"]))
     billing.observe_http()
     agent_model = MeteredModel(
@@ -85,6 +102,7 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         backoff_s=profile["retry_backoff_s"],
         api_key=request["api_key"],
         deadline_s=profile["request_timeout_s"],
+        observation_chars=profile["observation_chars"],
         model_name=model["name"],
         model_kwargs=model_kwargs(model, profile["request_timeout_s"]),
         cost_tracking="ignore_errors",
@@ -98,9 +116,11 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         pred=paths["pred"],
         timeout=profile["command_timeout_s"],
         secret_names=sorted(request["secrets"]),
+        tmp_bytes=disk,
     )
     module, _, name = class_path.rpartition(".")
-    env = getattr(importlib.import_module(module), name)(**env_kwargs)
+    watched = Watched(limits, [workdir, Path(paths["session_dir"]) / "tmp"], cgroup)
+    env = getattr(importlib.import_module(module), name)(watched=watched, **env_kwargs)
     agent = DefaultAgent(
         agent_model,
         env,
@@ -122,6 +142,7 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         "exit_status": status,
         "steps": agent.n_calls,
         "blocks": certificate_blocks(agent.messages),
+        "limits": limits.hits,
         "error": error,
         "infra_error": infra,
         "meter_rtt_ms": round(1000 * channel.authorise_s / max(channel.authorisations, 1), 3),
