@@ -22,6 +22,7 @@ from typing import Any
 import trio
 
 import runners
+from runners.minisweagent.zygote import MAX_REQUEST
 
 #: Set before the zygote imports litellm and mini-swe-agent (they act on import otherwise).
 SETTINGS = {
@@ -43,6 +44,7 @@ class _Zygote:
         self.control: trio.socket.SocketType | None = None
         self.error = ""
         self.dead = False
+        self.max_request = MAX_REQUEST
 
 
 _ZYGOTE: trio.lowlevel.RunVar[_Zygote] = trio.lowlevel.RunVar("benchtui_minisweagent_zygote")
@@ -54,11 +56,17 @@ async def spawn(request: dict[str, Any], *, env: dict[str, str], startup_timeout
     `env` is the zygote's environment if one must be started (never secrets).
     """
     zygote = await _ready(env, startup_timeout)
+    data = json.dumps(request).encode()
+    if len(data) > zygote.max_request:  # it would not fit one message: say so, not EMSGSIZE
+        raise WorkerStartFailed(
+            f"the session request is {len(data):,} bytes (at most {zygote.max_request:,}): "
+            "is benchtui's environment that large?"
+        )
     ours, theirs = socket.socketpair()
     try:
         async with zygote.lock:
             await zygote.control.sendmsg(
-                [json.dumps(request).encode()],
+                [data],
                 [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))],
             )
     except OSError as exc:
@@ -85,6 +93,16 @@ async def _serve(zygote: _Zygote, env: dict[str, str], startup_timeout: float) -
     """Run the zygote until it exits or the Trio run ends (never raises: it is a system task)."""
     config_dir = Path(tempfile.mkdtemp(prefix="benchtui-mswea-"))  # mini-swe-agent's, at import
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    # A SEQPACKET message must fit the sender's buffer (212,992 bytes by default): a request that
+    # carries a large environment failed with EMSGSIZE, for every session.
+    for option in (getattr(socket, "SO_SNDBUFFORCE", 32), socket.SO_SNDBUF):  # FORCE: root only
+        try:
+            ours.setsockopt(socket.SOL_SOCKET, option, MAX_REQUEST + 65536)
+            break
+        except OSError:
+            continue
+    # The kernel doubles what it is given, and takes 32 bytes of it for itself.
+    zygote.max_request = min(MAX_REQUEST, ours.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) - 32)
     control = trio.socket.from_stdlib_socket(ours)
     process = None
     env = {
