@@ -79,7 +79,7 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
     channel.send("copy", fingerprint=environment.fingerprint(workdir))
     disk = profile["max_disk_mb"] * 1024 * 1024
     # No file the session writes may pass the disk limit (the kernel's bound; the copy's growth in
-    # all is watched). Ignored SIGXFSZ stays ignored across exec: a command gets EFBIG, not killed.
+    # all is watched). SIGXFSZ ignored: a local command gets EFBIG (bwrap resets it: killed there).
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     resource.setrlimit(resource.RLIMIT_FSIZE, (disk, disk))
     limits = Limits(
