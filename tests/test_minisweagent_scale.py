@@ -7,10 +7,12 @@ retired that thread (PR_SET_PDEATHSIG), and the sessions it had queued ended "wi
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 import trio
 from minisweagent_support import journal, pred_on_path, run_campaign, write_campaign
+from real_parts import require
 from scripted_llm import SUBMIT, Reply, ScriptedLLM
 
 SESSIONS = int(os.environ.get("BENCHTUI_SCALE_SESSIONS", "256"))
@@ -25,6 +27,7 @@ def _env(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.trio
 async def test_hundreds_of_bubblewrap_sessions_at_once_all_finish(tmp_path):
+    require("bubblewrap", shutil.which("bwrap"), "apt install bubblewrap")
     steps = [Reply("sleep 0.5", 100, 10, delay_s=1.0)] * 3 + [Reply(SUBMIT, 100, 10, delay_s=1.0)]
     with ScriptedLLM(steps) as llm:
         path = write_campaign(
