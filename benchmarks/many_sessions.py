@@ -47,6 +47,10 @@ async def sessions_at_once(tmp: Path, n: int) -> None:
 
 
 def per_command(tmp: Path) -> None:
+    from runners.minisweagent.forkserver import SETTINGS
+
+    # What the zygote sets before importing mini-swe-agent (else it prints and reads ~/.config).
+    os.environ.update({**SETTINGS, "MSWEA_GLOBAL_CONFIG_DIR": str(tmp)})
     from runners.minisweagent.limits import Limits, Watched
 
     limits = Limits(256, 1024, 2 << 20, 32 << 20, 10_000)
