@@ -60,3 +60,28 @@ async def test_hostile_certificates_are_final_model_outcomes_never_retried(tmp_p
         with trio.fail_after(60):  # a resume has nothing left to run, nothing to pay
             await run_campaign(path, tmp_path / "runs", resume=True)
         assert len(llm.requests) == calls
+
+
+@pytest.mark.trio
+async def test_commands_that_cannot_run_are_told_to_the_model_not_a_worker_crash(tmp_path):
+    odd = [
+        Reply(123),
+        Reply(["ls", "-l"]),
+        Reply(None),
+        Reply("echo a\0b"),
+        Reply("echo still here"),
+        Reply(SUBMIT),
+    ]
+    for sandbox in ("local", "bubblewrap"):  # one Trio run: both share the pre-warmed zygote
+        (tmp_path / sandbox).mkdir()
+        with ScriptedLLM(odd) as llm:
+            path = write_campaign(tmp_path / sandbox, llm.url, runner={"environment": sandbox})
+            with trio.fail_after(60):
+                prep, _ = await run_campaign(path, tmp_path / sandbox / "runs")
+        (record,) = journal(prep.run_dir).values()
+        assert (record["state"], record["reason"], record["calls"]) == (
+            "done",
+            "submitted without a certificate",
+            len(odd),
+        ), (sandbox, record)
+        assert "still here" in llm.requests[-1].messages[-1]["content"]

@@ -16,12 +16,26 @@ from minisweagent.environments.local import LocalEnvironment
 from runners.minisweagent.limits import Watched
 
 
+def not_a_command(command: Any) -> dict[str, Any] | None:
+    """The output for a `command` that is no string (a model may send a number, a list, null):
+    nothing is run, the model is told, the session goes on (never a crash of the worker)."""
+    if isinstance(command, str):
+        return None
+    return {
+        "output": "",
+        "returncode": -1,
+        "exception_info": f"The command must be a string, not {type(command).__name__}: nothing was run.",
+    }
+
+
 class BoundedLocalEnvironment(LocalEnvironment):
     def __init__(self, *, watched: Watched, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.watched = watched
 
     def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
+        if (refused := not_a_command(action.get("command", ""))) is not None:
+            return refused
         output = self.watched.run(
             action.get("command", ""),
             cwd=cwd or self.config.cwd or os.getcwd(),
@@ -38,6 +52,8 @@ class BoundedBubblewrapEnvironment(BubblewrapEnvironment):
         self.watched = watched
 
     def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
+        if (refused := not_a_command(action.get("command", ""))) is not None:
+            return refused
         cwd = cwd or self.config.cwd or str(self.working_dir)
         args = [self.config.executable, *self.config.wrapper_args, "--bind", cwd, cwd, "--chdir", cwd]
         for key, value in self.config.env.items():

@@ -106,16 +106,15 @@ class Watched:
             limits.observation_chars,
             min(limits.command_output_bytes, limits.trajectory_output_bytes - limits.kept),
         )
-        process = subprocess.Popen(
-            args,
-            shell=isinstance(args, str),
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        try:
+            process = self._start(args, cwd, env)
+        except (OSError, ValueError, TypeError) as exc:  # e.g. a NUL byte in the model's command
+            return {
+                "output": "",
+                "returncode": -1,
+                "exception_info": f"An error occurred while executing the command: {exc}",
+                "extra": {"exception_type": type(exc).__name__, "exception": str(exc)},
+            }
         head, tail, total, stop = bytearray(), bytearray(), 0, ""
         started = last_disk = time.monotonic()
         with selectors.DefaultSelector() as selector:
@@ -161,6 +160,19 @@ class Watched:
             self.limits.hit(f"command {self.commands}: {stop}")
             raise ResourceLimit(f"resource limit: {stop}")
         return {"output": output, "returncode": returncode, "exception_info": ""}
+
+    @staticmethod
+    def _start(args: list[str] | str, cwd: str | None, env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            args,
+            shell=isinstance(args, str),
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
 
     def _disk_over(self) -> str:
         grown = disk_used(*self.disk_roots) - self.disk_baseline
