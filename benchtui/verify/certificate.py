@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 VIOLATIONS = ("unsound_extraction", "incomplete_reduction", "suboptimal_extraction")
 BLOCK = re.compile(r"^[ \t]*CERTIFICATE_START[ \t]*\r?\n(.*?)^[ \t]*CERTIFICATE_END[ \t]*$", re.M | re.S)
+START_LINE = re.compile(r"^[ \t]*CERTIFICATE_START[ \t]*\r?\n", re.M)
+END_LINE = re.compile(r"^[ \t]*CERTIFICATE_END[ \t]*$", re.M)
 FENCE = re.compile(r"^```[\w-]*\s*\n(.*)\n```\s*$", re.S)
 # Bounds on what an agent may print as a certificate: past them it is malformed (the model's
 # outcome, final), never a crash (deep nesting raised RecursionError) or an unbounded message.
@@ -47,8 +49,15 @@ class Verdict:
 
 # -- certificate blocks in agent output ---------------------------------------------------------
 def find_blocks(text: str) -> list[str]:
-    """The raw text of every CERTIFICATE_START … CERTIFICATE_END block (lines of their own)."""
-    return [m.group(1) for m in BLOCK.finditer(text)]
+    """The raw text of every CERTIFICATE_START … CERTIFICATE_END block (lines of their own).
+
+    What BLOCK.finditer finds, in linear time: the lazy regex rescans the rest of the text from
+    every START line without an END after it (100,000 of them, 1.8 MB, took about half an hour)."""
+    blocks, pos = [], 0
+    while (start := START_LINE.search(text, pos)) and (end := END_LINE.search(text, start.end())):
+        blocks.append(text[start.end() : end.start()])
+        pos = end.end()
+    return blocks
 
 
 def parse_block(raw: str) -> tuple[dict[str, Any] | None, str]:
