@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import trio
+
 from benchtui.atomic import atomic_write
 from benchtui.verify import Verdict, parse_block, verify_async
 from runners.base import SessionOutcome
@@ -111,7 +113,9 @@ async def judge(
             reason=f"the session copy ({report.copy_fingerprint}) is not the target ({fingerprint})",
         )
     checked: list[tuple[dict[str, Any] | None, Verdict]] = []
-    for cert, problem, _raw in _unique(list(done.get("blocks") or []))[:max_certificates]:
+    # Parsing megabytes of hostile blocks takes a while: never on the engine's event loop.
+    unique = await trio.to_thread.run_sync(_unique, [str(b) for b in done.get("blocks") or []])
+    for cert, problem, _raw in unique[:max_certificates]:
         verdict = (
             await _verify(cert, pred=pred, timeout=timeout)
             if cert is not None
@@ -121,12 +125,10 @@ async def judge(
         if verdict.accepted:
             break
     if checked:
-        atomic_write(
-            certificates_file,
-            json.dumps(
-                [{"certificate": c, "verdict": v.to_json()} for c, v in checked], indent=1, default=str
-            ).encode(),
+        data = json.dumps(
+            [{"certificate": c, "verdict": v.to_json()} for c, v in checked], indent=1, default=str
         )
+        await trio.to_thread.run_sync(atomic_write, certificates_file, data.encode())
     summary = [{"status": v.status, "reason": v.reason} for _, v in checked]
     for cert, verdict in checked:
         if verdict.accepted:
