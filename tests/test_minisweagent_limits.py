@@ -21,6 +21,7 @@ COMMANDS = {
     "fork": ["for i in $(seq 300); do sleep 60 & done; wait"],
     "copy": ["head -c 15000000 /dev/zero > a; head -c 15000000 /dev/zero > b; ls -l"],
     "bigfile": ["head -c 150000000 /dev/zero > big; ls -l big"],
+    "inodes": ["python3 -c \"[open(f'f{i}', 'w').close() for i in range(60000)]\"; ls | wc -l"],
     "tmp": ["head -c 15000000 /dev/zero > /tmp/a; head -c 15000000 /dev/zero > /tmp/b; ls -l /tmp"],
 }
 LIMITS = {
@@ -55,7 +56,7 @@ async def test_each_session_is_bounded_and_says_which_bound_it_hit(tmp_path, mon
             tmp_path,
             llm.url,
             tasks=list(COMMANDS),
-            parallelism=5,
+            parallelism=len(COMMANDS),
             runner={"environment": "bubblewrap", **LIMITS},
         )
         with trio.fail_after(120):
@@ -80,7 +81,7 @@ async def test_each_session_is_bounded_and_says_which_bound_it_hit(tmp_path, mon
     assert [len(r) < 1_100_000 for r in raw] == [True] * 3 and sum(map(len, raw)) < 1_600_000
 
     assert records["fork"]["reason"].startswith("resource_limit: process limit")
-    for task in ("copy", "bigfile"):  # the copy grew past 20 MB: two files, or one the kernel cut at 20 MB
+    for task in ("copy", "bigfile", "inodes"):  # past 20 MB: two files, one the kernel cut, 60,000 empty ones
         assert records[task]["reason"].startswith("resource_limit: disk limit"), records[task]
     written = int(records["bigfile"]["reason"].split("wrote ")[1].split()[0].replace(",", ""))
     assert written < 21_000_000  # not 150 MB: no file may pass the limit (RLIMIT_FSIZE)

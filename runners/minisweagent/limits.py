@@ -12,6 +12,7 @@ only in worker processes.
 
 from __future__ import annotations
 
+import math
 import os
 import selectors
 import subprocess
@@ -28,6 +29,7 @@ from runners.minisweagent.processes import ProcessCount
 POLL_S = 0.1
 DISK_POLL_S = 5.0  # a walk of the session copy; also done after every command
 MAX_HITS = 50
+INODE_BYTES = 512
 
 
 @dataclass
@@ -58,11 +60,13 @@ class ResourceLimit(InterruptAgentFlow):
         )
 
 
-def disk_used(*roots: Path) -> int:
-    """Bytes of disk the files under `roots` occupy (allocated blocks: sparse files count as used)."""
+def disk_used(*roots: Path, stop_at: float = math.inf) -> int:
+    """Bytes of disk the files under `roots` occupy: allocated blocks (a sparse file counts what it
+    uses) plus INODE_BYTES per entry (a million empty files are not free, and made every walk slow).
+    Stops counting past `stop_at`, so a walk over a flood of files stays short."""
     total = 0
     todo = [str(r) for r in roots]
-    while todo:
+    while todo and total <= stop_at:
         try:
             entries = list(os.scandir(todo.pop()))
         except OSError:
@@ -71,7 +75,7 @@ def disk_used(*roots: Path) -> int:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     todo.append(entry.path)
-                total += entry.stat(follow_symlinks=False).st_blocks * 512
+                total += entry.stat(follow_symlinks=False).st_blocks * 512 + INODE_BYTES
             except OSError:
                 continue
     return total
@@ -175,8 +179,8 @@ class Watched:
         )
 
     def _disk_over(self) -> str:
-        grown = disk_used(*self.disk_roots) - self.disk_baseline
         limit = self.limits.max_disk_mb * 1024 * 1024
+        grown = disk_used(*self.disk_roots, stop_at=self.disk_baseline + limit) - self.disk_baseline
         return f"disk limit: the session wrote {grown:,} bytes (at most {limit:,})" if grown > limit else ""
 
     def _output(self, head: bytes, tail: bytes, total: int, keep: int) -> str:
