@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import os
 import shutil
@@ -9,6 +10,60 @@ import subprocess
 from pathlib import Path
 
 SKIP_DIRS = {".git", "target", "__pycache__", "node_modules"}
+#: Never copied into a session copy (an agent could read them and send them to its model), and so
+#: not part of the content hash either (the copy must hash like the target). Matched on the name of
+#: each file or directory, at any depth, case-insensitively.
+SECRET_FILES = (
+    ".env",
+    ".env.*",
+    "*.env",
+    ".envrc",
+    ".netrc",
+    "_netrc",
+    ".pgpass",
+    ".pypirc",
+    ".npmrc",
+    ".git-credentials",
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".docker",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "credentials.json",
+)
+
+
+def is_secret_file(name: str) -> bool:
+    lowered = name.lower()
+    return any(fnmatch.fnmatchcase(lowered, pattern) for pattern in SECRET_FILES)
+
+
+def _ignored(_dir: str, names: list[str]) -> set[str]:
+    return {n for n in names if n in SKIP_DIRS or is_secret_file(n)}
+
+
+def remove_secret_files(root: Path) -> list[Path]:
+    """Delete secret files from a session copy (a git clone brings committed ones along)."""
+    removed = []
+    for current, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != ".git"]
+        for name in [*dirs, *files]:
+            if is_secret_file(name):
+                path = Path(current, name)
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+                removed.append(path)
+        dirs[:] = [d for d in dirs if not is_secret_file(d)]
+    return removed
 
 
 def _git(path: Path, *args: str) -> str | None:
@@ -27,8 +82,8 @@ def content_hash(path: Path) -> str:
     """sha256 over relative paths and contents of every file (build/VCS dirs skipped)."""
     digest = hashlib.sha256()
     for root, dirs, files in os.walk(path):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
-        for name in sorted(files):
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not is_secret_file(d))
+        for name in sorted(n for n in files if not is_secret_file(n)):
             full = Path(root, name)
             digest.update(str(full.relative_to(path)).encode() + b"\0")
             digest.update(full.read_bytes() if not full.is_symlink() else os.readlink(full).encode())
@@ -64,7 +119,8 @@ def library_commit(fingerprint_text: str) -> str:
 
 
 def make_session_copy(source: Path, dest: Path) -> Path:
-    """A fresh private copy of the target: a detached clone at HEAD for git, else a file copy."""
+    """A fresh private copy of the target, without secret files: a detached clone at HEAD for
+    git, else a file copy."""
     if dest.exists():
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +138,7 @@ def make_session_copy(source: Path, dest: Path) -> Path:
             capture_output=True,
             timeout=600,
         )
+        remove_secret_files(dest)
     else:
-        shutil.copytree(source, dest, symlinks=True, ignore=shutil.ignore_patterns(*SKIP_DIRS))
+        shutil.copytree(source, dest, symlinks=True, ignore=_ignored)
     return dest

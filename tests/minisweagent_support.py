@@ -70,6 +70,7 @@ def write_campaign(
                 "startup_timeout_s": 60,
                 **(runner or {}),
             }
+            | ({"unsandboxed": True} if (runner or {}).get("environment", "local") == "local" else {})
         },
         "models": [
             {

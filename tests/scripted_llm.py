@@ -28,6 +28,12 @@ class Reply:
     status: int = 200
     delay_s: float = 0.0
     """Answer this late (to make the client time out)."""
+    usage: Any = "scripted"
+    """The `usage` block: "scripted" (from the token counts above), None (left out) or a dict."""
+    body: bytes | None = None
+    """A raw body for the 200 answer instead of the completion (e.g. not JSON)."""
+    drip_s: float = 0.0
+    """Send the answer one byte at a time, this long apart (a slow drip)."""
 
 
 @dataclass
@@ -95,16 +101,29 @@ class ScriptedLLM:
                     payload = json.dumps({"error": {"message": "scripted failure", "type": "server_error"}})
                     self._send(reply.status, payload.encode(), {"retry-after-ms": "10"})
                     return
-                self._send(200, json.dumps(completion(request, reply)).encode())
+                payload = reply.body if reply.body is not None else json.dumps(completion(request, reply))
+                self._send(
+                    200, payload if isinstance(payload, bytes) else payload.encode(), drip_s=reply.drip_s
+                )
 
-            def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+            def _send(
+                self, status: int, payload: bytes, headers: dict[str, str] | None = None, drip_s: float = 0.0
+            ) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 for key, value in (headers or {}).items():
                     self.send_header(key, value)
                 self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    if not drip_s:
+                        self.wfile.write(payload)
+                    for byte in payload if drip_s else ():
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        time.sleep(drip_s)
+                except OSError:  # the client gave up (a timeout): nothing more to send
+                    pass
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
@@ -142,9 +161,19 @@ def completion(request: Request, reply: Reply) -> dict[str, Any]:
                 },
             }
         ],
+    } | usage_block(reply)
+
+
+def usage_block(reply: Reply) -> dict[str, Any]:
+    if reply.usage is None:
+        return {}
+    if reply.usage != "scripted":
+        return {"usage": reply.usage}
+    total = reply.prompt_tokens + reply.completion_tokens
+    return {
         "usage": {
             "prompt_tokens": reply.prompt_tokens,
             "completion_tokens": reply.completion_tokens,
-            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-        },
+            "total_tokens": total,
+        }
     }

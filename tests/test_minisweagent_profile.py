@@ -127,10 +127,30 @@ def test_relative_templates_path_is_relative_to_the_campaign_file(tmp_path, monk
     (tmp_path / "sub" / "my.yaml").write_bytes(DEFAULT_TEMPLATES.read_bytes())
     (tmp_path / "sub" / "c.toml").write_text(
         'name = "c"\nsessions_per_model = 1\nrunner = "mini"\n[budget]\ntotal_usd = 1\n'
-        '[runners.mini]\nkind = "mini-swe-agent"\nenvironment = "local"\ntemplates = "my.yaml"\n'
+        '[runners.mini]\nkind = "mini-swe-agent"\nenvironment = "local"\nunsandboxed = true\ntemplates = "my.yaml"\n'
         '[[models]]\nname = "m"\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 1\n'
         '[environment]\npath = "target"\n'
     )
     monkeypatch.chdir(tmp_path)  # not the campaign's folder
     campaign = campaign_file.load(tmp_path / "sub" / "c.toml")
     assert campaign.runners["mini"].templates == tmp_path / "sub" / "my.yaml"
+
+
+def test_local_mode_must_be_declared_unsandboxed(tmp_path):
+    from support import benchtui
+
+    (tmp_path / "target").mkdir()
+    text = (
+        'name = "c"\nsessions_per_model = 1\nrunner = "mini"\n[budget]\ntotal_usd = 1\n'
+        '[runners.mini]\nkind = "mini-swe-agent"\nenvironment = "local"\n'
+        '[[models]]\nname = "m"\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 1\n'
+        '[environment]\npath = "target"\n'
+    )
+    (tmp_path / "c.toml").write_text(text)
+    done = benchtui("c.toml", "--no-ui", cwd=tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "unsandboxed = true" in line and "API keys" in line
+    assert not (tmp_path / "runs").exists()
+    (tmp_path / "c.toml").write_text(text.replace('"local"\n', '"local"\nunsandboxed = true\n'))
+    assert campaign_file.load(tmp_path / "c.toml").runners["mini"].unsandboxed

@@ -23,6 +23,7 @@ from typing import Any
 import trio
 
 import runners
+from runners.minisweagent.zygote import MAX_REQUEST
 
 #: Set before the zygote imports litellm and mini-swe-agent (they act on import otherwise).
 SETTINGS = {
@@ -44,6 +45,7 @@ class _Zygote:
         self.control: trio.socket.SocketType | None = None
         self.error = ""
         self.dead = False
+        self.max_request = MAX_REQUEST
 
 
 class Forkserver:
@@ -60,11 +62,17 @@ class Forkserver:
         """
         zygote = await self._ready(env, startup_timeout)
         assert zygote.control is not None
+        data = json.dumps(request).encode()
+        if len(data) > zygote.max_request:  # it would not fit one message: say so, not EMSGSIZE
+            raise WorkerStartFailed(
+                f"the session request is {len(data):,} bytes (at most {zygote.max_request:,}): "
+                "is benchtui's environment that large?"
+            )
         ours, theirs = socket.socketpair()
         try:
             async with zygote.lock:
                 await zygote.control.sendmsg(
-                    [json.dumps(request).encode()],
+                    [data],
                     [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [theirs.fileno()]))],
                 )
         except OSError as exc:
@@ -90,6 +98,16 @@ async def _serve(zygote: _Zygote, env: dict[str, str], startup_timeout: float) -
     fails the sessions that wait for it, not the campaign)."""
     config_dir = Path(tempfile.mkdtemp(prefix="benchtui-mswea-"))  # mini-swe-agent's, at import
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    # A SEQPACKET message must fit the sender's buffer (212,992 bytes by default): a request that
+    # carries a large environment failed with EMSGSIZE, for every session.
+    for option in (getattr(socket, "SO_SNDBUFFORCE", 32), socket.SO_SNDBUF):  # FORCE: root only
+        try:
+            ours.setsockopt(socket.SOL_SOCKET, option, MAX_REQUEST + 65536)
+            break
+        except OSError:
+            continue
+    # The kernel doubles what it is given, and takes 32 bytes of it for itself.
+    zygote.max_request = min(MAX_REQUEST, ours.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) - 32)
     control = trio.socket.from_stdlib_socket(ours)
     process = None
     env = {
@@ -99,20 +117,9 @@ async def _serve(zygote: _Zygote, env: dict[str, str], startup_timeout: float) -
         "PYTHONPATH": os.pathsep.join(filter(None, [PROJECT_ROOT, env.get("PYTHONPATH")])),
     }
     try:
-        with open(config_dir / "zygote.log", "wb") as log:
-            # Started from this (the event loop's) thread, not from a worker thread as trio's
-            # open_process does: the zygote dies with its parent *thread* (PR_SET_PDEATHSIG), and
-            # an idle worker thread exits after 10 s, which killed the zygote mid-campaign.
-            process = subprocess.Popen(
-                [sys.executable, "-m", "runners.minisweagent.zygote", str(theirs.fileno()), str(os.getpid())],
-                pass_fds=(theirs.fileno(),),
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
+        process = _start(config_dir, theirs, env)
         theirs.close()
+        hello = b""
         with trio.move_on_after(startup_timeout):
             hello = await control.recv(64)
         if hello != b"ready":
@@ -137,6 +144,23 @@ async def _serve(zygote: _Zygote, env: dict[str, str], startup_timeout: float) -
             with trio.CancelScope(shield=True):
                 await _wait(process)
         shutil.rmtree(config_dir, ignore_errors=True)
+
+
+def _start(config_dir: Path, theirs: socket.socket, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """Start the zygote from the Trio thread itself, not through trio.lowlevel.open_process: that
+    forks in a worker thread, and the zygote's PR_SET_PDEATHSIG fires when its parent *thread*
+    exits, i.e. when Trio retires that idle thread 10 s later. The zygote then died under a
+    running campaign, and the sessions whose requests it had queued ended "without a report"."""
+    with open(config_dir / "zygote.log", "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "runners.minisweagent.zygote", str(theirs.fileno()), str(os.getpid())],
+            pass_fds=(theirs.fileno(),),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
 
 
 async def _wait(process: subprocess.Popen[bytes]) -> None:

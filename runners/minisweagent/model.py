@@ -3,10 +3,11 @@
 Each attempt of a call: count the prompt (litellm.token_counter × margin), ask the engine to
 authorise the worst case (F5), send it with `max_tokens` = the campaign's max_output_tokens,
 report the usage the provider returned (F6). Retries on 429/5xx/timeouts are ours, not litellm's
-or mini-swe-agent's, so that each attempt is authorised and charged on its own: a failed attempt
-costs nothing, except a timed-out one, which the provider may have completed and billed, so it is
-charged its worst case (the ledger may over-count, never under). Waits back off exponentially
-and honour Retry-After. Imported only in worker processes (it imports litellm).
+or mini-swe-agent's, so that each attempt is authorised and charged on its own. An attempt the
+provider may have served (and billed) without a usable usage is charged its worst case, with the
+reason (see `billing`); one it refused costs nothing. Each attempt has a total deadline
+(`request_timeout_s`), not only a per-read one. Waits back off exponentially and honour
+Retry-After. Imported only in worker processes (it imports litellm).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from minisweagent.exceptions import InterruptAgentFlow
 from minisweagent.models.litellm_model import LitellmModel
 from minisweagent.models.utils.actions_toolcall import BASH_TOOL
 
+from runners.minisweagent import billing
+from runners.minisweagent.limits import cut
 from runners.minisweagent.protocol import ParentGone, WorkerChannel
 
 # Ours to set: the worst case authorised assumes exactly max_tokens output tokens.
@@ -57,9 +60,13 @@ class MeteredModel(LitellmModel):
         retries: int,
         backoff_s: float,
         api_key: str | None,
+        deadline_s: float,
+        observation_chars: int,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.deadline_s = deadline_s
+        self.observation_chars = observation_chars
         self.channel = channel
         self.margin = margin
         self.max_output_tokens = max_output_tokens
@@ -81,39 +88,57 @@ class MeteredModel(LitellmModel):
         while True:
             if not self.channel.authorise(prompt_tokens):
                 raise BudgetExhausted()
+            billing.OBSERVED.status = None
             try:
-                response = super()._query(messages, **kwargs)
+                with billing.total_deadline(self.deadline_s) as hit:
+                    response = super()._query(messages, **kwargs)
                 break
             except Exception as exc:
-                timed_out = isinstance(exc, openai.APITimeoutError)
-                self.channel.send(
-                    "usage",
-                    input_tokens=prompt_tokens if timed_out else 0,
-                    output_tokens=self.max_output_tokens if timed_out else 0,
-                    failed=True,
-                )
-                if attempt >= self.retries or not retryable(exc):
-                    raise
+                why = billing.failed_attempt_cost(exc, billing.OBSERVED.status, hit[0])
+                self._charge(prompt_tokens, why, failed=True)
+                if hit[0] and not isinstance(exc, billing.CallDeadline):
+                    exc = billing.CallDeadline(f"{why}: {type(exc).__name__}")
+                if attempt >= self.retries or not (hit[0] or retryable(exc)):
+                    raise exc from None
                 self.channel.send("step", note=f"retrying after {type(exc).__name__}")
                 time.sleep(backoff(exc, attempt, self.backoff_s))
                 attempt += 1
-        usage = getattr(response, "usage", None)
-        if usage is None or usage.prompt_tokens is None:  # unknown: the worst case (never under)
-            self.channel.send(
-                "usage", input_tokens=prompt_tokens, output_tokens=self.max_output_tokens, estimated=True
-            )
+        usage = billing.billable_usage(getattr(response, "usage", None))
+        if isinstance(usage, str):  # served, but its usage cannot be trusted: the worst case
+            self._charge(prompt_tokens, usage)
         else:
-            self.channel.send(
-                "usage", input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens or 0
-            )
+            self.channel.send("usage", input_tokens=usage[0], output_tokens=usage[1])
         self.calls += 1
         self.channel.send("step", note=f"call {self.calls}: {first_command(response)[:120]}")
         return response
 
+    def format_observation_messages(
+        self, message: dict, outputs: list[dict], template_vars: dict | None = None
+    ) -> list[dict]:
+        """The model sees at most observation_chars of each output; the log keeps what was read."""
+        shown = [{**o, "output": cut(str(o.get("output", "")), self.observation_chars)} for o in outputs]
+        messages = super().format_observation_messages(message, shown, template_vars)
+        for observation, output in zip(messages, outputs, strict=False):
+            observation.setdefault("extra", {})["raw_output"] = output.get("output", "")
+        return messages
+
+    def _charge(self, prompt_tokens: int, why: str | None, failed: bool = False) -> None:
+        """The authorised worst case when the attempt may have been billed (`why`), else nothing."""
+        if why is None:
+            self.channel.send("usage", input_tokens=0, output_tokens=0, failed=failed)
+        else:
+            self.channel.send(
+                "usage", input_tokens=prompt_tokens, output_tokens=self.max_output_tokens, worst_case=why
+            )
+
 
 def retryable(exc: Exception) -> bool:
     status = getattr(exc, "status_code", None)
-    return isinstance(exc, openai.APIConnectionError) or status in RETRY_STATUS or (status or 0) >= 500
+    return (
+        isinstance(exc, openai.APIConnectionError | billing.CallDeadline)
+        or status in RETRY_STATUS
+        or (status or 0) >= 500
+    )
 
 
 def backoff(exc: Exception, attempt: int, base_s: float) -> float:

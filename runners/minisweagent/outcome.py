@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import trio
+
+from benchtui.atomic import atomic_write
 from runners.base import SessionOutcome
 from runners.problem_reductions import Verdict, parse_block, verify_async
 
@@ -30,6 +33,13 @@ class Report:
     done: dict[str, Any] | None = None
     authorisations: int = 0
     meter_wait_s: float = 0.0
+    max_output_tokens: int = 0
+    prompt_tokens: int = 0
+    """Of the latest authorisation: with max_output_tokens, the worst case it held."""
+    cgroup: str | None = None
+    """The worker's pids cgroup, removed once it is gone."""
+    worst_case: list[str] = field(default_factory=list)
+    """Why each attempt charged its worst case (usage missing, unusable, timed out, …)."""
 
 
 def _base(fingerprint: str) -> str:
@@ -49,6 +59,19 @@ def _unique(blocks: list[str]) -> list[tuple[dict[str, Any] | None, str, str]]:
     return out
 
 
+async def _verify(cert: dict[str, Any], *, pred: str, timeout: float) -> Verdict:
+    """The verifier's verdict; a certificate it cannot even handle is the model's malformed output
+    (final), never a crash of the session (retried, and paid again, on every --resume)."""
+    try:
+        return await verify_async(cert, pred=pred, timeout=timeout)
+    except Exception as exc:  # RecursionError included
+        return Verdict(
+            "rejected",
+            f"malformed certificate: {type(exc).__name__}: {str(exc)[:200]}",
+            {"cause": "malformed"},
+        )
+
+
 async def judge(
     report: Report,
     *,
@@ -63,6 +86,9 @@ async def judge(
         "copy_fingerprint": report.copy_fingerprint,
         "prompt_sha256": report.prompt_sha256,
     }
+    if report.worst_case:  # F6: each charge above the usage reported, and why
+        extra["worst_case_charges"] = len(report.worst_case)
+        extra["worst_case_reasons"] = report.worst_case[:20]
     if report.authorisations:
         extra["meter_wait_ms"] = round(1000 * report.meter_wait_s / report.authorisations, 3)
     if report.start_error:
@@ -74,6 +100,8 @@ async def judge(
         )
     steps, status = int(done.get("steps") or 0), str(done.get("exit_status") or "")
     extra["exit_status"] = status
+    if done.get("limits"):  # resource limits hit: output cut, processes or disk (then it ended)
+        extra["limits_hit"] = [str(hit)[:300] for hit in done["limits"]][:51]
     if done.get("meter_rtt_ms") is not None and report.authorisations:
         extra["meter_rtt_ms"] = done["meter_rtt_ms"]  # the worker's view: socket + engine
     if report.copy_fingerprint and _base(report.copy_fingerprint) != _base(fingerprint):
@@ -85,9 +113,11 @@ async def judge(
             reason=f"the session copy ({report.copy_fingerprint}) is not the target ({fingerprint})",
         )
     checked: list[tuple[dict[str, Any] | None, Verdict]] = []
-    for cert, problem, _raw in _unique(list(done.get("blocks") or []))[:max_certificates]:
+    # Parsing megabytes of hostile blocks takes a while: never on the engine's event loop.
+    unique = await trio.to_thread.run_sync(_unique, [str(b) for b in done.get("blocks") or []])
+    for cert, problem, _raw in unique[:max_certificates]:
         verdict = (
-            await verify_async(cert, pred=pred, timeout=timeout)
+            await _verify(cert, pred=pred, timeout=timeout)
             if cert is not None
             else Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
         )
@@ -95,11 +125,10 @@ async def judge(
         if verdict.accepted:
             break
     if checked:
-        certificates_file.write_text(
-            json.dumps(
-                [{"certificate": c, "verdict": v.to_json()} for c, v in checked], indent=1, default=str
-            )
+        data = json.dumps(
+            [{"certificate": c, "verdict": v.to_json()} for c, v in checked], indent=1, default=str
         )
+        await trio.to_thread.run_sync(atomic_write, certificates_file, data.encode())
     summary = [{"status": v.status, "reason": v.reason} for _, v in checked]
     for cert, verdict in checked:
         if verdict.accepted:
@@ -136,9 +165,12 @@ async def judge(
             verify_details={**verdict.to_json(), "checked": summary},
             extra={**extra, "reject_reason": verdict.reason},
         )
+    reason = EXIT_REASONS.get(status, status or "no certificate")
+    if status == "ResourceLimit":
+        reason = f"resource_limit: {str(done.get('limits', ['?'])[-1]).split(': ', 1)[-1]}"
     return SessionOutcome(
         "no_certificate",
-        reason=EXIT_REASONS.get(status, status or "no certificate"),
+        reason=reason,
         steps=steps,
         extra=extra,
     )

@@ -30,6 +30,9 @@ class MiniSweProfile(RunnerProfile):
     environment: Literal["local", "bubblewrap"] = "bubblewrap"
     """Where the agent's commands run: `bubblewrap` (read-only system, writable session copy, no
     network) or `local` (the plain host: no isolation)."""
+    unsandboxed: bool = False
+    """Must be `true` with `environment = "local"`: there the agent's commands run as you, on the
+    host, and can read the API keys (e.g. from /proc/<benchtui pid>/environ) and your files."""
     step_limit: int = Field(default=40, gt=0)
     """Model calls per session (the same for every model)."""
     command_timeout_s: int = Field(default=120, gt=0)
@@ -47,7 +50,23 @@ class MiniSweProfile(RunnerProfile):
     retry_backoff_s: float = Field(default=2.0, ge=0)
     """First wait before a retry (doubling each time, at most 60 s); a Retry-After header wins."""
     request_timeout_s: float = Field(default=600.0, gt=0)
-    """Limit of one HTTP request to the model; a timed-out attempt is charged its worst case."""
+    """Total deadline of one HTTP attempt to the model (not per read: an answer dripping a byte at a
+    time is cut off too); a timed-out attempt is charged its worst case."""
+    max_processes: int = Field(default=256, gt=0)
+    """Processes the agent's commands may run at once (all of the session's; a pids cgroup where
+    benchtui can make one, else counted in /proc). Past it they are killed and the session ends
+    (`resource_limit`)."""
+    max_disk_mb: int = Field(default=1024, gt=0)
+    """Disk the session may write: its copy may grow by this much, no file may be larger, and
+    bubblewrap's /tmp is this large. Past it the session ends (`resource_limit`)."""
+    observation_chars: int = Field(default=10_000, gt=0)
+    """Output of one command the model sees (head and tail, the cut marked)."""
+    command_output_bytes: int = Field(default=2 * 1024 * 1024, gt=0)
+    """Output of one command kept in the trajectory (head and tail; the rest is counted, never stored)."""
+    trajectory_output_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    """Output kept in one session's trajectory in all; past it each command keeps what the model saw."""
+    wall_time_s: float | None = Field(default=3600.0, gt=0)
+    """Wall-clock limit of one session (default 1 h); past it the session ends as `error`."""
     prompt_token_margin: float = Field(default=1.25, ge=1.0)
     """Prompt tokens are counted locally (litellm.token_counter); the worst case authorised before
     a call uses count × margin, as the provider's tokenizer may count more."""
@@ -73,6 +92,11 @@ class MiniSweProfile(RunnerProfile):
             data["templates"] = path
         data["templates_sha256"] = templates_digest(path)
         data["agent_version"] = _agent_version()
+        if data.get("environment") == "local" and data.get("unsandboxed") is not True:
+            raise ValueError(
+                'environment = "local" runs the agent\'s commands on the host, where they can read the '
+                "API keys and your files: say so with unsandboxed = true, or use bubblewrap"
+            )
         if data.get("environment", "bubblewrap") == "bubblewrap" and shutil.which("bwrap") is None:
             raise ValueError(
                 'environment = "bubblewrap" needs the bwrap executable '

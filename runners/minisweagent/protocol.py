@@ -22,6 +22,15 @@ from typing import Any
 import trio
 
 MAX_LINE = 32 * 1024 * 1024
+"""The largest message either end sends or accepts. The worker keeps what the model printed
+(certificate blocks) within MAX_BLOCKS_BYTES, well under it, so that a model's output can never
+make its report undeliverable (which would end the session as a retryable infrastructure error,
+re-run and re-paid on every --resume)."""
+MAX_BLOCKS_BYTES = 8 * 1024 * 1024
+
+
+class MessageTooLarge(ValueError):
+    """A message over MAX_LINE: never sent (the receiver would have to drop it)."""
 
 
 class ParentGone(Exception):
@@ -39,8 +48,11 @@ class WorkerChannel:
         """Round trips of authorisation requests: what the meter costs a model call."""
 
     def send(self, kind: str, **fields: Any) -> None:
+        line = json.dumps({"t": kind, **fields}, default=str).encode() + b"\n"
+        if len(line) > MAX_LINE:
+            raise MessageTooLarge(f"a {kind!r} message of {len(line):,} bytes (at most {MAX_LINE:,})")
         try:
-            self._sock.sendall(json.dumps({"t": kind, **fields}, default=str).encode() + b"\n")
+            self._sock.sendall(line)
         except OSError as exc:
             raise ParentGone(str(exc)) from None
 
@@ -65,24 +77,39 @@ class EngineChannel:
     def __init__(self, stream: trio.SocketStream) -> None:
         self._stream = stream
         self._buffer = bytearray()
+        self._skipping = False  # inside a line over MAX_LINE: dropped up to its newline
+        self._scanned = 0  # no newline before this offset of the buffer (no rescans: linear)
         self.closed = False
+        self.dropped = 0
+        """Lines dropped: over MAX_LINE, not JSON, or not an object."""
 
     async def receive(self) -> dict[str, Any] | None:
         """The next message, or None at end of stream (torn or undecodable lines are dropped)."""
         while True:
-            end = self._buffer.find(b"\n")
+            end = self._buffer.find(b"\n", self._scanned)
+            self._scanned = len(self._buffer) if end < 0 else 0
             if end >= 0:
                 line = bytes(self._buffer[:end])
                 del self._buffer[: end + 1]
+                if self._skipping:
+                    self._skipping = False
+                    continue
                 try:
                     message = json.loads(line)
-                except ValueError:
-                    continue
+                except (ValueError, RecursionError):
+                    message = None
                 if isinstance(message, dict):
                     return message
+                self.dropped += 1
                 continue
-            if self.closed or len(self._buffer) > MAX_LINE:
+            if self.closed:
                 return None
+            if len(self._buffer) > MAX_LINE:
+                self._buffer.clear()
+                self._scanned = 0
+                if not self._skipping:
+                    self._skipping = True
+                    self.dropped += 1
             try:
                 chunk = await self._stream.receive_some(1 << 16)
             except (trio.BrokenResourceError, trio.ClosedResourceError):

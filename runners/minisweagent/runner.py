@@ -8,6 +8,7 @@ the worker's whole process tree, including commands the agent left running.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -20,7 +21,7 @@ from typing import Any, ClassVar, Self
 import trio
 
 from runners.base import Meter, RunnerProfile, SessionOutcome, SessionSpec, Usage
-from runners.minisweagent import forkserver, keys, reaper
+from runners.minisweagent import forkserver, keys, processes, reaper
 from runners.minisweagent import preflight as checks
 from runners.minisweagent.outcome import Report, judge
 from runners.minisweagent.profile import MiniSweProfile
@@ -127,7 +128,7 @@ class MiniSweRunner:
             return SessionOutcome("error", reason=f"API key variable {key_name} is not set", infra_error=True)
         files = SessionFiles(session.session_dir.resolve(), session.attempt)
         files.dir.mkdir(parents=True, exist_ok=True)
-        report = Report()
+        report = Report(max_output_tokens=session.model.max_output_tokens)
         try:
             await self._run_worker(self._request(session, files, secrets, key_name), meter, report)
             outcome = await judge(
@@ -142,6 +143,7 @@ class MiniSweRunner:
         finally:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(self._clean_up, files, secrets)
+                await trio.to_thread.run_sync(processes.remove_cgroup, report.cgroup)  # the worker is gone
 
     def _request(
         self, session: SessionSpec, files: SessionFiles, secrets: dict[str, str], key_name: str | None
@@ -167,6 +169,11 @@ class MiniSweRunner:
                     "retry_backoff_s",
                     "request_timeout_s",
                     "prompt_token_margin",
+                    "max_processes",
+                    "max_disk_mb",
+                    "observation_chars",
+                    "command_output_bytes",
+                    "trajectory_output_bytes",
                 )
             },
             "paths": {
@@ -212,12 +219,14 @@ class MiniSweRunner:
         kind = message.get("t")
         if kind == "authorise":
             started = time.perf_counter()
-            ok = await meter.authorise(meter.worst_case_usd(max(0, int(message["prompt_tokens"]))))
+            prompt_tokens = _count(message.get("prompt_tokens"))
+            ok = prompt_tokens is not None and await meter.authorise(meter.worst_case_usd(prompt_tokens))
+            report.prompt_tokens = prompt_tokens or 0
             report.authorisations += 1
             report.meter_wait_s += time.perf_counter() - started
             await channel.send("authorised", ok=ok)
         elif kind == "usage":
-            meter.charge(Usage(max(0, int(message["input_tokens"])), max(0, int(message["output_tokens"]))))
+            _settle(message, meter, report)
         elif kind == "step":
             meter.progress(str(message.get("note", ""))[:200])
         elif kind == "hello":
@@ -227,6 +236,8 @@ class MiniSweRunner:
             report.copy_fingerprint = str(message.get("fingerprint", ""))
         elif kind == "prompt":
             report.prompt_sha256 = str(message.get("sha256", ""))
+        elif kind == "cgroup":
+            report.cgroup = str(message.get("path") or "") or None
         elif kind == "done":
             report.done = message
 
@@ -237,23 +248,25 @@ class MiniSweRunner:
         if worker.pid is None:  # cancelled before it said hello: wait for its pid (a moment)
             with trio.move_on_after(1.0):
                 while worker.pid is None and (message := await channel.receive()) is not None:
-                    await self._late(message, worker, meter)
+                    await self._late(message, worker, meter, report)
         if report.done is not None:
             await worker.wait_exit(5.0)  # it kills what it started, then exits
         worker.kill()
         await worker.wait_exit(2.0)
         with trio.move_on_after(0.5):
             while (message := await channel.receive()) is not None:
-                await self._late(message, worker, meter)
+                await self._late(message, worker, meter, report)
         worker.kill()  # in case its hello came only now
         worker.close()
         await channel.aclose()
 
-    async def _late(self, message: dict[str, Any], worker: WorkerProcess, meter: Meter) -> None:
+    async def _late(
+        self, message: dict[str, Any], worker: WorkerProcess, meter: Meter, report: Report
+    ) -> None:
         if message.get("t") == "hello" and worker.pid is None:
             worker.adopt(int(message["pid"]))
         elif message.get("t") == "usage":
-            meter.charge(Usage(max(0, int(message["input_tokens"])), max(0, int(message["output_tokens"]))))
+            _settle(message, meter, report)
 
     def _clean_up(self, files: SessionFiles, secrets: dict[str, str]) -> None:
         keys.redact(files.written, secrets.values())
@@ -261,3 +274,21 @@ class MiniSweRunner:
             shutil.rmtree(files.dir / "workdir", ignore_errors=True)
         shutil.rmtree(files.dir / "bin", ignore_errors=True)
         shutil.rmtree(files.dir / "tmp", ignore_errors=True)
+
+
+def _count(value: Any) -> int | None:
+    """A token count as the worker must send it: a non-negative int (never clamped)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _settle(message: dict[str, Any], meter: Meter, report: Report) -> None:
+    """Charge one attempt's usage report; one that is unreadable is charged the worst case that
+    was authorised for the attempt (F6: never under), and every worst-case charge says why."""
+    tokens = _count(message.get("input_tokens")), _count(message.get("output_tokens"))
+    why = message.get("worst_case")
+    if None in tokens:
+        why = f"unreadable usage report: {json.dumps(message, default=str)[:120]}"
+        tokens = report.prompt_tokens, report.max_output_tokens
+    if why:
+        report.worst_case.append(str(why)[:300])
+    meter.charge(Usage(*tokens))

@@ -26,8 +26,9 @@ COMMAND_ENV = {
 }
 
 
-def bubblewrap_args(pred: str | None) -> list[str]:
-    """bwrap options before mini-swe-agent's own `--bind <cwd> <cwd> --chdir <cwd>`."""
+def bubblewrap_args(pred: str | None, tmp_bytes: int | None = None) -> list[str]:
+    """bwrap options before mini-swe-agent's own `--bind <cwd> <cwd> --chdir <cwd>`; /tmp is a
+    tmpfs of at most `tmp_bytes` (fresh for every command)."""
     args = [
         "--die-with-parent",
         "--unshare-pid",
@@ -43,7 +44,15 @@ def bubblewrap_args(pred: str | None) -> list[str]:
             args += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             args += ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    args += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        *(["--size", str(tmp_bytes)] if tmp_bytes else []),
+        "--tmpfs",
+        "/tmp",
+    ]
     if pred:
         args += ["--ro-bind", pred, f"{SANDBOX_BIN}/pred"]
     args += [
@@ -73,26 +82,34 @@ def local_bin(session_dir: Path, pred: str | None) -> Path:
 
 
 def environment(
-    kind: str, *, workdir: Path, session_dir: Path, pred: str | None, timeout: int, secret_names: list[str]
+    kind: str,
+    *,
+    workdir: Path,
+    session_dir: Path,
+    pred: str | None,
+    timeout: int,
+    secret_names: list[str],
+    tmp_bytes: int | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """(mini-swe-agent environment class path, its keyword arguments)."""
+    """(environment class path, its keyword arguments): mini-swe-agent's, bounded (`environments`)."""
     if kind == "bubblewrap":
         # `env -i`: bwrap itself (PID 1 in the sandbox, its /proc/1/environ readable inside) must not
         # inherit the worker's environment, which holds the API keys for litellm.
         return (
-            "minisweagent.environments.extra.bubblewrap.BubblewrapEnvironment",
+            "runners.minisweagent.environments.BoundedBubblewrapEnvironment",
             {
                 "cwd": str(workdir),
                 "timeout": timeout,
                 "env": COMMAND_ENV,
                 "executable": shutil.which("env") or "/usr/bin/env",
-                "wrapper_args": ["-i", shutil.which("bwrap") or "bwrap", *bubblewrap_args(pred)],
+                "wrapper_args": ["-i", shutil.which("bwrap") or "bwrap", *bubblewrap_args(pred, tmp_bytes)],
             },
         )
     # LocalEnvironment passes the worker's environment on, merged with `env`: blank the secrets.
     path = f"{local_bin(session_dir, pred)}{os.pathsep}{os.environ.get('PATH', '')}"
-    env = {**dict.fromkeys(secret_names, ""), **COMMAND_ENV, "PATH": path}
-    return "minisweagent.environments.local.LocalEnvironment", {
+    tmp = session_dir / "tmp"  # where the engine removes it; counted in the session's disk
+    env = {**dict.fromkeys(secret_names, ""), **COMMAND_ENV, "PATH": path, "TMPDIR": str(tmp)}
+    return "runners.minisweagent.environments.BoundedLocalEnvironment", {
         "cwd": str(workdir),
         "timeout": timeout,
         "env": env,

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import os
+import resource
 import signal
 import socket
 import sys
@@ -24,19 +26,25 @@ import openai
 from minisweagent.agents.default import DefaultAgent
 
 from benchtui import environment
-from runners.minisweagent import reaper, sandbox
+from runners.minisweagent import billing, processes, reaper, sandbox
+from runners.minisweagent.limits import Limits, Watched
 from runners.minisweagent.model import MeteredModel, model_kwargs
 from runners.minisweagent.profile import load_templates
-from runners.minisweagent.protocol import ParentGone, WorkerChannel
+from runners.minisweagent.protocol import MAX_BLOCKS_BYTES, MessageTooLarge, ParentGone, WorkerChannel
 from runners.problem_reductions import find_blocks
+from runners.problem_reductions.certificate import MAX_CERTIFICATE_CHARS
 
 MAX_BLOCKS = 50
-MAX_BLOCK_CHARS = 1_000_000  # a longer block is cut (and then reported as malformed)
+# A longer block is cut, and still over the certificate limit: rejected as too large (final).
+MAX_BLOCK_CHARS = MAX_CERTIFICATE_CHARS + 1024
 
 
 def certificate_blocks(messages: list[dict[str, Any]]) -> list[str]:
-    """Certificate blocks in what the model wrote and what its commands printed (not the prompt)."""
+    """Certificate blocks in what the model wrote and what its commands printed (not the prompt),
+    at most MAX_BLOCKS of them and MAX_BLOCKS_BYTES as JSON (escapes can make a character 12
+    bytes), so that the report always fits in one message to the engine."""
     blocks: list[str] = []
+    size = 0
     for message in messages[2:]:
         role, content = message.get("role"), message.get("content")
         if role == "assistant" and isinstance(content, list):
@@ -44,9 +52,13 @@ def certificate_blocks(messages: list[dict[str, Any]]) -> list[str]:
         text = message.get("extra", {}).get("raw_output") if role in ("tool", "user") else content
         for block in find_blocks(text) if isinstance(text, str) else ():
             block = block[:MAX_BLOCK_CHARS]
-            if block not in blocks:
-                blocks.append(block)
-    return blocks[:MAX_BLOCKS]
+            if block in blocks:
+                continue
+            size += len(json.dumps(block)) + 2
+            if len(blocks) >= MAX_BLOCKS or size > MAX_BLOCKS_BYTES:
+                return blocks
+            blocks.append(block)
+    return blocks
 
 
 def _classify(exc: BaseException) -> tuple[str, str, bool]:
@@ -54,7 +66,7 @@ def _classify(exc: BaseException) -> tuple[str, str, bool]:
     reason = f"{type(exc).__name__}: {str(exc)[:500]}"
     if isinstance(exc, litellm.exceptions.ContextWindowExceededError):
         return "ContextWindowExceeded", reason, False
-    if isinstance(exc, openai.APIError):
+    if isinstance(exc, openai.APIError | billing.CallDeadline):
         return "ApiError", f"model API failed after retries: {reason}", True
     if isinstance(exc, ParentGone):
         return "ParentGone", reason, True
@@ -65,7 +77,23 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
     paths, profile, model = request["paths"], request["profile"], request["model"]
     workdir = environment.make_session_copy(Path(paths["target"]), Path(paths["workdir"]))
     channel.send("copy", fingerprint=environment.fingerprint(workdir))
+    disk = profile["max_disk_mb"] * 1024 * 1024
+    # No file the session writes may pass the disk limit (the kernel's bound; the copy's growth in
+    # all is watched). SIGXFSZ ignored: a local command gets EFBIG (bwrap resets it: killed there).
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (disk, disk))
+    limits = Limits(
+        max_processes=profile["max_processes"],
+        max_disk_mb=profile["max_disk_mb"],
+        command_output_bytes=profile["command_output_bytes"],
+        trajectory_output_bytes=profile["trajectory_output_bytes"],
+        observation_chars=profile["observation_chars"],
+    )
+    cgroup = processes.join_pids_cgroup(limits.max_processes)
+    if cgroup is not None:
+        channel.send("cgroup", path=str(cgroup))
     templates = load_templates(Path(paths["templates"]))
+    billing.observe_http()
     agent_model = MeteredModel(
         channel=channel,
         margin=profile["prompt_token_margin"],
@@ -73,6 +101,8 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         retries=profile["retries"],
         backoff_s=profile["retry_backoff_s"],
         api_key=request["api_key"],
+        deadline_s=profile["request_timeout_s"],
+        observation_chars=profile["observation_chars"],
         model_name=model["name"],
         model_kwargs=model_kwargs(model, profile["request_timeout_s"]),
         cost_tracking="ignore_errors",
@@ -86,9 +116,11 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         pred=paths["pred"],
         timeout=profile["command_timeout_s"],
         secret_names=sorted(request["secrets"]),
+        tmp_bytes=disk,
     )
     module, _, name = class_path.rpartition(".")
-    env = getattr(importlib.import_module(module), name)(**env_kwargs)
+    watched = Watched(limits, [workdir, Path(paths["session_dir"]) / "tmp"], cgroup)
+    env = getattr(importlib.import_module(module), name)(watched=watched, **env_kwargs)
     agent = DefaultAgent(
         agent_model,
         env,
@@ -110,6 +142,7 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         "exit_status": status,
         "steps": agent.n_calls,
         "blocks": certificate_blocks(agent.messages),
+        "limits": limits.hits,
         "error": error,
         "infra_error": infra,
         "meter_rtt_ms": round(1000 * channel.authorise_s / max(channel.authorisations, 1), 3),
@@ -166,7 +199,10 @@ def main(request: dict[str, Any], sock: socket.socket) -> int:
             "error": f"worker failed: {type(exc).__name__}: {str(exc)[:500]}",
         }
     with contextlib.suppress(ParentGone):
-        channel.send("done", **outcome)
+        try:
+            channel.send("done", **outcome)
+        except MessageTooLarge as exc:  # cannot happen within the bounds above; never a lost report
+            channel.send("done", **{**outcome, "blocks": [], "error": str(exc)[:500], "infra_error": False})
     sys.stdout.flush()
     sys.stderr.flush()
     reaper.kill_tree(os.getpid(), include_root=False)
@@ -178,6 +214,7 @@ def warm_up() -> None:
     tokenizer, and take litellm's HTTP path once (lazy imports, client set-up) against a local
     port that refuses the connection. Single-threaded: the zygote must stay safe to fork."""
     litellm.suppress_debug_info = True  # no "Give Feedback / Get Help" banners in worker logs
+    billing.observe_http()
     litellm.token_counter(model="gpt-4o", messages=[{"role": "user", "content": "warm up"}])
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused at once

@@ -1,0 +1,124 @@
+"""What one HTTP attempt to a model may have cost: the usage to charge, and a total deadline.
+
+Rule (F6): whenever the provider may have served, and billed, a call whose usage is missing,
+partial, negative or unreadable, charge the worst case that was authorised for it, and say why.
+A provider may have served a call once it answered 200 (whatever its body), or when we gave up
+waiting (a timeout), or when the connection broke after the request went out. It has not when
+it refused the connection or answered with an error status (4xx/5xx: not billed).
+
+litellm hides most of this: it fills a missing `usage` with zeros, passes negative counts on,
+and turns a 200 whose body is not JSON into an InternalServerError with status 500, the same as
+a real 500. So the worker watches the HTTP status itself, at httpx's transport (every sync
+request litellm makes, through the OpenAI SDK or its own handler, passes there). Imported only
+in worker processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import openai
+
+
+@dataclass
+class Observed:
+    """The HTTP status of the latest response whose headers arrived (None: none yet)."""
+
+    status: int | None = None
+
+
+OBSERVED = Observed()
+_original_handle_request = httpx.HTTPTransport.handle_request
+
+
+def _observing_handle_request(self: httpx.HTTPTransport, request: httpx.Request) -> httpx.Response:
+    response = _original_handle_request(self, request)
+    OBSERVED.status = response.status_code
+    return response
+
+
+def observe_http() -> None:
+    """Record every response status in OBSERVED (idempotent; done once in the zygote)."""
+    httpx.HTTPTransport.handle_request = _observing_handle_request  # type: ignore[method-assign]
+
+
+class CallDeadline(Exception):
+    """One HTTP attempt ran past its total deadline (e.g. an answer dripping a byte at a time)."""
+
+
+@contextlib.contextmanager
+def total_deadline(seconds: float) -> Iterator[list[bool]]:
+    """Interrupt the block after `seconds` in all (httpx's timeouts are per read, so a slow drip
+    never trips them). SIGALRM, so the main thread only; yields [hit?]. litellm wraps what it
+    catches, so the caller checks `hit`; the alarm repeats each second until the block is left,
+    in case some layer swallows the exception."""
+    hit = [False]
+    if threading.current_thread() is not threading.main_thread():
+        yield hit
+        return
+
+    def on_alarm(signum: int, frame: Any) -> None:
+        hit[0] = True
+        signal.setitimer(signal.ITIMER_REAL, 1.0)
+        raise CallDeadline(f"no complete answer within {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield hit
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def failed_attempt_cost(exc: BaseException, status: int | None, deadline_hit: bool) -> str | None:
+    """Why a failed attempt must be charged its worst case, or None if it cannot have been billed."""
+    if deadline_hit or any(isinstance(e, CallDeadline) for e in _chain(exc)):
+        return "the call ran past its total deadline (request_timeout_s)"
+    if status is not None and 200 <= status < 300:
+        return f"the provider answered {status} but the answer was unusable ({type(exc).__name__})"
+    if status is not None:
+        return None  # an error status: the provider refused the call
+    if any(isinstance(e, openai.APITimeoutError | httpx.TimeoutException) for e in _chain(exc)):
+        if any(isinstance(e, httpx.ConnectTimeout | httpx.PoolTimeout) for e in _chain(exc)):
+            return None  # never connected
+        return "the call timed out (the provider may have served it)"
+    if any(isinstance(e, httpx.ConnectError) for e in _chain(exc)):
+        return None  # never connected: nothing sent
+    return f"the call failed after it was sent ({type(exc).__name__}): the provider may have served it"
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def billable_usage(usage: Any) -> tuple[int, int] | str:
+    """(input, output tokens) as the provider reported them, or why they cannot be trusted.
+
+    A served call has a prompt and an answer, so zero counts mean "missing" (litellm's fill-in)."""
+    if usage is None:
+        return "the provider reported no usage"
+    prompt, completion = (
+        _count(getattr(usage, "prompt_tokens", None)),
+        _count(getattr(usage, "completion_tokens", None)),
+    )
+    if prompt is None or prompt <= 0:
+        return f"unusable prompt_tokens in the usage ({getattr(usage, 'prompt_tokens', None)!r:.40})"
+    if completion is None or completion <= 0:
+        return f"unusable completion_tokens in the usage ({getattr(usage, 'completion_tokens', None)!r:.40})"
+    return prompt, completion
