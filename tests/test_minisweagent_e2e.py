@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import tomllib
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -23,10 +22,9 @@ from minisweagent_support import (
     write_campaign,
 )
 from scripted_llm import SUBMIT, Reply, ScriptedLLM
+from support import CONTRACTS
 
-RESULTS_SCHEMA = (
-    Path(__file__).resolve().parent.parent.parent / "shared" / "contracts" / "results.schema.json"
-)
+RESULTS_SCHEMA = CONTRACTS / "results.schema.json"
 FIND_BUG = [
     Reply("ls && cat README.md", 1200, 40),
     Reply(

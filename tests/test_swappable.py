@@ -12,15 +12,12 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from support import ROOT, benchtui, popen, write_campaign
+from support import CONTRACTS, ROOT, benchtui, popen, write_campaign
 
 
 def schema() -> dict:
-    """The contract's results schema (../shared), or the copy kept beside the tests."""
-    shared = ROOT.parent / "shared/contracts/results.schema.json"
-    return json.loads(
-        (shared if shared.exists() else ROOT / "tests/fixtures/results.schema.json").read_text()
-    )
+    """The contract's results schema (a copy kept in tests/fixtures)."""
+    return json.loads((CONTRACTS / "results.schema.json").read_text())
 
 
 def test_fair_campaign_runs_end_to_end_without_heavy_imports(tmp_path):

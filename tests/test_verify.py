@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 import trio
 from minisweagent_support import STAND_IN_PRED
+from support import CONTRACTS
 
 from benchtui.cli import main as cli
 from benchtui.verify import find_blocks, parse_block, parse_value, verify, verify_async
 
-CONTRACTS = Path(__file__).resolve().parent.parent.parent / "shared" / "contracts"  # ../shared/contracts
 PRED = str(STAND_IN_PRED)
 
 

