@@ -82,27 +82,45 @@ def test_schema_command_prints_the_campaign_json_schema(tmp_path):
 
 
 def test_results_are_refreshed_while_a_long_campaign_runs(tmp_path):
+    """The campaign is paused after 3, then after 9 sessions of model a ended: each time, with
+    nothing running, the refresher must bring the results file to exactly what ran (no timing race:
+    the file is awaited, not sampled)."""
     import trio
 
     from benchtui import engine
     from benchtui import events as ev
 
-    write_campaign(tmp_path, sessions=20, total="10", latency=0.05, parallelism=2)
+    write_campaign(tmp_path, sessions=20, total="10", latency=0.01, parallelism=1)
     prep = engine.prepare(engine.Options(tmp_path / "t.toml", tmp_path / "runs"))
-    seen = []
+    path = prep.run_dir / "results/fake_model-a.json"
+    ended_a: list[str] = []
+    seen: list[int] = []
 
     async def main():
         bus = ev.EventBus()
-        async with trio.open_nursery() as nursery:
-            scheduler = await nursery.start(engine.run, prep, bus)
-            nursery.start_soon(engine.refresh_results, prep, scheduler, bus, 0.1)
-            while not scheduler.stopping and len(seen) < 3:
-                await trio.sleep(0.12)
-                path = prep.run_dir / "results/fake_model-a.json"
-                if path.exists():
-                    seen.append(len(json.loads(path.read_text())["results"]))
-            scheduler.stop()
-            nursery.cancel_scope.cancel()
+        pause_at = [3, 9]
+
+        def on_event(event: ev.Event) -> None:
+            if isinstance(event, ev.SessionEnded) and event.model == "fake/model-a":
+                ended_a.append(event.session)
+                if pause_at and len(ended_a) == pause_at[0]:
+                    pause_at.pop(0)
+                    scheduler.pause()
+
+        bus.subscribe(on_event)
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                scheduler = await nursery.start(engine.run, prep, bus)
+                nursery.start_soon(engine.refresh_results, prep, scheduler, bus, 0.05)
+                for _ in range(2):
+                    while not (scheduler.paused and not scheduler.running_sessions()):
+                        await trio.sleep(0.01)
+                    while not path.exists() or len(json.loads(path.read_text())["results"]) != len(ended_a):
+                        await trio.sleep(0.01)
+                    seen.append(len(ended_a))
+                    scheduler.resume()
+                scheduler.stop()
+                nursery.cancel_scope.cancel()
 
     trio.run(main)
-    assert len(seen) == 3 and 0 < seen[0] < seen[-1] < 20  # partial results, growing
+    assert seen[0] >= 3 and seen[0] < seen[1] < 20  # partial results, growing, while it runs

@@ -15,9 +15,9 @@ from itertools import count
 from pathlib import Path
 
 import pytest
+from real_parts import require
 from support import benchtui, journal, last_states, ledger, write_campaign
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 _servers = count()
 
 
@@ -53,6 +53,7 @@ class Tmux:
 
 @pytest.fixture
 def tmux(tmp_path):
+    require("tmux", shutil.which("tmux"), "apt install tmux (.ci/run does)")
     server = Tmux(tmp_path)
     yield server
     server.kill()
