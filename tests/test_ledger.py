@@ -97,7 +97,9 @@ def test_default_budgets_split_evenly(tmp_path):
 def test_equal_shares_never_add_up_past_the_whole(tmp_path):
     for models, total in ((3, "0.20"), (7, "1"), (6, "0.1")):
         names = tuple(f"m{i}" for i in range(models))
-        c = campaign_file.load(write_campaign(tmp_path, total=total, per_session=None, sessions=3, models=names))
+        c = campaign_file.load(
+            write_campaign(tmp_path, total=total, per_session=None, sessions=3, models=names)
+        )
         assert c.per_model_usd * models <= D(total) < c.per_model_usd * models + D("1e-8")
         assert c.per_session_usd * 3 <= c.per_model_usd
 

@@ -191,3 +191,40 @@ def test_against_the_real_pred():
     assert wrong.status == "rejected" and wrong.details["cause"] == "wrong_target", wrong
     example = verify(contract("certificate.example.json"), pred=REAL_PRED, timeout=120)
     assert not example.accepted, example  # real pred recovers the optimum on this instance
+
+
+def test_a_file_without_any_certificate_is_bad_input_not_a_rejection(tmp_path, capsys):
+    cases = {
+        "empty-object.json": "{}",
+        "schema.json": (CONTRACTS / "results.schema.json").read_text(),
+        "rows.jsonl": '{"session": "s", "state": "done"}\n{"session": "t", "state": "done"}\n',
+        "notes.log": "the agent found nothing\n",
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        assert cli(["verify", str(tmp_path / name), "--pred", PRED]) == 2, name
+        assert "no certificate found" in capsys.readouterr().err
+    (tmp_path / "claim.json").write_text('{"rule": "R"}')  # a certificate, malformed: rejected
+    assert cli(["verify", str(tmp_path / "claim.json"), "--pred", PRED]) == 1
+
+
+def test_a_trajectory_is_read_message_by_message_and_its_prompt_example_is_skipped(tmp_path, capsys):
+    genuine = json.dumps(certificate(tmp_path, "MinimumVertexCover"))
+    example = json.dumps(contract("certificate.wrong-target.json"))
+    block = f"CERTIFICATE_START\n{genuine}\nCERTIFICATE_END\n"
+    trajectory = {
+        "trajectory_format": "mini-swe-agent-1.1",
+        "messages": [
+            {
+                "role": "system",
+                "content": f"print certificates like\nCERTIFICATE_START\n{example}\nCERTIFICATE_END\n",
+            },
+            {"role": "user", "content": "find a bug"},
+            {"role": "assistant", "content": f"Here it is:\n{block}"},
+            {"role": "tool", "content": "<output/>", "extra": {"raw_output": block}},
+        ],
+    }
+    (tmp_path / "attempt-1.traj.json").write_text(json.dumps(trajectory, indent=1))
+    assert cli(["verify", str(tmp_path / "attempt-1.traj.json"), "--pred", PRED]) == 0
+    verdicts = capsys.readouterr().out.splitlines()
+    assert len(verdicts) == 1 and verdicts[0].startswith("ACCEPTED"), verdicts  # once, and not the example

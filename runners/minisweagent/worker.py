@@ -24,7 +24,7 @@ import openai
 from minisweagent.agents.default import DefaultAgent
 
 from benchtui import environment
-from benchtui.verify import find_blocks
+from benchtui.verify.sources import blocks_in_messages
 from runners.minisweagent import reaper, sandbox
 from runners.minisweagent.model import MeteredModel, model_kwargs
 from runners.minisweagent.profile import load_templates
@@ -36,17 +36,7 @@ MAX_BLOCK_CHARS = 1_000_000  # a longer block is cut (and then reported as malfo
 
 def certificate_blocks(messages: list[dict[str, Any]]) -> list[str]:
     """Certificate blocks in what the model wrote and what its commands printed (not the prompt)."""
-    blocks: list[str] = []
-    for message in messages[2:]:
-        role, content = message.get("role"), message.get("content")
-        if role == "assistant" and isinstance(content, list):
-            content = "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
-        text = message.get("extra", {}).get("raw_output") if role in ("tool", "user") else content
-        for block in find_blocks(text) if isinstance(text, str) else ():
-            block = block[:MAX_BLOCK_CHARS]
-            if block not in blocks:
-                blocks.append(block)
-    return blocks[:MAX_BLOCKS]
+    return [block[:MAX_BLOCK_CHARS] for block in blocks_in_messages(messages)][:MAX_BLOCKS]
 
 
 def _classify(exc: BaseException) -> tuple[str, str, bool]:
