@@ -78,13 +78,17 @@ def main_run(argv: list[str]) -> int:
 
             printer = headless.LinePrinter()
             finished = trio.run(headless.main, prep, printer, headless.keys_available())
-            print(printer.table())
+            accounts = printer.accounts
         else:
             from benchtui.ui.app import run_app
 
-            finished = run_app(prep)
+            finished, accounts = run_app(prep)
     finally:
         prep.lock.release()
+    # Both front ends end the same way: the table, where the results are, how to continue.
+    from benchtui.closing import closing_text
+
+    print(closing_text(prep.run_dir, accounts, finished))
     return EXIT_OK if finished else EXIT_INTERRUPTED
 
 

@@ -224,10 +224,11 @@ def make_app(prep: engine.PreparedRun, **options: Any) -> BenchApp:
     return BenchApp(prep, **options)
 
 
-def run_app(prep: engine.PreparedRun) -> bool:
-    """Run the TUI to the end; True when the campaign finished (raises what the engine raised)."""
+def run_app(prep: engine.PreparedRun) -> tuple[bool, ev.AccountsCommitted | None]:
+    """Run the TUI to the end: (did the campaign finish, the last accounts it showed); raises
+    what the engine raised."""
     app = make_app(prep)
     app.run()
     if app.error is not None:
         raise app.error
-    return app.finished
+    return app.finished, app.view.accounts
