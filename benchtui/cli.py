@@ -99,6 +99,12 @@ def raise_bad(message: str) -> None:
 
 
 def main_schema(argv: list[str]) -> int:
+    p = ArgumentParser(
+        prog="benchtui schema",
+        description="Print the JSON Schema of the campaign file (every key documented), "
+        "for editors and validators: `benchtui schema > benchtui.schema.json`.",
+    )
+    p.parse_args(argv)
     from benchtui.campaign import json_schema
 
     print(json.dumps(json_schema(), indent=2))

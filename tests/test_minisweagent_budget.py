@@ -84,7 +84,7 @@ async def test_a_failing_api_is_retried_and_a_dead_one_is_an_infrastructure_erro
         down = [r.status for r in llm.requests if r.mentions("`down`")]
         assert down == [500, 500]  # retries = 1: bounded
         assert (records["down"]["state"], records["down"]["retryable"]) == ("error", True)
-        assert "model API failed" in records["down"]["reason"]
+        assert records["down"]["reason"].startswith("model API failed (2 requests): ")
         assert records["down"]["cost_usd"] == 0
 
         # The infrastructure error is retried on resume (the API is back); nothing else runs again.

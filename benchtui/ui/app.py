@@ -29,6 +29,7 @@ from benchtui.ui.screens.summary import SummaryScreen
 
 REDRAW_HZ = 15
 STOP_GRACE_S = 10.0
+KILL_CONFIRM_S = 3.0  # a second press of the kill key within this kills
 
 
 class _Started:
@@ -68,10 +69,12 @@ class BenchApp(App[bool]):
         self.quitting = False
         self._start_paused = start_paused
         self._on_started = on_started
+        self._kill_armed: tuple[str, float] | None = None
         self.main: MainScreen
 
     # -- the campaign, in Trio ----------------------------------------------------------------
     def on_mount(self) -> None:
+        self.set_keymap(self.prep.campaign.ui.keys)
         self.main = MainScreen(self.view, self.prep.run_dir)
         self.push_screen(self.main)
         self.set_interval(1 / REDRAW_HZ, self.redraw)
@@ -138,10 +141,22 @@ class BenchApp(App[bool]):
         self._control("resume")
 
     def action_kill(self) -> None:
+        """Kill the selected session on the second press (killing spends money for nothing)."""
         sid = self.main.table.selected
         if sid is None or self.view.sessions[sid].state != "running":
             self.notify(f"{sid or 'no session'} is not running: select a running session", severity="warning")
             return
+        armed, self._kill_armed = self._kill_armed, (sid, time.monotonic())
+        if armed is None or armed[0] != sid or time.monotonic() - armed[1] > KILL_CONFIRM_S:
+            key = self.prep.campaign.ui.keys.get("kill", "k").split(",")[0]
+            self.notify(
+                f"Press {key} again to kill {sid}: it ends `killed`, its spend so far stays counted",
+                title="Kill?",
+                severity="warning",
+                timeout=KILL_CONFIRM_S,
+            )
+            return
+        self._kill_armed = None
         scheduler = self.scheduler
 
         def kill() -> None:
@@ -149,6 +164,13 @@ class BenchApp(App[bool]):
                 self.post_message(Toast(f"{sid} is not running any more", "warning"))
 
         self.guest.call(kill)
+
+    def _kill_now(self) -> None:
+        """From the palette: choosing the command is the confirmation."""
+        sid = self.main.table.selected
+        if sid is not None:
+            self._kill_armed = (sid, time.monotonic())
+        self.action_kill()
 
     def on_toast(self, message: Toast) -> None:
         self.notify(message.text, severity=message.severity)
@@ -190,13 +212,22 @@ class BenchApp(App[bool]):
         self.push_screen(QuitScreen(self.view.states["running"]), chosen)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title != "Quit":  # Textual's says "as soon as possible"; ours asks first
+                yield command
+        yield SystemCommand(
+            "Quit",
+            "Stop the campaign (now, or once running sessions finish) and leave; resumable (q)",
+            self.action_quit,
+        )
         yield SystemCommand(
             "Pause launching", "No new session starts; running ones go on (p)", self.action_pause
         )
         yield SystemCommand("Resume launching", "Start sessions again (r)", self.action_resume)
         yield SystemCommand(
-            "Kill selected session", "It ends `killed`; its spend is kept (k)", self.action_kill
+            "Kill selected session",
+            "It ends `killed`; its spend is kept (k, twice)",
+            self._kill_now,
         )
         yield SystemCommand(
             "Change runner", "Runner profile for sessions not yet started (c)", self.action_change_runner

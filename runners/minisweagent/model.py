@@ -93,6 +93,7 @@ class MeteredModel(LitellmModel):
                     failed=True,
                 )
                 if attempt >= self.retries or not retryable(exc):
+                    exc.requests_made = attempt + 1  # type: ignore[attr-defined]  # for the error's wording
                     raise
                 self.channel.send("step", note=f"retrying after {type(exc).__name__}")
                 time.sleep(backoff(exc, attempt, self.backoff_s))

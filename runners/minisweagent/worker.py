@@ -45,7 +45,8 @@ def _classify(exc: BaseException) -> tuple[str, str, bool]:
     if isinstance(exc, litellm.exceptions.ContextWindowExceededError):
         return "ContextWindowExceeded", reason, False
     if isinstance(exc, openai.APIError):
-        return "ApiError", f"model API failed after retries: {reason}", True
+        n = getattr(exc, "requests_made", 1)
+        return "ApiError", f"model API failed ({n} request{'s' if n != 1 else ''}): {reason}", True
     if isinstance(exc, ParentGone):
         return "ParentGone", reason, True
     return "WorkerError", f"worker failed: {reason}", True
