@@ -61,10 +61,8 @@ def prepare(opts: Options) -> PreparedRun:
     notes = list(campaign.warnings())
     fingerprint = environment.fingerprint(campaign.environment.path, campaign.environment.tools)
     if "+dirty" in fingerprint.split()[0]:
-        notes.append(
-            f"{campaign.environment.path} has uncommitted changes: sessions get copies of "
-            "its last commit, without them"
-        )
+        notes.append(f"{campaign.environment.path} has uncommitted changes: sessions get copies of "
+                     "its last commit, without them")
     digest = identity_digest(campaign.identity_parts(fingerprint))
     plan = build_plan(campaign)
     runner = campaign.runner
