@@ -9,7 +9,7 @@ import tomllib
 from contextvars import ContextVar
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -231,25 +231,6 @@ class Campaign(BaseSettings):
                 "environment": environment_fingerprint,
             }
         )
-
-
-def json_schema() -> dict[str, Any]:
-    """The campaign file's JSON Schema, with each `[runners.*]` table as one of the installed
-    runner kinds' profiles (the model alone only knows the keys they all share)."""
-    from pydantic import TypeAdapter
-
-    schema = Campaign.model_json_schema()
-    profiles = []
-    for kind in registry.available():
-        try:
-            profiles.append(registry.runner_class(kind).Profile)
-        except Exception:  # noqa: BLE001 - a broken third-party runner must not hide the others
-            continue
-    runners = TypeAdapter(Union[tuple(profiles)]).json_schema(ref_template="#/$defs/{model}")  # noqa: UP007
-    schema["$defs"].update(runners.pop("$defs", {}))
-    schema["$defs"].pop("RunnerProfile", None)
-    schema["properties"]["runners"]["additionalProperties"] = runners
-    return schema
 
 
 def identity_digest(parts: dict[str, Any]) -> dict[str, str]:

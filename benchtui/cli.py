@@ -105,7 +105,7 @@ def main_schema(argv: list[str]) -> int:
         "for editors and validators: `benchtui schema > benchtui.schema.json`.",
     )
     p.parse_args(argv)
-    from benchtui.campaign import json_schema
+    from benchtui.schema import json_schema
 
     print(json.dumps(json_schema(), indent=2))
     return EXIT_OK

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import jsonschema
-import pytest
 from support import CONTRACTS, ROOT, benchtui, popen, write_campaign
 
 
@@ -69,16 +68,32 @@ def test_schema_command_prints_the_campaign_json_schema(tmp_path):
     done = benchtui("schema", cwd=tmp_path)
     assert done.returncode == 0
     doc = json.loads(done.stdout)
-    assert {"budget", "models", "runners", "environment"} <= set(doc["properties"])
-    # The shipped campaigns validate against it; a typo in a runner table does not.
+    assert doc["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(doc)
+    validator = jsonschema.Draft202012Validator(doc)
+    assert {"budget", "models", "runners", "environment", "ui"} <= set(doc["properties"])
+    # The shipped campaigns validate against it.
     import tomllib
 
-    for name in ("fair.toml", "problem-reductions.toml"):
-        jsonschema.validate(tomllib.loads((ROOT / "campaigns" / name).read_text()), doc)
-    bad = tomllib.loads((ROOT / "campaigns/fair.toml").read_text())
-    bad["runners"]["fake"]["latency"] = 1
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, doc)
+    for name in ("fair.toml", "play.toml", "problem-reductions.toml"):
+        validator.validate(tomllib.loads((ROOT / "campaigns" / name).read_text()))
+
+    def first_error(change) -> str:
+        bad = tomllib.loads((ROOT / "campaigns/fair.toml").read_text())
+        change(bad)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(bad))
+        assert error is not None, "the schema accepted a bad campaign"
+        return error.message
+
+    # A typo in a runner table is reported by the profile its kind names.
+    message = first_error(lambda c: c["runners"]["fake"].update(latency=1))
+    assert "'latency' was unexpected" in message and "any of the given schemas" not in message, message
+    message = first_error(lambda c: c["runners"]["fake"].update(cost_usd="lots of money"))
+    assert "is not of type 'number'" in message, message  # money is a number
+    message = first_error(lambda c: c["budget"].update(total_usd="lots of money"))
+    assert "is not of type 'number'" in message, message
+    message = first_error(lambda c: c["runners"]["fake"].pop("kind"))
+    assert "'kind' is a required property" in message, message
 
 
 def test_results_are_refreshed_while_a_long_campaign_runs(tmp_path):

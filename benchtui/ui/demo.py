@@ -36,6 +36,8 @@ class DemoProfile(RunnerProfile):
     """Prompt size of the first call; each later call adds a quarter of it."""
     hold_from: int = Field(default=1_000_000, ge=0)
     """Sessions with this index or higher keep running after their calls."""
+    step_s: float = Field(default=0.0, ge=0)
+    """Seconds each step takes (campaigns/play.toml: slow enough to try the keys)."""
 
 
 class DemoRunner:
@@ -52,6 +54,8 @@ class DemoRunner:
                 return SessionOutcome("no_certificate", reason="budget_exhausted", steps=step)
             meter.charge(Usage(prompt, 400 + 150 * ((session.index + step) % 5)))
             meter.progress(f"step {step + 1}: {NOTES[(session.index + step) % len(NOTES)]}")
+            if p.step_s:
+                await trio.sleep(p.step_s)
         if session.index >= p.hold_from:
             await trio.sleep_forever()
         result = OUTCOMES[session.index % len(OUTCOMES)]
