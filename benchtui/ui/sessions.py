@@ -28,7 +28,7 @@ STATE_STYLES = {
     "killed": "bold red",
 }
 LABELS = {"skipped_budget": "skipped"}  # keeps the state column narrow
-COLUMNS = (("session", None), ("model", None), ("state", 7), ("cost", 7), ("calls", 5), ("outcome", 20))
+COLUMNS = (("session", None), ("model", None), ("state", 7), ("cost", 7), ("calls", 5), ("outcome", 14))
 SEPARATOR = "│"  # visible: text read out of a screenshot keeps its columns apart
 CHROME = 3 * len(COLUMNS) - 1  # a space each side of every cell, a separator between cells
 
