@@ -60,9 +60,9 @@ def tune_gc() -> None:
 
 
 def main_run(argv: list[str]) -> int:
-    from benchtui import engine
-
     args = run_parser().parse_args(argv)
+    from benchtui import engine  # after parsing: `--help` and usage errors stay instant
+
     if args.parallelism is not None and args.parallelism < 1:
         raise_bad("--parallelism must be at least 1")
     opts = engine.Options(

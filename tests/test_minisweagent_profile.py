@@ -134,3 +134,11 @@ def test_relative_templates_path_is_relative_to_the_campaign_file(tmp_path, monk
     monkeypatch.chdir(tmp_path)  # not the campaign's folder
     campaign = campaign_file.load(tmp_path / "sub" / "c.toml")
     assert campaign.runners["mini"].templates == tmp_path / "sub" / "my.yaml"
+
+
+def test_without_the_mini_extra_the_kind_says_what_to_install(monkeypatch):
+    import runners.minisweagent.profile as profile_module
+
+    monkeypatch.setattr(profile_module, "RUNNER_PACKAGES", ("minisweagent", "no_such_package_benchtui"))
+    with pytest.raises(ValueError, match=r'needs no_such_package_benchtui: pip install "benchtui\[mini\]"'):
+        profile()

@@ -8,6 +8,7 @@ upgrading the agent makes `--resume` refuse (sessions would no longer be compara
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -68,6 +69,11 @@ class MiniSweProfile(RunnerProfile):
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        missing = missing_packages()
+        if missing:
+            raise ValueError(
+                f'kind "mini-swe-agent" needs {", ".join(missing)}: pip install "benchtui[mini]"'
+            )
         path = Path(data["templates"]).expanduser().resolve() if data.get("templates") else DEFAULT_TEMPLATES
         if data.get("templates"):
             data["templates"] = path
@@ -104,6 +110,14 @@ def load_templates(path: Path) -> dict[str, str]:
 def templates_digest(path: Path) -> str:
     load_templates(path)
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+RUNNER_PACKAGES = ("minisweagent", "litellm", "openai")
+
+
+def missing_packages() -> list[str]:
+    """The runner's own dependencies (the `mini` extra) that are not installed."""
+    return [name for name in RUNNER_PACKAGES if importlib.util.find_spec(name) is None]
 
 
 @cache
