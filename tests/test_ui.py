@@ -283,6 +283,11 @@ async def test_keys_are_remapped_from_the_campaign_ui_keys_table(tmp_path):
         assert app.view.paused
         await pilot.press("z")
         await until(pilot, lambda: not app.view.paused, what="z to resume")
+        helps = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert helps["Resume launching"].endswith("(z)") and helps["Kill selected session"].endswith(
+            "(ctrl+k)"
+        )
+        assert helps["Pause launching"].endswith("(p)")
 
 
 async def test_quit_can_be_cancelled(tmp_path):

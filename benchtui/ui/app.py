@@ -22,6 +22,7 @@ from benchtui.scheduler import Scheduler
 from benchtui.ui.bridge import TrioGuest
 from benchtui.ui.messages import CampaignDone, RedrawNow, Toast
 from benchtui.ui.model import ViewModel
+from benchtui.ui.palette import key_for, palette_commands
 from benchtui.ui.screens.main import MainScreen
 from benchtui.ui.screens.quit import QuitChoice, QuitScreen
 from benchtui.ui.screens.runner_picker import RunnerPicker
@@ -148,7 +149,7 @@ class BenchApp(App[bool]):
             return
         armed, self._kill_armed = self._kill_armed, (sid, time.monotonic())
         if armed is None or armed[0] != sid or time.monotonic() - armed[1] > KILL_CONFIRM_S:
-            key = self.prep.campaign.ui.keys.get("kill", "k").split(",")[0]
+            key = key_for("kill", self.prep.campaign.ui.keys)
             self.notify(
                 f"Press {key} again to kill {sid}: it ends `killed`, its spend so far stays counted",
                 title="Kill?",
@@ -215,30 +216,17 @@ class BenchApp(App[bool]):
         for command in super().get_system_commands(screen):
             if command.title != "Quit":  # Textual's says "as soon as possible"; ours asks first
                 yield command
-        yield SystemCommand(
-            "Quit",
-            "Stop the campaign (now, or once running sessions finish) and leave; resumable (q)",
-            self.action_quit,
-        )
-        yield SystemCommand(
-            "Pause launching", "No new session starts; running ones go on (p)", self.action_pause
-        )
-        yield SystemCommand("Resume launching", "Start sessions again (r)", self.action_resume)
-        yield SystemCommand(
-            "Kill selected session",
-            "It ends `killed`; its spend is kept (k, twice)",
-            self._kill_now,
-        )
-        yield SystemCommand(
-            "Change runner", "Runner profile for sessions not yet started (c)", self.action_change_runner
-        )
-        yield SystemCommand(
-            "More parallelism", "One more session at once (+)", partial(self.action_parallelism, 1)
-        )
-        yield SystemCommand(
-            "Less parallelism", "One session fewer at once (-)", partial(self.action_parallelism, -1)
-        )
-        yield SystemCommand("Summary", "Per-model results and money (s)", self.action_summary)
+        actions = {
+            "quit": self.action_quit,
+            "pause": self.action_pause,
+            "resume": self.action_resume,
+            "kill": self._kill_now,
+            "change_runner": self.action_change_runner,
+            "parallelism_up": partial(self.action_parallelism, 1),
+            "parallelism_down": partial(self.action_parallelism, -1),
+            "summary": self.action_summary,
+        }
+        yield from palette_commands(actions, self.prep.campaign.ui.keys)
 
 
 def _first_error(exc: BaseException) -> BaseException:
