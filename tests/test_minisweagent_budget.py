@@ -34,7 +34,7 @@ async def test_a_budget_for_k_calls_buys_at_most_k_calls_and_is_never_exceeded(t
         with trio.fail_after(60):
             prep, _ = await run_campaign(path, tmp_path / "runs")
     (record,) = journal(prep.run_dir).values()
-    assert len(llm.requests) == k
+    assert len(llm.requests) == k, record
     assert (record["result"], record["reason"]) == ("no_certificate", "budget_exhausted")
     assert record["calls"] == k
     assert record["cost_usd"] == pytest.approx(k * WORST_CASE) and record["cost_usd"] <= budget
