@@ -69,10 +69,12 @@ class StatusLine(Widget):
     def render(self) -> Text:
         view = self.view
         ended = len(view.sessions) - view.states["pending"] - view.states["running"]
-        # Visible separators: text read out of a screenshot keeps its words apart.
+        # Visible separators, and one style per part: text read out of a screenshot (an SVG draws
+        # each styled run on its own, spaces at its edges dropped) keeps its words apart.
         parts = [
-            Text.assemble((" benchtui ", "bold reverse"), " ", (view.campaign, "bold")),
-            Text.assemble("runner ", (view.runner, "bold")),
+            Text(" benchtui ", "bold reverse"),
+            Text(view.campaign, "bold"),
+            Text(f"runner {view.runner}", "bold"),
             Text(f"● {view.state}", STATE_STYLES[view.state]),
             Text(f"parallelism {view.parallelism}"),
             Text(f"sessions {ended}/{len(view.sessions)} ended"),
