@@ -11,6 +11,7 @@ from textual.widgets import OptionList
 
 from benchtui import engine
 from benchtui.keys import BINDING_IDS
+from benchtui.ui import app as app_module
 from benchtui.ui.app import BenchApp, make_app
 from benchtui.ui.screens.main import MainScreen
 from benchtui.ui.screens.quit import QuitScreen
@@ -143,7 +144,8 @@ async def test_p_stops_new_launches_running_ones_finish_and_r_resumes(tmp_path):
     assert {r["state"] for r in last_states(run_dir).values()} == {"done"}
 
 
-async def test_k_kills_the_selected_session_and_keeps_its_spend(tmp_path):
+async def test_k_kills_the_selected_session_and_keeps_its_spend(tmp_path, monkeypatch):
+    monkeypatch.setattr(app_module, "KILL_CONFIRM_S", 60.0)  # a loaded machine may take seconds per press
     app = open_app(tmp_path, sessions=2, models=("fake/model-a",), total="10", parallelism=2, latency=30)
     run_dir = app.prep.run_dir
     async with app.run_test(size=SIZE) as pilot:
