@@ -46,7 +46,10 @@ def test_fair_campaign_runs_end_to_end_without_heavy_imports(tmp_path):
 
 
 def test_second_benchtui_on_the_same_run_dir_is_refused(tmp_path):
-    write_campaign(tmp_path, sessions=4, latency=0.5, parallelism=1)
+    # Sessions of 10 s: the first run is still running when the refused ones are done, however
+    # loaded the machine (at 0.5 s it once finished first); the resume at the end runs quick ones.
+    quick = '[runners.quick]\nkind = "fake"\ncost_usd = 0.03\n'
+    write_campaign(tmp_path, sessions=4, latency=10, parallelism=1, extra_runners=quick)
     first = popen("t.toml", "--no-ui", cwd=tmp_path)
     deadline = time.monotonic() + 20
     while not (tmp_path / "runs/t/sessions.jsonl").exists():
@@ -58,9 +61,12 @@ def test_second_benchtui_on_the_same_run_dir_is_refused(tmp_path):
         assert "in use by another benchtui" in second.stderr and "Traceback" not in second.stderr
     second = benchtui("--resume", "--no-ui", cwd=tmp_path)
     assert second.returncode == 3
-    first.terminate()  # SIGTERM = Ctrl-C: stop launching, let the running session finish
+    first.terminate()  # SIGTERM = Ctrl-C: stop launching, let the running session finish ...
+    time.sleep(0.5)
+    if first.poll() is None:
+        first.terminate()  # ... and again: interrupt it (it is retried on --resume)
     assert first.wait(timeout=20) == 130
-    assert benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path).returncode == 0
+    assert benchtui("t.toml", "--no-ui", "--resume", "--runner", "quick", cwd=tmp_path).returncode == 0
     assert not list(Path(tmp_path / "runs").glob("t.*"))  # nothing was moved aside
 
 
