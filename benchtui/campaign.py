@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tomllib
 from contextvars import ContextVar
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -20,7 +21,8 @@ from pydantic_settings import (
 )
 
 from benchtui.errors import BadInput
-from benchtui.money import usd_floor
+from benchtui.keys import BINDING_IDS
+from benchtui.money import fmt_exact, usd_floor
 from runners import registry
 from runners.base import ModelSpec, RunnerProfile
 
@@ -75,6 +77,23 @@ class Environment(Strict):
     """Executables whose `--version` is part of the environment fingerprint (e.g. ["pred"])."""
 
 
+class Ui(Strict):
+    keys: dict[str, str] = Field(default_factory=dict)
+    """Keys by binding id, replacing the defaults: `kill = "ctrl+k"` (a comma separates
+    alternatives: `quit = "q,ctrl+q"`). Ids: see the README's key table."""
+
+    @field_validator("keys")
+    @classmethod
+    def _known_ids(cls, keys: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(keys) - set(BINDING_IDS))
+        if unknown:
+            raise ValueError(f"unknown binding id {', '.join(unknown)} (ids: {', '.join(BINDING_IDS)})")
+        blank = sorted(k for k, v in keys.items() if not v.strip(" ,"))
+        if blank:
+            raise ValueError(f"no key given for {', '.join(blank)}")
+        return keys
+
+
 class Campaign(BaseSettings):
     """A campaign file. Every key is checked; unknown keys are errors."""
 
@@ -106,6 +125,8 @@ class Campaign(BaseSettings):
     """The models compared; each gets the same sessions, prompt and budget."""
     environment: Environment
     """The target every session works on (a fresh copy each, for real runners)."""
+    ui: Ui = Field(default_factory=Ui)
+    """Terminal UI options (not part of the campaign's identity: free to change on resume)."""
 
     @classmethod
     def settings_customise_sources(
@@ -153,10 +174,14 @@ class Campaign(BaseSettings):
         if self.runner not in self.runners:
             raise ValueError(f"runner {self.runner!r} is not one of [runners.*]: {', '.join(self.runners)}")
         if self.per_model_usd > self.budget.total_usd:
-            raise ValueError(f"per_model_usd {self.per_model_usd} exceeds total_usd {self.budget.total_usd}")
+            raise ValueError(
+                f"per_model_usd {fmt_exact(self.per_model_usd)} exceeds total_usd "
+                f"{fmt_exact(self.budget.total_usd)}"
+            )
         if self.per_session_usd > self.per_model_usd:
             raise ValueError(
-                f"per_session_usd {self.per_session_usd} exceeds a model's cap {self.per_model_usd}"
+                f"per_session_usd {fmt_exact(self.per_session_usd)} exceeds a model's cap "
+                f"{fmt_exact(self.per_model_usd)}"
             )
         return self
 
@@ -208,25 +233,6 @@ class Campaign(BaseSettings):
         )
 
 
-def json_schema() -> dict[str, Any]:
-    """The campaign file's JSON Schema, with each `[runners.*]` table as one of the installed
-    runner kinds' profiles (the model alone only knows the keys they all share)."""
-    from pydantic import TypeAdapter
-
-    schema = Campaign.model_json_schema()
-    profiles = []
-    for kind in registry.available():
-        try:
-            profiles.append(registry.runner_class(kind).Profile)
-        except Exception:  # noqa: BLE001 - a broken third-party runner must not hide the others
-            continue
-    runners = TypeAdapter(Union[tuple(profiles)]).json_schema(ref_template="#/$defs/{model}")  # noqa: UP007
-    schema["$defs"].update(runners.pop("$defs", {}))
-    schema["$defs"].pop("RunnerProfile", None)
-    schema["properties"]["runners"]["additionalProperties"] = runners
-    return schema
-
-
 def identity_digest(parts: dict[str, Any]) -> dict[str, str]:
     """A short hash per identity part (stored in the run dir, compared on resume)."""
     return {
@@ -271,6 +277,17 @@ def _first_errors(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+def _env_variable(loc: tuple[int | str, ...]) -> str | None:
+    """The BENCHTUI_* variable that set the value at `loc` (or a table holding it), if one did."""
+    names = {name.upper(): name for name in os.environ}
+    keys = [str(part) for part in loc if isinstance(part, str)]
+    for n in range(len(keys), 0, -1):
+        found = names.get("BENCHTUI_" + "__".join(keys[:n]).upper())
+        if found is not None:
+            return found
+    return None
+
+
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
     """Relative paths in the file mean relative to the file (the frozen copy stores them absolute)."""
     tables = [(data.get("environment"), "path")]
@@ -305,6 +322,13 @@ def load(path: Path, *, require_target: bool = True, **overrides: Any) -> Campai
     try:
         campaign = Campaign(**{k: v for k, v in overrides.items() if v is not None})
     except ValidationError as exc:
+        for err in exc.errors():  # a bad BENCHTUI_* variable is the variable's fault, not the file's
+            variable = _env_variable(err["loc"])
+            if variable is not None:
+                raise BadInput(
+                    f"environment variable {variable}={os.environ[variable]!r}: "
+                    f"{err['msg'].removeprefix('Value error, ')}"
+                ) from None
         raise BadInput(f"{path}: {_first_errors(exc)}") from None
     finally:
         _toml_data.reset(token)

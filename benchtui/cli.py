@@ -60,9 +60,9 @@ def tune_gc() -> None:
 
 
 def main_run(argv: list[str]) -> int:
-    from benchtui import engine
-
     args = run_parser().parse_args(argv)
+    from benchtui import engine  # after parsing: `--help` and usage errors stay instant
+
     if args.parallelism is not None and args.parallelism < 1:
         raise_bad("--parallelism must be at least 1")
     opts = engine.Options(
@@ -77,11 +77,15 @@ def main_run(argv: list[str]) -> int:
 
             printer = headless.LinePrinter()
             ended = trio.run(headless.main, prep, printer, headless.keys_available())
-            print(printer.table())
+            accounts = printer.accounts
         else:
             from benchtui.ui.app import run_app
 
-            ended = run_app(prep)
+            ended, accounts = run_app(prep)
+    # Both front ends end the same way: the table, where the results are, how to continue.
+    from benchtui.closing import closing_text
+
+    print(closing_text(prep.run_dir, accounts, ended is not None and ended.finished))
     return exit_code(ended)
 
 
@@ -103,7 +107,13 @@ def raise_bad(message: str) -> None:
 
 
 def main_schema(argv: list[str]) -> int:
-    from benchtui.campaign import json_schema
+    p = OneLineParser(
+        prog="benchtui schema",
+        description="Print the JSON Schema of the campaign file (every key documented), "
+        "for editors and validators: `benchtui schema > benchtui.schema.json`.",
+    )
+    p.parse_args(argv)
+    from benchtui.schema import json_schema
 
     print(json.dumps(json_schema(), indent=2))
     return EXIT_OK

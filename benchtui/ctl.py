@@ -72,6 +72,10 @@ def find_run_dir(given: str | None, state_dir: Path | None) -> Path:
         raise BadInput(f"no run under {state_dir} (give RUN_DIR or --state-dir)") from None
 
 
+class NotRunning(BadInput):
+    """Nothing answers on the run's control socket."""
+
+
 def ask(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
     """Send one request to the run's control socket; BadInput when nothing answers."""
     from benchtui.control import socket_address
@@ -83,7 +87,7 @@ def ask(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
             with socket_address(path) as address:
                 sock.connect(address)
         except OSError:  # no socket, or a stale one left by a killed process
-            raise BadInput(f"the campaign in {run_dir} is not running") from None
+            raise NotRunning(f"the campaign in {run_dir} is not running") from None
         reply = b""
         try:
             sock.sendall(json.dumps(request).encode() + b"\n")
@@ -122,7 +126,16 @@ def main(argv: list[str]) -> int:
         raise BadInput(f"ctl: expected a command ({' | '.join(COMMANDS)})")
     command = words.pop(0)
     request = request_for(command, words, args.now)
-    reply = ask(find_run_dir(given, args.state_dir), request)
+    run_dir = find_run_dir(given, args.state_dir)
+    try:
+        reply = ask(run_dir, request)
+    except NotRunning:
+        if command != "status":
+            raise
+        from benchtui.closing import run_dir_status
+
+        print(run_dir_status(run_dir))
+        return 0
     if not reply.get("ok"):
         raise BadInput(reply.get("error") or "the campaign refused")
     print(show_status(reply) if command == "status" else reply.get("message", "ok"))

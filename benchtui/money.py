@@ -34,3 +34,9 @@ def to_float(value: Decimal) -> float:
 def fmt(value: Decimal) -> str:
     """Human display: $0.1234."""
     return f"${value:.4f}"
+
+
+def fmt_exact(value: Decimal) -> str:
+    """Messages: every digit that matters, at least cents ($0.10, $0.066666666, $2.50)."""
+    whole, _, cents = format(abs(value).normalize(), "f").partition(".")
+    return f"{'-' if value < 0 else ''}${whole}.{cents.ljust(2, '0')}"

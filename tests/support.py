@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+# The shared contracts (results schema, certificates), copied into the repo: a clone needs no ../shared.
+CONTRACTS = ROOT / "tests" / "fixtures" / "contracts"
 
 
 def campaign_toml(

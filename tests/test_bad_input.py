@@ -36,6 +36,11 @@ def _mutations() -> dict[str, tuple[str, str]]:
         "unknown active runner": (good.replace('runner = "fake"', 'runner = "other"'), "runner 'other'"),
         "missing environment": (good.replace('path = "target"', 'path = "no-such-dir"'), "does not exist"),
         "missing price": (good.replace("output_usd_per_mtok = 15.0\n", "", 1), "output_usd_per_mtok"),
+        "session budget above model cap, as money": (
+            good.replace("per_session_usd = 0.03", "per_session_usd = 0.5"),
+            "per_session_usd $0.50 exceeds a model's cap $0.10",
+        ),
+        "unknown key binding id": ('ui = { keys = { kil = "x" } }\n' + good, "unknown binding id kil"),
     }
 
 
@@ -150,3 +155,18 @@ def test_invalid_fixture_files_stay_invalid(tmp_path):
         shutil.copy(fixture, tmp_path / fixture.name)
         done = benchtui(fixture.name, "--no-ui", cwd=tmp_path)
         assert done.returncode == 2 and "Traceback" not in done.stderr, (fixture.name, done.stderr)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"), [("BENCHTUI_PARALLELISM", "abc"), ("BENCHTUI_BUDGET__ENFORCE", "maybe")]
+)
+def test_a_bad_environment_variable_is_blamed_not_the_campaign_file(tmp_path, variable, value):
+    write_campaign(tmp_path)
+    done = benchtui("t.toml", "--no-ui", cwd=tmp_path, env={variable: value})
+    assert_one_line_error(done, f"environment variable {variable}='{value}': ")
+    assert "t.toml" not in done.stderr and not (tmp_path / "runs").exists()
+
+
+def test_schema_help_is_help(tmp_path):
+    done = benchtui("schema", "--help", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.startswith("usage: benchtui schema")

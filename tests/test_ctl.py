@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import socket
 from functools import partial
+from pathlib import Path
 
 import pytest
 import trio
-from support import last_states, ledger, start, write_campaign
+from support import benchtui, last_states, ledger, start, write_campaign
 
 from benchtui import cli, engine, rundir
 from benchtui.control import socket_address
@@ -104,7 +105,10 @@ async def test_client_errors_are_one_line_with_exit_code_2(tmp_path, capsys):
         ]:
             assert await ctl(capsys, *argv) == (2, message)
         scheduler.stop(now=True)
-    assert await ctl(capsys, run_dir, "status") == (2, f"benchtui: the campaign in {run_dir} is not running")
+    assert await ctl(capsys, run_dir, "pause") == (2, f"benchtui: the campaign in {run_dir} is not running")
+    rc, out = await ctl(capsys, run_dir, "status")  # nothing runs it: read from the run dir
+    assert rc == 0 and out.splitlines()[0].startswith("campaign t: stopped, "), out
+    assert "(not running)" in out and "`benchtui --resume --state-dir" in out
 
 
 @pytest.mark.trio
@@ -114,7 +118,7 @@ async def test_a_stale_socket_is_not_running_and_is_replaced_by_the_next_run(tmp
     stale = socket.socket(socket.AF_UNIX)
     stale.bind(str(run_dir / rundir.CONTROL_SOCKET))  # as if a killed benchtui left it behind
     stale.close()
-    assert await ctl(capsys, run_dir, "status") == (2, f"benchtui: the campaign in {run_dir} is not running")
+    assert await ctl(capsys, run_dir, "pause") == (2, f"benchtui: the campaign in {run_dir} is not running")
     async with trio.open_nursery() as nursery:
         scheduler, _ = await start(prep, nursery)
         assert (await ctl(capsys, run_dir, "status"))[0] == 0
@@ -155,3 +159,20 @@ async def test_bad_requests_get_an_error_reply_and_the_campaign_goes_on(tmp_path
         assert [r["ok"] for r in replies] == [False] * 4
         assert replies[2]["error"] == "unknown command 'x'"
     assert result["finished"] is True
+
+
+def test_status_of_a_finished_run_reads_the_run_dir_and_changes_nothing(tmp_path):
+    write_campaign(tmp_path, sessions=5)
+    run = benchtui("t.toml", "--no-ui", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    run_dir = Path("runs") / "t"
+    headless_end = run.stdout.split("campaign finished\n")[1]
+    before = {p: p.read_bytes() for p in (tmp_path / run_dir).rglob("*") if p.is_file()}
+    status = benchtui("ctl", "status", cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    head, rest = status.stdout.split("\n", 1)
+    assert head == "campaign t: finished (not running), runner fake, 10/10 sessions ended"
+    assert rest == headless_end  # the same table and lines as the run printed when it ended
+    assert "fake/model-a                     3     2     0      0     3    $0.0900    $0.1000" in rest
+    assert f"results: {run_dir / 'results'}/" in rest and "--resume" not in rest
+    assert {p: p.read_bytes() for p in (tmp_path / run_dir).rglob("*") if p.is_file()} == before

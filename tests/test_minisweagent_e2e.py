@@ -7,6 +7,8 @@ certificate verified with the stand-in `pred`; nothing calls a real model API.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 import trio
 from minisweagent_support import (
     RULE,
+    STAND_IN_PRED,
     journal,
     outcome_rows,
     pred_on_path,
@@ -23,8 +26,9 @@ from minisweagent_support import (
     write_campaign,
 )
 from scripted_llm import SUBMIT, Reply, ScriptedLLM
+from support import CONTRACTS
 
-RESULTS_SCHEMA = Path(__file__).resolve().parent / "fixtures" / "results.schema.json"
+RESULTS_SCHEMA = CONTRACTS / "results.schema.json"
 FIND_BUG = [
     Reply("ls && cat README.md", 1200, 40),
     Reply(
@@ -88,3 +92,35 @@ async def finds_a_bug(tmp_path, sandbox):
     # The commands ran in the session's private copy, not in the target.
     assert (session_dir / "workdir" / "bundle.json").exists()
     assert not (prep.campaign.environment.path / "bundle.json").exists()
+    if sandbox == "local":
+        verify_reads_every_file(run_dir, session_dir)
+
+
+def verify_reads_every_file(run_dir: Path, session_dir: Path) -> None:
+    """`benchtui verify` finds the one certificate in each file benchtui wrote that holds it, and
+    calls every other file it wrote unreadable input (exit 2), never a rejected certificate."""
+    written = [
+        p
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file() and not {"workdir", "bin"} & set(p.relative_to(run_dir).parts)
+    ]
+    holding = {
+        session_dir / "attempt-1.traj.json",
+        session_dir / "attempt-1.certificates.json",
+        run_dir / "outcomes" / "openai_scripted-a.jsonl",
+        run_dir / "results" / "openai_scripted-a.json",
+    }
+    assert holding <= set(written)
+    for path in written:
+        done = subprocess.run(
+            [sys.executable, "-m", "benchtui", "verify", str(path), "--pred", str(STAND_IN_PRED), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if path in holding:
+            assert done.returncode == 0, (path, done.stdout, done.stderr)
+            assert [json.loads(line)["status"] for line in done.stdout.splitlines()] == ["accepted"], path
+        else:
+            assert done.returncode == 2, (path, done.returncode, done.stdout, done.stderr)
+            assert "no certificate" in done.stderr and "Traceback" not in done.stderr, path

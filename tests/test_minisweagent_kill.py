@@ -19,10 +19,13 @@ from scripted_llm import Reply, ScriptedLLM
 
 from benchtui import events as ev
 
+# Found by their command line: unique to this test process, so that a copy of this test running
+# at the same time elsewhere on the machine (another checkout) is never taken for ours.
+_TAG = f"{os.getpid():07d}"
 SLEEPS = {
-    "running": "sleep 300.101",
-    "paused": "sleep 300.202",
-    "ignores-term": "trap '' TERM; sleep 300.303",
+    "running": f"sleep 300.1{_TAG}",
+    "paused": f"sleep 300.2{_TAG}",
+    "ignores-term": f"trap '' TERM; sleep 300.3{_TAG}",
 }
 
 
@@ -77,7 +80,7 @@ async def kill_three(tmp_path, sandbox):
 
     async def kill_all(recorder):
         tasks = {e.task: e.session for e in recorder.of(ev.SessionStarted)}
-        with trio.fail_after(30):
+        with trio.fail_after(90):  # the first session pays the zygote's imports; a loaded machine is slow
             while len(tasks) < 3 or not all(pids_matching(s.split()[-1]) for s in SLEEPS.values()):
                 await trio.sleep(0.05)
                 tasks = {e.task: e.session for e in recorder.of(ev.SessionStarted)}
@@ -104,7 +107,7 @@ async def kill_three(tmp_path, sandbox):
             parallelism=3,
             runner={"environment": sandbox, "command_timeout_s": 600},
         )
-        with trio.fail_after(60):
+        with trio.fail_after(150):
             prep, _ = await run_campaign(path, tmp_path / "runs", during=kill_all)
 
     assert processes_under(tmp_path) == []

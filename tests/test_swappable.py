@@ -11,16 +11,12 @@ import time
 from pathlib import Path
 
 import jsonschema
-import pytest
-from support import ROOT, benchtui, popen, write_campaign
+from support import CONTRACTS, ROOT, benchtui, popen, write_campaign
 
 
 def schema() -> dict:
-    """The contract's results schema (../shared), or the copy kept beside the tests."""
-    shared = ROOT.parent / "shared/contracts/results.schema.json"
-    return json.loads(
-        (shared if shared.exists() else ROOT / "tests/fixtures/results.schema.json").read_text()
-    )
+    """The contract's results schema (a copy kept in tests/fixtures)."""
+    return json.loads((CONTRACTS / "results.schema.json").read_text())
 
 
 def test_fair_campaign_runs_end_to_end_without_heavy_imports(tmp_path):
@@ -50,8 +46,10 @@ def test_fair_campaign_runs_end_to_end_without_heavy_imports(tmp_path):
 
 
 def test_second_benchtui_on_the_same_run_dir_is_refused(tmp_path):
-    # Each session takes 3 s: the first run is surely still running (18 s) while the others try.
-    write_campaign(tmp_path, sessions=4, latency=3, parallelism=1)
+    # Sessions of 10 s: the first run is still running when the refused ones are done, however
+    # loaded the machine (at 0.5 s it once finished first); the resume at the end runs quick ones.
+    quick = '[runners.quick]\nkind = "fake"\ncost_usd = 0.03\n'
+    write_campaign(tmp_path, sessions=4, latency=10, parallelism=1, extra_runners=quick)
     first = popen("t.toml", "--no-ui", cwd=tmp_path)
     deadline = time.monotonic() + 20
     while not (tmp_path / "runs/t/sessions.jsonl").exists():
@@ -63,9 +61,12 @@ def test_second_benchtui_on_the_same_run_dir_is_refused(tmp_path):
         assert "in use by another benchtui" in second.stderr and "Traceback" not in second.stderr
     second = benchtui("--resume", "--no-ui", cwd=tmp_path)
     assert second.returncode == 3
-    first.terminate()  # SIGTERM = Ctrl-C: stop launching, let the running session finish
+    first.terminate()  # SIGTERM = Ctrl-C: stop launching, let the running session finish ...
+    time.sleep(0.5)
+    if first.poll() is None:
+        first.terminate()  # ... and again: interrupt it (it is retried on --resume)
     assert first.wait(timeout=20) == 130
-    assert benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path).returncode == 0
+    assert benchtui("t.toml", "--no-ui", "--resume", "--runner", "quick", cwd=tmp_path).returncode == 0
     assert not list(Path(tmp_path / "runs").glob("t.*"))  # nothing was moved aside
 
 
@@ -73,16 +74,32 @@ def test_schema_command_prints_the_campaign_json_schema(tmp_path):
     done = benchtui("schema", cwd=tmp_path)
     assert done.returncode == 0
     doc = json.loads(done.stdout)
-    assert {"budget", "models", "runners", "environment"} <= set(doc["properties"])
-    # The shipped campaigns validate against it; a typo in a runner table does not.
+    assert doc["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(doc)
+    validator = jsonschema.Draft202012Validator(doc)
+    assert {"budget", "models", "runners", "environment", "ui"} <= set(doc["properties"])
+    # The shipped campaigns validate against it.
     import tomllib
 
-    for name in ("fair.toml", "problem-reductions.toml"):
-        jsonschema.validate(tomllib.loads((ROOT / "campaigns" / name).read_text()), doc)
-    bad = tomllib.loads((ROOT / "campaigns/fair.toml").read_text())
-    bad["runners"]["fake"]["latency"] = 1
-    with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, doc)
+    for name in ("fair.toml", "play.toml", "problem-reductions.toml"):
+        validator.validate(tomllib.loads((ROOT / "campaigns" / name).read_text()))
+
+    def first_error(change) -> str:
+        bad = tomllib.loads((ROOT / "campaigns/fair.toml").read_text())
+        change(bad)
+        error = jsonschema.exceptions.best_match(validator.iter_errors(bad))
+        assert error is not None, "the schema accepted a bad campaign"
+        return error.message
+
+    # A typo in a runner table is reported by the profile its kind names.
+    message = first_error(lambda c: c["runners"]["fake"].update(latency=1))
+    assert "'latency' was unexpected" in message and "any of the given schemas" not in message, message
+    message = first_error(lambda c: c["runners"]["fake"].update(cost_usd="lots of money"))
+    assert "is not of type 'number'" in message, message  # money is a number
+    message = first_error(lambda c: c["budget"].update(total_usd="lots of money"))
+    assert "is not of type 'number'" in message, message
+    message = first_error(lambda c: c["runners"]["fake"].pop("kind"))
+    assert "'kind' is a required property" in message, message
 
 
 def test_results_are_refreshed_while_a_long_campaign_runs(tmp_path, monkeypatch):

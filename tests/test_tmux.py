@@ -15,9 +15,9 @@ from itertools import count
 from pathlib import Path
 
 import pytest
+from real_parts import require
 from support import benchtui, journal, last_states, ledger, write_campaign
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 _servers = count()
 
 
@@ -53,6 +53,7 @@ class Tmux:
 
 @pytest.fixture
 def tmux(tmp_path):
+    require("tmux", shutil.which("tmux"), "apt install tmux (.ci/run does)")
     server = Tmux(tmp_path)
     yield server
     server.kill()
@@ -111,6 +112,10 @@ def test_tui_keys_in_a_real_terminal_pause_resume_and_quit(tmp_path, tmux):
     tmux.keys("tui", "n")  # stop now
     until(lambda: (tmp_path / "rc").read_text().strip(), "the TUI to exit")
     assert (tmp_path / "rc").read_text().strip() == "130"  # stopped, resumable
+    # The TUI said goodbye as headless does: the per-model table, the results, how to continue.
+    farewell = tmux.screen("tui")
+    assert "fake/model-a" in farewell.split("results: runs/t/results/")[0], farewell
+    assert "not finished: `benchtui --resume` continues it" in farewell, farewell
 
     done = benchtui("--no-ui", "--resume", "--state-dir", "runs", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

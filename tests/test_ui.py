@@ -10,11 +10,14 @@ from support import benchtui, check_accounts, journal, last_states, ledger, mone
 from textual.widgets import OptionList
 
 from benchtui import engine
+from benchtui.keys import BINDING_IDS
+from benchtui.ui import app as app_module
 from benchtui.ui.app import BenchApp, make_app
 from benchtui.ui.screens.main import MainScreen
 from benchtui.ui.screens.quit import QuitScreen
 from benchtui.ui.screens.runner_picker import RunnerPicker
 from benchtui.ui.screens.summary import SummaryScreen
+from benchtui.ui.sessions import SessionsTable
 from benchtui.ui.widgets import ModelPanel, StatusLine, bar_cells
 
 pytestmark = pytest.mark.anyio
@@ -40,14 +43,14 @@ async def until(pilot, predicate, timeout: float = 10.0, what: str = "") -> None
         await pilot.pause(0.02)
 
 
-async def open_dialog(pilot, app: BenchApp, action: str, dialog: type, part: str) -> None:
-    await app.run_action(action)
+async def open_dialog(pilot, app: BenchApp, key: str, dialog: type, part: str) -> None:
+    await pilot.press(key)
     await until(pilot, lambda: isinstance(app.screen, dialog) and app.screen.query(part), what=f"{dialog}")
 
 
 async def quit_with(pilot, app: BenchApp, choice: str) -> None:
     """Press q, then a button of the quit dialog: now | finish | cancel."""
-    await open_dialog(pilot, app, "quit", QuitScreen, f"#{choice}")
+    await open_dialog(pilot, app, "q", QuitScreen, f"#{choice}")
     await pilot.click(f"#{choice}")
 
 
@@ -125,7 +128,7 @@ async def test_p_stops_new_launches_running_ones_finish_and_r_resumes(tmp_path):
     run_dir = app.prep.run_dir
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.view.states["running"] == 2, what="two sessions running")
-        await app.run_action("pause")
+        await pilot.press("p")
         await until(pilot, lambda: app.view.paused, what="paused")
         before = started(run_dir)
         await until(pilot, lambda: app.view.states["running"] == 0, what="running ones to finish")
@@ -135,24 +138,34 @@ async def test_p_stops_new_launches_running_ones_finish_and_r_resumes(tmp_path):
         assert ledger(run_dir)["paused"] is True
         app.redraw()
         assert "● paused" in app.main.query_one(StatusLine).render().plain
-        await app.run_action("resume")
+        await pilot.press("r")
         await until(pilot, lambda: app.finished, what="the end")
     assert len(started(run_dir)) == 6
     assert {r["state"] for r in last_states(run_dir).values()} == {"done"}
 
 
-async def test_k_kills_the_selected_session_and_keeps_its_spend(tmp_path):
+async def test_k_kills_the_selected_session_and_keeps_its_spend(tmp_path, monkeypatch):
+    monkeypatch.setattr(app_module, "KILL_CONFIRM_S", 60.0)  # a loaded machine may take seconds per press
     app = open_app(tmp_path, sessions=2, models=("fake/model-a",), total="10", parallelism=2, latency=30)
     run_dir = app.prep.run_dir
     async with app.run_test(size=SIZE) as pilot:
         # running, and its fake call authorised (a hold on the ledger)
         await until(pilot, lambda: ledger(run_dir)["totals"]["held_usd"] == 0.06, what="two held calls")
-        app.main.table.select("fake_model-a-0001")
-        await app.run_action("kill")
+        await pilot.press("down")
+        assert app.main.table.selected == "fake_model-a-0001"
+        await pilot.press("k")  # once: it asks
+        await pilot.pause(0.3)
+        assert app.view.sessions["fake_model-a-0001"].state == "running"
+        assert any("again to kill fake_model-a-0001" in str(n.message) for n in app._notifications)
+        await pilot.press("k")  # twice: it kills
         await until(pilot, lambda: app.view.sessions["fake_model-a-0001"].state == "killed", what="the kill")
         assert app.view.sessions["fake_model-a-0000"].state == "running"  # only the selected one
         await quit_with(pilot, app, "now")
         await until(pilot, lambda: not app.guest.running, what="the stop")
+        await pilot.press("down")  # the pane of a killed session says why, not "outcome error"
+        await pilot.press("up")
+        pane = app.main.detail.render().plain
+        assert "why killed by the user" in pane and "outcome" not in pane, pane
     killed = last_states(run_dir)["fake_model-a-0001"]
     assert killed["state"] == "killed" and killed["cost_usd"] == 0.03
     assert money(ledger(run_dir)["totals"]["wasted_usd"]) == Decimal("0.06")  # killed + interrupted
@@ -172,14 +185,14 @@ async def test_c_switches_the_runner_for_sessions_not_yet_started(tmp_path):
     run_dir = app.prep.run_dir
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.scheduler is not None, what="the scheduler")
-        await app.run_action("resume")
+        await pilot.press("r")
         await until(pilot, lambda: app.view.states["running"] == 1, what="the first session")
-        await app.run_action("pause")  # so that the switch lands before the next launch, whatever the timing
-        await open_dialog(pilot, app, "change_runner", RunnerPicker, "OptionList")
+        await pilot.press("p")  # so that the switch lands before the next launch, whatever the timing
+        await open_dialog(pilot, app, "c", RunnerPicker, "OptionList")
         assert [o.id for o in app.screen.query_one(OptionList).options] == ["fake", "alt"]
         await pilot.press("down", "enter")
         await until(pilot, lambda: ledger(run_dir)["runner"] == "alt", what="the switch")
-        await app.run_action("resume")
+        await pilot.press("r")
         await until(pilot, lambda: app.finished, what="the end")
         assert any("fairness" in line for line in app.view.log)
     runs = {r["session"]: (r["runner"], r["cost_usd"]) for r in journal(run_dir) if r["state"] == "done"}
@@ -243,8 +256,40 @@ async def test_every_action_is_in_the_command_palette_and_every_binding_has_an_i
         "Summary",
         "Quit",
     } <= titles
-    for screen in (MainScreen, QuitScreen, RunnerPicker, SummaryScreen):
-        assert all(binding.id for binding in screen.BINDINGS), screen
+    ids = [
+        b.id
+        for screen in (MainScreen, SessionsTable, QuitScreen, RunnerPicker, SummaryScreen)
+        for b in screen.BINDINGS
+    ]
+    assert all(ids) and sorted(ids) == sorted(BINDING_IDS)  # each can be remapped in [ui.keys]
+
+
+async def test_the_palette_quit_asks_how_to_stop(tmp_path):
+    app = open_app(tmp_path, sessions=1, start_paused=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.scheduler is not None, what="the scheduler")
+        (quit_command,) = [c for c in app.get_system_commands(app.screen) if c.title == "Quit"]
+        assert "as soon as possible" not in quit_command.help
+        await quit_command.callback()
+        await until(pilot, lambda: isinstance(app.screen, QuitScreen), what="the quit dialog")
+
+
+async def test_keys_are_remapped_from_the_campaign_ui_keys_table(tmp_path):
+    app = open_app(
+        tmp_path, sessions=2, extra='ui = { keys = { resume = "z", kill = "ctrl+k" } }\n', start_paused=True
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.scheduler is not None and app.view.paused, what="the scheduler")
+        await pilot.press("r")  # no longer bound
+        await pilot.pause(0.2)
+        assert app.view.paused
+        await pilot.press("z")
+        await until(pilot, lambda: not app.view.paused, what="z to resume")
+        helps = {c.title: c.help for c in app.get_system_commands(app.screen)}
+        assert helps["Resume launching"].endswith("(z)") and helps["Kill selected session"].endswith(
+            "(ctrl+k)"
+        )
+        assert helps["Pause launching"].endswith("(p)")
 
 
 async def test_quit_can_be_cancelled(tmp_path):
@@ -271,10 +316,10 @@ async def test_the_detail_pane_follows_the_selected_row(tmp_path):
 @pytest.mark.parametrize("choice", ["now", "finish"])
 async def test_quitting_after_the_campaign_ended_behind_the_dialog_exits(tmp_path, choice):
     """The campaign may finish while the quit dialog is open: the choice must still quit."""
-    app = open_app(tmp_path, sessions=1, total="10", latency=0.5, parallelism=2)
+    app = open_app(tmp_path, sessions=1, total="10", latency=2.0, parallelism=2)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.view.states["running"] == 2, what="two sessions running")
-        await open_dialog(pilot, app, "quit", QuitScreen, f"#{choice}")
+        await open_dialog(pilot, app, "q", QuitScreen, f"#{choice}")
         await until(pilot, lambda: not app.guest.running, what="the campaign to end")
         if not isinstance(app.screen, QuitScreen):  # the summary may have opened on top
             app.pop_screen()

@@ -14,6 +14,8 @@ from support import write_campaign
 
 from benchtui import engine
 from benchtui.ui.app import BenchApp, make_app
+from benchtui.ui.screens.quit import QuitScreen
+from benchtui.ui.screens.runner_picker import RunnerPicker
 from benchtui.ui.screens.summary import SummaryScreen
 
 SIZE = (130, 36)
@@ -66,5 +68,31 @@ class TestSummary:
 
         async def run_before(pilot) -> None:
             await settle(pilot, lambda: isinstance(app.screen, SummaryScreen) and app.screen.report)
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+class TestDialogs:
+    def test_quit_dialog(self, app_in, snap_compare):
+        app = app_in(sessions=3, start_paused=True)
+
+        async def run_before(pilot) -> None:
+            await settle(pilot, lambda: app.view.paused and app.view.accounts is not None)
+            await pilot.press("q")
+            await settle(pilot, lambda: isinstance(app.screen, QuitScreen) and app.screen.query("#finish"))
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+    def test_runner_picker(self, app_in, snap_compare):
+        app = app_in(
+            sessions=3, start_paused=True, extra_runners='[runners.slow]\nkind = "fake"\nlatency_s = 2.0\n'
+        )
+
+        async def run_before(pilot) -> None:
+            await settle(pilot, lambda: app.view.paused and app.view.accounts is not None)
+            await pilot.press("c")
+            await settle(
+                pilot, lambda: isinstance(app.screen, RunnerPicker) and app.screen.query("OptionList")
+            )
 
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

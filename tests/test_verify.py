@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 import trio
 from minisweagent_support import STAND_IN_PRED
+from support import CONTRACTS
 
 from benchtui.cli import main as cli
 from runners.problem_reductions import find_blocks, parse_block, parse_value, verify, verify_async
 
-CONTRACTS = Path(__file__).resolve().parent / "fixtures"  # copies of ../shared/contracts
 PRED = str(STAND_IN_PRED)
 
 
@@ -237,3 +237,40 @@ async def test_a_malformed_certificate_is_rejected_but_never_handed_on_as_a_cert
     assert outcome.result == "rejected" and "malformed" in outcome.reason
     assert outcome.certificate is None  # the results schema admits only the benchmark's violations
     assert json.loads((tmp_path / "certificates.json").read_text())[0]["certificate"] == made_up
+
+
+def test_a_file_without_any_certificate_is_bad_input_not_a_rejection(tmp_path, capsys):
+    cases = {
+        "empty-object.json": "{}",
+        "schema.json": (CONTRACTS / "results.schema.json").read_text(),
+        "rows.jsonl": '{"session": "s", "state": "done"}\n{"session": "t", "state": "done"}\n',
+        "notes.log": "the agent found nothing\n",
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        assert cli(["verify", str(tmp_path / name), "--pred", PRED]) == 2, name
+        assert "no certificate found" in capsys.readouterr().err
+    (tmp_path / "claim.json").write_text('{"rule": "R"}')  # a certificate, malformed: rejected
+    assert cli(["verify", str(tmp_path / "claim.json"), "--pred", PRED]) == 1
+
+
+def test_a_trajectory_is_read_message_by_message_and_its_prompt_example_is_skipped(tmp_path, capsys):
+    genuine = json.dumps(certificate(tmp_path, "MinimumVertexCover"))
+    example = json.dumps(contract("certificate.wrong-target.json"))
+    block = f"CERTIFICATE_START\n{genuine}\nCERTIFICATE_END\n"
+    trajectory = {
+        "trajectory_format": "mini-swe-agent-1.1",
+        "messages": [
+            {
+                "role": "system",
+                "content": f"print certificates like\nCERTIFICATE_START\n{example}\nCERTIFICATE_END\n",
+            },
+            {"role": "user", "content": "find a bug"},
+            {"role": "assistant", "content": f"Here it is:\n{block}"},
+            {"role": "tool", "content": "<output/>", "extra": {"raw_output": block}},
+        ],
+    }
+    (tmp_path / "attempt-1.traj.json").write_text(json.dumps(trajectory, indent=1))
+    assert cli(["verify", str(tmp_path / "attempt-1.traj.json"), "--pred", PRED]) == 0
+    verdicts = capsys.readouterr().out.splitlines()
+    assert len(verdicts) == 1 and verdicts[0].startswith("ACCEPTED"), verdicts  # once, and not the example

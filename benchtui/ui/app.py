@@ -22,6 +22,7 @@ from benchtui.scheduler import Scheduler
 from benchtui.ui.bridge import TrioGuest
 from benchtui.ui.messages import CampaignDone, RedrawNow, Toast
 from benchtui.ui.model import ViewModel
+from benchtui.ui.palette import key_for, palette_commands
 from benchtui.ui.screens.main import MainScreen
 from benchtui.ui.screens.quit import QuitChoice, QuitScreen
 from benchtui.ui.screens.runner_picker import RunnerPicker
@@ -29,6 +30,7 @@ from benchtui.ui.screens.summary import SummaryScreen
 
 REDRAW_HZ = 15
 STOP_GRACE_S = 10.0
+KILL_CONFIRM_S = 3.0  # a second press of the kill key within this kills
 
 
 class BenchApp(App[bool]):
@@ -63,10 +65,12 @@ class BenchApp(App[bool]):
         self.quitting = False
         self._start_paused = start_paused
         self._on_started = on_started
+        self._kill_armed: tuple[str, float] | None = None
         self.main: MainScreen
 
     # -- the campaign, in Trio ----------------------------------------------------------------
     def on_mount(self) -> None:
+        self.set_keymap(self.prep.campaign.ui.keys)
         self.main = MainScreen(self.view, self.prep.run_dir)
         self.push_screen(self.main)
         self.set_interval(1 / REDRAW_HZ, self.redraw)
@@ -135,10 +139,22 @@ class BenchApp(App[bool]):
         self._control("resume")
 
     def action_kill(self) -> None:
+        """Kill the selected session on the second press (killing spends money for nothing)."""
         sid = self.main.table.selected
         if sid is None or self.view.sessions[sid].state != "running":
             self.notify(f"{sid or 'no session'} is not running: select a running session", severity="warning")
             return
+        armed, self._kill_armed = self._kill_armed, (sid, time.monotonic())
+        if armed is None or armed[0] != sid or time.monotonic() - armed[1] > KILL_CONFIRM_S:
+            key = key_for("kill", self.prep.campaign.ui.keys)
+            self.notify(
+                f"Press {key} again to kill {sid}: it ends `killed`, its spend so far stays counted",
+                title="Kill?",
+                severity="warning",
+                timeout=KILL_CONFIRM_S,
+            )
+            return
+        self._kill_armed = None
         scheduler = self.scheduler
 
         def kill() -> None:
@@ -146,6 +162,13 @@ class BenchApp(App[bool]):
                 self.post_message(Toast(f"{sid} is not running any more", "warning"))
 
         self.guest.call(kill)
+
+    def _kill_now(self) -> None:
+        """From the palette: choosing the command is the confirmation."""
+        sid = self.main.table.selected
+        if sid is not None:
+            self._kill_armed = (sid, time.monotonic())
+        self.action_kill()
 
     def on_toast(self, message: Toast) -> None:
         self.notify(message.text, severity=message.severity)
@@ -187,24 +210,20 @@ class BenchApp(App[bool]):
         self.push_screen(QuitScreen(self.view.states["running"]), chosen)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        yield SystemCommand(
-            "Pause launching", "No new session starts; running ones go on (p)", self.action_pause
-        )
-        yield SystemCommand("Resume launching", "Start sessions again (r)", self.action_resume)
-        yield SystemCommand(
-            "Kill selected session", "It ends `killed`; its spend is kept (k)", self.action_kill
-        )
-        yield SystemCommand(
-            "Change runner", "Runner profile for sessions not yet started (c)", self.action_change_runner
-        )
-        yield SystemCommand(
-            "More parallelism", "One more session at once (+)", partial(self.action_parallelism, 1)
-        )
-        yield SystemCommand(
-            "Less parallelism", "One session fewer at once (-)", partial(self.action_parallelism, -1)
-        )
-        yield SystemCommand("Summary", "Per-model results and money (s)", self.action_summary)
+        for command in super().get_system_commands(screen):
+            if command.title != "Quit":  # Textual's says "as soon as possible"; ours asks first
+                yield command
+        actions = {
+            "quit": self.action_quit,
+            "pause": self.action_pause,
+            "resume": self.action_resume,
+            "kill": self._kill_now,
+            "change_runner": self.action_change_runner,
+            "parallelism_up": partial(self.action_parallelism, 1),
+            "parallelism_down": partial(self.action_parallelism, -1),
+            "summary": self.action_summary,
+        }
+        yield from palette_commands(actions, self.prep.campaign.ui.keys)
 
 
 def _first_error(exc: BaseException) -> BaseException:
@@ -221,11 +240,12 @@ def make_app(prep: engine.PreparedRun, **options: Any) -> BenchApp:
     return BenchApp(prep, **options)
 
 
-def run_app(prep: engine.PreparedRun) -> ev.CampaignEnded | None:
-    """Run the TUI to the end; how the campaign ended (None: it did not get going), or raises
+def run_app(prep: engine.PreparedRun) -> tuple[ev.CampaignEnded | None, ev.AccountsCommitted | None]:
+    """Run the TUI to the end: how the campaign ended (None: it did not get going) and the last
+    accounts it showed; raises
     what the engine raised."""
     app = make_app(prep)
     app.run()
     if app.error is not None:
         raise app.error
-    return app.view.ended
+    return app.view.ended, app.view.accounts

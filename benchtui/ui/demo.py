@@ -37,7 +37,7 @@ class DemoProfile(RunnerProfile):
     hold_from: int = Field(default=1_000_000, ge=0)
     """Sessions with this index or higher keep running after their calls."""
     step_s: float = Field(default=0.0, ge=0)
-    """How long each model call takes."""
+    """Seconds each step takes (campaigns/play.toml: slow enough to try the keys)."""
     bug_sessions: dict[str, list[int]] | None = None
     """As the fake runner's: exactly these session indices of a model find a bug, the rest none."""
 
@@ -58,6 +58,8 @@ class DemoRunner:
                 await trio.sleep(p.step_s)
             meter.charge(Usage(prompt, 400 + 150 * ((session.index + step) % 5)))
             meter.progress(f"step {step + 1}: {NOTES[(session.index + step) % len(NOTES)]}")
+            if p.step_s:
+                await trio.sleep(p.step_s)
         if session.index >= p.hold_from:
             await trio.sleep_forever()
         result = OUTCOMES[session.index % len(OUTCOMES)]

@@ -53,10 +53,12 @@ class SessionDetail(Static):
             f"   attempt {view.attempt}   runner {view.runner or '-'}\n",
             f"cost {fmt(view.cost)}   calls {view.calls}\n",
         )
-        if view.state not in ("pending", "running"):
+        if view.state == "done":  # a model outcome; other ends say why (e.g. "killed by the user")
             text.append(
                 f"outcome {view.outcome or '-'}" + (f" — {view.reason}" if view.reason else "") + "\n"
             )
+        elif view.state not in ("pending", "running"):
+            text.append(f"why {view.reason or view.state}\n")
         if view.certificate:
             text.append("certificate ", style="bold")
             text.append_text(self._certificate(row))

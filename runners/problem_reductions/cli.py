@@ -6,15 +6,17 @@ import json
 import sys
 from pathlib import Path
 
-from .certificate import Verdict, find_blocks, parse_block
+from .certificate import Verdict, parse_block
 from .drivers import verify
+from .sources import NoCertificate, certificates_in
 
 # -- CLI: benchtui verify CERT.json [--pred PATH] ---------------------------------------------------
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 4
 
 
 def main_verify(argv: list[str]) -> int:
-    """Re-check certificates: a JSON certificate, or any text with CERTIFICATE_START blocks."""
+    """Re-check certificates: a certificate JSON, any file benchtui wrote (a trajectory,
+    attempt-N.certificates.json, outcomes, results), or any log with CERTIFICATE_START blocks."""
     import argparse
 
     p = argparse.ArgumentParser(
@@ -22,7 +24,11 @@ def main_verify(argv: list[str]) -> int:
         description=main_verify.__doc__,
         epilog="Exit status: 0 a bug is confirmed, 1 rejected, 4 inconclusive, 2 bad input.",
     )
-    p.add_argument("certificate", type=Path, help="certificate JSON (or a log with certificate blocks)")
+    p.add_argument(
+        "certificate",
+        type=Path,
+        help="a certificate JSON, a file benchtui wrote, or a log with certificate blocks",
+    )
     p.add_argument("--pred", default="pred", help="the pred executable (default: pred on PATH)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per pred call (default 60)")
     p.add_argument("--json", action="store_true", help="print verdicts as JSON lines")
@@ -32,10 +38,14 @@ def main_verify(argv: list[str]) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         print(f"benchtui verify: cannot read {args.certificate}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    blocks = find_blocks(text) or [text]
+    try:
+        found = certificates_in(text)
+    except NoCertificate as exc:
+        print(f"benchtui verify: {args.certificate}: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     verdicts = []
-    for raw in blocks:
-        cert, problem = parse_block(raw)
+    for item in found:
+        cert, problem = (item, "") if isinstance(item, dict) else parse_block(item)
         verdict = (
             verify(cert, pred=args.pred, timeout=args.timeout)
             if cert is not None
