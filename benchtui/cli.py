@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
-from benchtui.errors import BenchtuiError
+from benchtui.errors import BenchtuiError, one_line
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 2, 130
 
@@ -59,6 +60,22 @@ def tune_gc() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
+def stop_signals_as_ctrl_c() -> None:
+    """SIGTERM and SIGHUP act like one Ctrl-C from the first instant (their default kills the
+    process mid-start-up): they call whatever handles SIGINT now, i.e. a KeyboardInterrupt before
+    the Trio loop runs, Trio's own handler inside it, the headless stop request once it listens."""
+
+    def as_ctrl_c(signum: int, frame: object) -> None:
+        handler = signal.getsignal(signal.SIGINT)
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+        elif handler != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, as_ctrl_c)
+
+
 def main_run(argv: list[str]) -> int:
     from benchtui import engine
 
@@ -82,6 +99,8 @@ def main_run(argv: list[str]) -> int:
         else:
             from benchtui.ui.app import run_app
 
+            for signum in (signal.SIGTERM, signal.SIGHUP):  # the TUI's behaviour is its own
+                signal.signal(signum, signal.SIG_DFL)
             finished = run_app(prep)
     finally:
         prep.lock.release()
@@ -120,13 +139,15 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = COMMANDS.get(argv[0]) if argv else None
     try:
+        if command is None:
+            stop_signals_as_ctrl_c()
         return command(argv[1:]) if command else main_run(argv)
     except BenchtuiError as exc:
-        print(f"benchtui: {exc}", file=sys.stderr)
+        print(f"benchtui: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # e.g. a full disk before the run's own storage took over
         where = f" ({exc.filename})" if exc.filename else ""
-        print(f"benchtui: {exc.strerror or exc}{where}", file=sys.stderr)
+        print(f"benchtui: {one_line(f'{exc.strerror or exc}{where}')}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("benchtui: interrupted", file=sys.stderr)

@@ -18,6 +18,8 @@ from benchtui.errors import BadInput
 
 COMMANDS = {"pause": 0, "resume": 0, "stop": 0, "status": 0, "kill": 1, "runner": 1, "parallelism": 1}
 TIMEOUT_S = 10.0
+MAX_REPLY = 16 * 1024 * 1024
+"""A status reply of a campaign with many models is a few KB; anything past this is not benchtui."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -75,6 +77,7 @@ def find_run_dir(given: str | None, state_dir: Path | None) -> Path:
 def ask(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
     """Send one request to the run's control socket; BadInput when nothing answers."""
     from benchtui.control import socket_address
+    from benchtui.inputs import loads_json
 
     path = run_dir / rundir.CONTROL_SOCKET
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
@@ -82,21 +85,33 @@ def ask(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
         try:
             with socket_address(path) as address:
                 sock.connect(address)
+        except TimeoutError:  # its backlog is full: many clients at once
+            raise BadInput(f"the campaign in {run_dir} is busy: no answer in {TIMEOUT_S:g} s") from None
         except OSError:  # no socket, or a stale one left by a killed process
             raise BadInput(f"the campaign in {run_dir} is not running") from None
-        reply = b""
+        chunks, size = [], 0
         try:
             sock.sendall(json.dumps(request).encode() + b"\n")
-            while not reply.endswith(b"\n"):
+            while not chunks or not chunks[-1].endswith(b"\n"):
                 chunk = sock.recv(65536)
                 if not chunk:
                     break
-                reply += chunk
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > MAX_REPLY:
+                    raise BadInput(f"{path} answered more than {MAX_REPLY} bytes: not a benchtui campaign")
         except OSError as exc:
             raise BadInput(f"the campaign in {run_dir} did not answer: {exc}") from None
+    reply = b"".join(chunks)
     if not reply.endswith(b"\n"):
         raise BadInput(f"the campaign in {run_dir} stopped before answering")
-    return json.loads(reply)
+    try:
+        answer = loads_json(reply.split(b"\n", 1)[0])
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise BadInput(f"{path} answered something that is not a benchtui reply")
+    return answer
 
 
 def show_status(reply: dict[str, Any]) -> str:
@@ -122,10 +137,14 @@ def main(argv: list[str]) -> int:
         raise BadInput(f"ctl: expected a command ({' | '.join(COMMANDS)})")
     command = words.pop(0)
     request = request_for(command, words, args.now)
-    reply = ask(find_run_dir(given, args.state_dir), request)
+    run_dir = find_run_dir(given, args.state_dir)
+    reply = ask(run_dir, request)
     if not reply.get("ok"):
-        raise BadInput(reply.get("error") or "the campaign refused")
-    print(show_status(reply) if command == "status" else reply.get("message", "ok"))
+        raise BadInput(str(reply.get("error") or "the campaign refused"))
+    try:
+        print(show_status(reply) if command == "status" else str(reply.get("message", "ok")))
+    except (KeyError, TypeError, ValueError, ArithmeticError):
+        raise BadInput(f"{run_dir / rundir.CONTROL_SOCKET} answered a malformed {command} reply") from None
     return 0
 
 

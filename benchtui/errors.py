@@ -33,3 +33,9 @@ def first_error(group: BaseExceptionGroup) -> BaseException:
     while isinstance(exc, BaseExceptionGroup):
         exc = exc.exceptions[0]
     return exc
+
+
+def one_line(message: str, limit: int = 1000) -> str:
+    """A message that may quote user input, as one printable line of bounded length."""
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    return line if len(line) <= limit else line[: limit - 1] + "…"
