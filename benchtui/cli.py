@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from benchtui.errors import BenchtuiError, one_line
+from benchtui.errors import BenchtuiError, Interrupted, one_line
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 2, 130
 
@@ -60,20 +60,26 @@ def tune_gc() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
-def stop_signals_as_ctrl_c() -> None:
-    """SIGTERM and SIGHUP act like one Ctrl-C from the first instant (their default kills the
-    process mid-start-up): they call whatever handles SIGINT now, i.e. a KeyboardInterrupt before
-    the Trio loop runs, Trio's own handler inside it, the headless stop request once it listens."""
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-    def as_ctrl_c(signum: int, frame: object) -> None:
-        handler = signal.getsignal(signal.SIGINT)
-        if callable(handler):
-            handler(signal.SIGINT, frame)
-        elif handler != signal.SIG_IGN:
-            raise KeyboardInterrupt
 
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, as_ctrl_c)
+def as_ctrl_c(signum: int, frame: object) -> None:
+    """SIGINT, SIGTERM and SIGHUP all act like one Ctrl-C, from benchtui's first line (the default
+    action of SIGTERM/SIGHUP kills the process mid-start-up): before the Trio loop they raise
+    Interrupted; inside it SIGTERM/SIGHUP call Trio's own SIGINT handler, then the headless
+    front end's stop request once it listens."""
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is as_ctrl_c or handler is signal.default_int_handler:
+        # Not KeyboardInterrupt: CPython kills itself with SIGINT at exit (rc -2, not 130) when a
+        # KeyboardInterrupt went through some import machinery, even one that was caught later.
+        raise Interrupted
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+
+
+def trio_handles_ctrl_c() -> None:
+    """Trio installs its own SIGINT handling only over Python's default handler."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def main_run(argv: list[str]) -> int:
@@ -94,13 +100,19 @@ def main_run(argv: list[str]) -> int:
             from benchtui import headless
 
             printer = headless.LinePrinter()
-            finished = trio.run(headless.main, prep, printer, headless.keys_available())
+            trio_handles_ctrl_c()
+            try:
+                finished = trio.run(headless.main, prep, printer, headless.keys_available())
+            finally:
+                signal.signal(signal.SIGINT, as_ctrl_c)
             print(printer.table())
         else:
             from benchtui.ui.app import run_app
 
-            for signum in (signal.SIGTERM, signal.SIGHUP):  # the TUI's behaviour is its own
-                signal.signal(signum, signal.SIG_DFL)
+            for signum in STOP_SIGNALS:  # the TUI handles keys and signals its own way
+                signal.signal(
+                    signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+                )
             finished = run_app(prep)
     finally:
         prep.lock.release()
@@ -140,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     command = COMMANDS.get(argv[0]) if argv else None
     try:
         if command is None:
-            stop_signals_as_ctrl_c()
+            for signum in STOP_SIGNALS:
+                signal.signal(signum, as_ctrl_c)
         return command(argv[1:]) if command else main_run(argv)
     except BenchtuiError as exc:
         print(f"benchtui: {one_line(str(exc))}", file=sys.stderr)
@@ -149,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"benchtui: {one_line(f'{exc.strerror or exc}{where}')}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):
         print("benchtui: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 

@@ -27,6 +27,11 @@ class StorageFailed(BenchtuiError):
     exit_code = 1
 
 
+class Interrupted(BaseException):
+    """A stop signal arrived before the campaign loop ran (a BaseException, like KeyboardInterrupt,
+    so that no `except Exception` takes it for an error to handle)."""
+
+
 def first_error(group: BaseExceptionGroup) -> BaseException:
     """The first leaf of a (nested) exception group: Trio nurseries wrap what tasks raise."""
     exc: BaseException = group
