@@ -18,6 +18,8 @@ from benchtui.errors import BadInput
 
 CAMPAIGN_MAX_BYTES = 8 * 1024 * 1024
 """A campaign file is a few KB; 10,000 task names are ~300 KB."""
+LEDGER_MAX_BYTES = 64 * 1024 * 1024
+"""The ledger holds accounts and the attempts in flight: a few KB, ~200 bytes per running session."""
 SMALL_MAX_BYTES = 1024 * 1024
 """identity.json, .latest: a few hundred bytes when benchtui wrote them."""
 

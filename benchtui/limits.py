@@ -9,6 +9,8 @@ in memory and money stays exact (amounts under $1e6 round-trip through TOML floa
 from __future__ import annotations
 
 import unicodedata
+from decimal import Decimal
+from typing import Any
 
 NAME_MAX_BYTES = 200
 """A run name or a model's file-name form: 255 bytes minus `.`, `.new-<pid>`, `-<index>`, `.json.tmp`."""
@@ -42,3 +44,15 @@ def check_file_name(value: str, what: str) -> str:
     if size > NAME_MAX_BYTES:
         raise ValueError(f"{what} is {size} bytes long as a file name (at most {NAME_MAX_BYTES})")
     return value
+
+
+def sane_amount(value: Any) -> bool:
+    """A dollar amount read back from a run-dir file someone may have edited: a finite, non-negative
+    number small enough for exact nano-dollar Decimals (an overspending `enforce = false` run may
+    pass the budget bound, so allow a margin above it)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        return False
+    try:
+        return 0 <= value <= MAX_USD * 1000  # a float NaN fails both comparisons, inf the second
+    except ArithmeticError:  # comparing a Decimal NaN raises
+        return False

@@ -7,6 +7,7 @@ import fcntl
 import os
 import re
 import shutil
+import stat
 import time
 from pathlib import Path
 
@@ -32,8 +33,10 @@ class RunLock:
             self.fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except FileNotFoundError:  # moved aside by another benchtui between our look and our lock
             raise RunDirBusy(f"{run_dir} was just taken over by another benchtui") from None
-        except (NotADirectoryError, IsADirectoryError):
+        except NotADirectoryError:
             raise BadInput(f"{run_dir} is not a run dir (a file where a directory should be)") from None
+        except IsADirectoryError:
+            raise BadInput(f"{run_dir / LOCK} is a directory: not a run dir benchtui made") from None
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -169,3 +172,28 @@ def read_identity(run_dir: Path) -> dict[str, str]:
     if not isinstance(identity, dict) or not all(isinstance(v, str) for v in identity.values()):
         raise BadInput(f"{path}: corrupted (not a table of hashes); use --fresh")
     return identity
+
+
+APPENDED = ("sessions.jsonl",)
+"""Files appended to in place (outcomes/* too): a link there would make benchtui write elsewhere."""
+FOLDERS = ("outcomes", "results", "sessions")
+
+
+def check_layout(run_dir: Path) -> None:
+    """Before resuming: every file benchtui will read or append to is a regular file (a FIFO would
+    block it, a link would redirect its writes), every folder a folder. Missing ones are fine."""
+    entries = [run_dir / name for name in APPENDED]
+    for folder in FOLDERS:
+        path = run_dir / folder
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            raise BadInput(f"{path}: not a folder; use --fresh")
+    for folder in ("outcomes", "results"):
+        with contextlib.suppress(FileNotFoundError):
+            entries += list((run_dir / folder).iterdir())
+    for path in entries:
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise BadInput(f"{path}: not a regular file (a link, a FIFO or a folder); use --fresh")
