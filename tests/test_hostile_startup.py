@@ -151,3 +151,20 @@ def test_stop_signals_at_many_start_up_instants_leave_a_resumable_run(tmp_path):
             done = benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path)
             assert done.returncode == 0, (i, done.stderr)
             check_accounts(tmp_path / "runs" / "t")
+
+
+def test_sighup_mid_campaign_stops_launching_like_one_ctrl_c(tmp_path):
+    """A closed terminal (SIGHUP) no longer kills a headless run: running sessions finish, exit 130."""
+    write_campaign(tmp_path, sessions=3, latency=1.0, parallelism=1)
+    proc = popen("t.toml", "--no-ui", cwd=tmp_path)
+    for line in proc.stdout:
+        if line.startswith("start "):
+            break
+    proc.send_signal(signal.SIGHUP)
+    out = proc.stdout.read()
+    assert proc.wait(timeout=60) == 130, proc.stderr.read()
+    assert "stopping: no new sessions" in out
+    assert "end   fake_model-a-0000 done" in out  # the running session finished
+    done = benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    check_accounts(tmp_path / "runs" / "t")
