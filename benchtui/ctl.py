@@ -15,6 +15,7 @@ from typing import Any
 
 from benchtui import rundir
 from benchtui.errors import BadInput
+from benchtui.limits import MAX_PARALLELISM
 
 COMMANDS = {"pause": 0, "resume": 0, "stop": 0, "status": 0, "kill": 1, "runner": 1, "parallelism": 1}
 TIMEOUT_S = 10.0
@@ -55,8 +56,8 @@ def request_for(command: str, args: list[str], now: bool) -> dict[str, Any]:
     if command == "runner":
         return {"cmd": "runner", "profile": args[0]}
     if command == "parallelism":
-        if not args[0].isdigit() or int(args[0]) < 1:
-            raise BadInput("ctl parallelism takes a whole number of at least 1")
+        if not args[0].isdigit() or not 1 <= int(args[0]) <= MAX_PARALLELISM:
+            raise BadInput(f"ctl parallelism takes a whole number from 1 to {MAX_PARALLELISM}")
         return {"cmd": "parallelism", "n": int(args[0])}
     return {"cmd": command, "now": now} if command == "stop" else {"cmd": command}
 

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 from benchtui import cli
 
 
 def run_cli(capsys, cwd: Path, *argv: str | Path) -> tuple[int, str]:
-    """`benchtui ARGV` in-process (an escaping exception fails the test, like a traceback would)."""
+    """`benchtui ARGV` in-process, for inputs refused before any campaign runs (an escaping
+    exception fails the test, like a traceback would). The signal handlers it installs are undone."""
     old = Path.cwd()
+    handlers = {s: signal.getsignal(s) for s in cli.STOP_SIGNALS}
     os.chdir(cwd)
     try:
         rc = cli.main([str(a) for a in argv])
     finally:
         os.chdir(old)
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
     return rc, capsys.readouterr().err
 
 

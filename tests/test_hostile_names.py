@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from hostile import assert_one_line, run_cli
-from support import campaign_toml, write_campaign
+from support import benchtui, campaign_toml, write_campaign
 
 GOOD = campaign_toml()
 
@@ -92,6 +92,6 @@ def test_a_malformed_environment_value_is_one_line_exit_2(
 def test_a_name_at_the_bound_runs(tmp_path, capsys):
     """The bounds are not too tight: 200-byte run and model names make a working run dir."""
     write_campaign(tmp_path, name="r" * 200, models=("m" * 200, "fake/model-b"), sessions=1, total="1")
-    rc, err = run_cli(capsys, tmp_path, f"{'r' * 200}.toml", "--no-ui")
-    assert rc == 0, err
+    done = benchtui(f"{'r' * 200}.toml", "--no-ui", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
     assert (tmp_path / "runs" / ("r" * 200) / "results" / f"{'m' * 200}.json").exists()

@@ -9,21 +9,14 @@ import shutil
 
 import pytest
 from hostile import assert_one_line, run_cli
-from support import write_campaign
+from support import benchtui, write_campaign
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory):
     base = tmp_path_factory.mktemp("finished")
     write_campaign(base)
-    from benchtui import cli
-
-    old = os.getcwd()
-    os.chdir(base)
-    try:
-        assert cli.main(["t.toml", "--no-ui"]) == 0
-    finally:
-        os.chdir(old)
+    assert benchtui("t.toml", "--no-ui", cwd=base).returncode == 0
     return base
 
 
@@ -128,3 +121,11 @@ def test_a_tampered_latest_run_pointer_is_one_line(finished, tmp_path, capsys, l
     shutil.copytree(finished, tmp_path, dirs_exist_ok=True, symlinks=True)
     _replace(tmp_path / "runs" / ".latest", latest)
     assert_one_line(*run_cli(capsys, tmp_path, "--no-ui", "--resume"), phrase)
+
+
+def test_a_frozen_campaign_renamed_by_hand_is_refused(finished, tmp_path, capsys):
+    shutil.copytree(finished, tmp_path, dirs_exist_ok=True, symlinks=True)
+    frozen = tmp_path / "runs" / "t" / "campaign.toml"
+    frozen.write_text(frozen.read_text().replace('name = "t"', 'name = "u"'))
+    assert_one_line(*run_cli(capsys, tmp_path, "--no-ui", "--resume"), "names the run 'u', not 't'")
+    assert (tmp_path / "runs" / ".latest").read_text() == "t\n"  # before: it said u, a run that is not there
