@@ -197,3 +197,8 @@ def check_layout(run_dir: Path) -> None:
             continue
         if not stat.S_ISREG(mode):
             raise BadInput(f"{path}: not a regular file (a link, a FIFO or a folder); use --fresh")
+    # A runner cleans its session folder (workdir/, bin/, tmp/): through a link, that is elsewhere.
+    with contextlib.suppress(FileNotFoundError):
+        for path in (run_dir / "sessions").iterdir():
+            if path.is_symlink() or not path.is_dir():
+                raise BadInput(f"{path}: not a session folder (a link or a file); use --fresh")

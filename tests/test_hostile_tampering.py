@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 from hostile import assert_one_line, run_cli
@@ -99,6 +100,14 @@ TAMPERING = {
         "not a regular file",
     ),
     "results a file": (lambda r: _replace(r / "results", b"x"), "not a folder"),
+    "sessions a link": (lambda r: _replace(r / "sessions", "/tmp"), "not a folder"),
+    "a session folder linked to $HOME": (
+        lambda r: (
+            (r / "sessions").mkdir(exist_ok=True),
+            (r / "sessions" / "fake_model-a-0003").symlink_to(Path.home()),
+        ),
+        "not a session folder",
+    ),
 }
 
 
