@@ -53,6 +53,9 @@ CASES = {
         GOOD.replace("per_session_usd = 0.03\n", "").replace("total_usd = 0.20", "total_usd = 0.000000001"),
         "rounds to $0",
     ),
+    "a negative wall_time_s": (GOOD.replace("latency_s", "wall_time_s = -1\nlatency_s"), "wall_time_s"),
+    "wall_time_s = nan": (GOOD.replace("latency_s", "wall_time_s = nan\nlatency_s"), "wall_time_s"),
+    "latency_s = inf": (GOOD.replace("latency_s = 0.0", "latency_s = inf"), "latency_s"),
     "a control character in a runner profile name": (
         GOOD.replace("[runners.fake]", '[runners."fa\\u0007ke"]\nkind = "fake"\n[runners.fake]'),
         "runner profile name",
