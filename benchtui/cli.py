@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 from pathlib import Path
 
-from benchtui.errors import BenchtuiError, Interrupted, one_line
+from benchtui.errors import BenchtuiError, one_line
+from benchtui.stopsignals import StopSignals
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 2, 130
 
@@ -60,29 +60,7 @@ def tune_gc() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-def as_ctrl_c(signum: int, frame: object) -> None:
-    """SIGINT, SIGTERM and SIGHUP all act like one Ctrl-C, from benchtui's first line (the default
-    action of SIGTERM/SIGHUP kills the process mid-start-up): before the Trio loop they raise
-    Interrupted; inside it SIGTERM/SIGHUP call Trio's own SIGINT handler, then the headless
-    front end's stop request once it listens."""
-    handler = signal.getsignal(signal.SIGINT)
-    if handler is as_ctrl_c or handler is signal.default_int_handler:
-        # Not KeyboardInterrupt: CPython kills itself with SIGINT at exit (rc -2, not 130) when a
-        # KeyboardInterrupt went through some import machinery, even one that was caught later.
-        raise Interrupted
-    if callable(handler):
-        handler(signal.SIGINT, frame)
-
-
-def trio_handles_ctrl_c() -> None:
-    """Trio installs its own SIGINT handling only over Python's default handler."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-
-
-def main_run(argv: list[str]) -> int:
+def main_run(argv: list[str], stops: StopSignals) -> int:
     from benchtui import engine
 
     args = run_parser().parse_args(argv)
@@ -100,19 +78,13 @@ def main_run(argv: list[str]) -> int:
             from benchtui import headless
 
             printer = headless.LinePrinter()
-            trio_handles_ctrl_c()
-            try:
+            with stops.trio_owns_sigint():
                 finished = trio.run(headless.main, prep, printer, headless.keys_available())
-            finally:
-                signal.signal(signal.SIGINT, as_ctrl_c)
             print(printer.table())
         else:
             from benchtui.ui.app import run_app
 
-            for signum in STOP_SIGNALS:  # the TUI handles keys and signals its own way
-                signal.signal(
-                    signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
-                )
+            stops.hand_over()
             finished = run_app(prep)
     finally:
         prep.lock.release()
@@ -150,11 +122,11 @@ COMMANDS = {"schema": main_schema, "ctl": main_ctl, "verify": main_verify}
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     command = COMMANDS.get(argv[0]) if argv else None
+    stops = StopSignals()
     try:
         if command is None:
-            for signum in STOP_SIGNALS:
-                signal.signal(signum, as_ctrl_c)
-        return command(argv[1:]) if command else main_run(argv)
+            stops.install()
+        return command(argv[1:]) if command else main_run(argv, stops)
     except BenchtuiError as exc:
         print(f"benchtui: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
@@ -162,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"benchtui: {one_line(f'{exc.strerror or exc}{where}')}", file=sys.stderr)
         return 1
-    except (KeyboardInterrupt, Interrupted):
+    except BaseException as exc:
+        if not stops.explains(exc):
+            raise
         print("benchtui: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
 

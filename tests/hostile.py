@@ -7,13 +7,14 @@ import signal
 from pathlib import Path
 
 from benchtui import cli
+from benchtui.stopsignals import STOP_SIGNALS
 
 
 def run_cli(capsys, cwd: Path, *argv: str | Path) -> tuple[int, str]:
     """`benchtui ARGV` in-process, for inputs refused before any campaign runs (an escaping
     exception fails the test, like a traceback would). The signal handlers it installs are undone."""
     old = Path.cwd()
-    handlers = {s: signal.getsignal(s) for s in cli.STOP_SIGNALS}
+    handlers = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     os.chdir(cwd)
     try:
         rc = cli.main([str(a) for a in argv])

@@ -168,3 +168,30 @@ def test_sighup_mid_campaign_stops_launching_like_one_ctrl_c(tmp_path):
     done = benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     check_accounts(tmp_path / "runs" / "t")
+
+
+def test_a_stop_signal_wrapped_by_the_code_it_interrupted_still_counts_as_the_stop():
+    """Seen at random instants: SIGTERM inside an import's class creation came out as a RuntimeError
+    ("Error calling __set_name__") with a traceback and exit 1."""
+    from benchtui.stopsignals import STOP_SIGNALS, StopSignals
+
+    saved = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    stops = StopSignals()
+    stops.install()
+
+    class Trigger:
+        def __set_name__(self, owner, name):
+            os.kill(os.getpid(), signal.SIGTERM)  # handled at the next bytecode: inside class creation
+
+    try:
+        with pytest.raises(BaseException) as caught:
+
+            class Owner:
+                x = Trigger()
+
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+    assert not isinstance(caught.value, KeyboardInterrupt)  # CPython would exit -2 after one
+    assert stops.explains(caught.value)
+    assert not StopSignals().explains(RuntimeError("a real bug"))
