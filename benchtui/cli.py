@@ -120,6 +120,7 @@ COMMANDS = {"schema": main_schema, "ctl": main_ctl, "verify": main_verify}
 
 
 def main(argv: list[str] | None = None) -> int:
+    program = argv is None  # the process itself, not an in-process caller (tests)
     argv = sys.argv[1:] if argv is None else argv
     command = COMMANDS.get(argv[0]) if argv else None
     stops = StopSignals()
@@ -139,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print("benchtui: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        if program and command is None:
+            stops.ignore_from_now()  # the exit code is decided: a late signal must not replace it
 
 
 if __name__ == "__main__":

@@ -56,6 +56,12 @@ class StopSignals:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
+    def ignore_from_now(self) -> None:
+        """At exit CPython resets caught signals to their default action (a late SIGINT would end
+        the process with -2, replacing the exit code it chose); ignored ones stay ignored."""
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+
     def explains(self, exc: BaseException) -> bool:
         """Is `exc` how a stop signal surfaced (raised, or wrapped by the code it interrupted)?"""
         return isinstance(exc, KeyboardInterrupt | Interrupted) or self.received

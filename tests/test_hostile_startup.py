@@ -195,3 +195,21 @@ def test_a_stop_signal_wrapped_by_the_code_it_interrupted_still_counts_as_the_st
     assert not isinstance(caught.value, KeyboardInterrupt)  # CPython would exit -2 after one
     assert stops.explains(caught.value)
     assert not StopSignals().explains(RuntimeError("a real bug"))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_after_the_exit_code_is_decided_does_not_replace_it(tmp_path, signum):
+    """Seen at random instants: SIGINT during interpreter exit ended a finished run with -2."""
+    code = (
+        "import os, sys; from benchtui import cli; rc = cli.main(); "
+        f"os.kill(os.getpid(), {int(signum)}); sys.exit(rc)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "nope.toml", "--no-ui"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done
+    assert done.stderr.strip().splitlines() == ["benchtui: nope.toml: no such campaign file"]
