@@ -63,5 +63,10 @@ class StopSignals:
             signal.signal(signum, signal.SIG_IGN)
 
     def explains(self, exc: BaseException) -> bool:
-        """Is `exc` how a stop signal surfaced (raised, or wrapped by the code it interrupted)?"""
-        return isinstance(exc, KeyboardInterrupt | Interrupted) or self.received
+        """Is `exc` how a stop signal surfaced (raised, or wrapped by the code it interrupted, or
+        Trio's KeyboardInterrupt inside a nursery's exception group)?"""
+        if self.received or isinstance(exc, KeyboardInterrupt | Interrupted):
+            return True
+        return (
+            isinstance(exc, BaseExceptionGroup) and exc.subgroup((KeyboardInterrupt, Interrupted)) is not None
+        )

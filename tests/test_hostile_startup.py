@@ -197,6 +197,16 @@ def test_a_stop_signal_wrapped_by_the_code_it_interrupted_still_counts_as_the_st
     assert not StopSignals().explains(RuntimeError("a real bug"))
 
 
+def test_ctrl_c_inside_a_trio_nursery_counts_as_the_stop():
+    """Seen at random instants: Ctrl-C while the campaign loop started came out of Trio as a
+    KeyboardInterrupt inside an exception group: a traceback and exit 1."""
+    from benchtui.stopsignals import StopSignals
+
+    nested = BaseExceptionGroup("nursery", [BaseExceptionGroup("inner", [KeyboardInterrupt()])])
+    assert StopSignals().explains(nested)
+    assert not StopSignals().explains(ExceptionGroup("nursery", [ValueError("a real bug")]))
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_signal_after_the_exit_code_is_decided_does_not_replace_it(tmp_path, signum):
     """Seen at random instants: SIGINT during interpreter exit ended a finished run with -2."""
