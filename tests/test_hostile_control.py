@@ -140,7 +140,7 @@ async def test_a_thousand_ctl_clients_at_once_all_get_an_answer(tmp_path):
 async def test_socket_0600_and_run_dir_0700_whatever_the_umask(tmp_path):
     old = os.umask(0)
     try:
-        prep = prepare(tmp_path, sessions=1, total="10", latency=5, parallelism=1)
+        prep = prepare(tmp_path, sessions=1, total="10", latency=0.5, parallelism=1)
         async with trio.open_nursery() as nursery:
             scheduler, _ = await start(prep, nursery)
             sock_mode = stat.S_IMODE((prep.run_dir / rundir.CONTROL_SOCKET).stat().st_mode)
