@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tomllib
 from contextvars import ContextVar
 from decimal import Decimal
@@ -18,8 +19,10 @@ from pydantic_settings import (
     InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
 )
 
+from benchtui import inputs, limits
 from benchtui.errors import BadInput
 from benchtui.keys import BINDING_IDS
 from benchtui.money import fmt_exact, usd_floor
@@ -40,11 +43,11 @@ class Strict(BaseModel):
 
 
 class Budget(Strict):
-    total_usd: Decimal = Field(gt=0)
+    total_usd: Decimal = Field(gt=0, le=limits.MAX_USD)
     """The whole campaign never spends more than this (with `enforce`)."""
-    per_model_usd: Decimal | None = Field(default=None, gt=0)
+    per_model_usd: Decimal | None = Field(default=None, gt=0, le=limits.MAX_USD)
     """Each model's cap; default total_usd / number of models."""
-    per_session_usd: Decimal | None = Field(default=None, gt=0)
+    per_session_usd: Decimal | None = Field(default=None, gt=0, le=limits.MAX_USD)
     """Reserved in full before a session starts; default per_model_usd / sessions per model."""
     enforce: bool = True
     """False: no reservations, no refusals, no skips (the campaign may overspend)."""
@@ -53,11 +56,11 @@ class Budget(Strict):
 class Model(Strict):
     name: str = Field(min_length=1)
     """A litellm model id (for real runners)."""
-    input_usd_per_mtok: Decimal = Field(ge=0)
+    input_usd_per_mtok: Decimal = Field(ge=0, le=limits.MAX_USD_PER_MTOK)
     """USD per million input tokens; charges are computed from it, never from the provider."""
-    output_usd_per_mtok: Decimal = Field(ge=0)
+    output_usd_per_mtok: Decimal = Field(ge=0, le=limits.MAX_USD_PER_MTOK)
     """USD per million output tokens."""
-    max_output_tokens: int = Field(default=4096, gt=0)
+    max_output_tokens: int = Field(default=4096, gt=0, le=limits.MAX_OUTPUT_TOKENS)
     """Sent with every call; bounds the worst case that is authorised."""
     api_base: str | None = None
     """The API's base URL (an OpenAI-compatible server, a proxy, a local model)."""
@@ -65,6 +68,16 @@ class Model(Strict):
     """Name of the environment variable holding this model's API key (never the key itself)."""
     litellm: dict[str, Any] = Field(default_factory=dict)
     """Extra litellm keyword arguments."""
+
+    @field_validator("name")
+    @classmethod
+    def _file_name(cls, value: str) -> str:
+        return limits.check_file_name(value, "the model name")  # it names session dirs and files
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        return None if value is None else limits.check_text(value, "api_key_env")
 
     def spec(self) -> ModelSpec:
         return ModelSpec(**{k: getattr(self, k) for k in ModelSpec.__slots__})
@@ -75,6 +88,11 @@ class Environment(Strict):
     """The target checkout, relative to the campaign file."""
     tools: list[str] = Field(default_factory=list)
     """Executables whose `--version` is part of the environment fingerprint (e.g. ["pred"])."""
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_names(cls, value: list[str]) -> list[str]:
+        return [limits.check_text(tool, "a tool name") for tool in value]
 
 
 class Ui(Strict):
@@ -105,15 +123,15 @@ class Campaign(BaseSettings):
         use_attribute_docstrings=True,
     )
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=limits.NAME_MAX_BYTES)
     """Run dir name: <state-dir>/<name>/."""
-    sessions_per_model: int | None = Field(default=None, gt=0)
+    sessions_per_model: int | None = Field(default=None, gt=0, le=limits.MAX_SESSIONS)
     """Whole-library sessions per model (or give `tasks`)."""
     tasks: list[str] | None = Field(default=None, min_length=1)
     """Task names (e.g. reduction rules); sessions per model = len(tasks) × repeats."""
-    repeats: int = Field(default=1, gt=0)
+    repeats: int = Field(default=1, gt=0, le=limits.MAX_SESSIONS)
     """How many times each task is run per model."""
-    parallelism: int = Field(default=4, gt=0)
+    parallelism: int = Field(default=4, gt=0, le=limits.MAX_PARALLELISM)
     """Sessions running at once (free to change on resume)."""
     runner: str
     """The active profile from [runners.*]."""
@@ -139,6 +157,11 @@ class Campaign(BaseSettings):
         # Precedence: explicit (CLI) > BENCHTUI_* environment > the TOML file.
         return init_settings, env_settings, InitSettingsSource(settings_cls, _toml_data.get() or {})
 
+    @field_validator("tasks")
+    @classmethod
+    def _task_names(cls, value: list[str] | None) -> list[str] | None:
+        return value and [limits.check_text(task, "a task name") for task in value]
+
     @field_validator("runners", mode="before")
     @classmethod
     def _profiles(cls, value: Any) -> Any:
@@ -146,6 +169,7 @@ class Campaign(BaseSettings):
             return value
         out = {}
         for name, table in value.items():
+            limits.check_text(name, "a runner profile name")
             if isinstance(table, RunnerProfile):
                 out[name] = table
                 continue
@@ -163,6 +187,11 @@ class Campaign(BaseSettings):
     def _consistent(self) -> Campaign:
         if (self.sessions_per_model is None) == (self.tasks is None):
             raise ValueError("give exactly one of sessions_per_model or tasks")
+        if self.sessions_per_model_count * len(self.models) > limits.MAX_SESSIONS:
+            raise ValueError(
+                f"{self.sessions_per_model_count} sessions for each of {len(self.models)} models "
+                f"is more than {limits.MAX_SESSIONS:,} sessions"
+            )
         names = [m.name for m in self.models]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
@@ -182,6 +211,10 @@ class Campaign(BaseSettings):
             raise ValueError(
                 f"per_session_usd {fmt_exact(self.per_session_usd)} exceeds a model's cap "
                 f"{fmt_exact(self.per_model_usd)}"
+            )
+        if not self.per_session_usd:
+            raise ValueError(
+                f"each session's share of {self.per_model_usd:f} rounds to $0: give per_session_usd"
             )
         return self
 
@@ -308,15 +341,17 @@ def load(path: Path, *, require_target: bool = True, **overrides: Any) -> Campai
 
     `require_target=False` lets `benchtui check` report a missing target among its other checks."""
     try:
-        text = path.read_text()
+        text = inputs.read_text(path, inputs.CAMPAIGN_MAX_BYTES, "the campaign file")
     except FileNotFoundError:
         raise BadInput(f"{path}: no such campaign file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path}: cannot read: {exc}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"{path}: malformed TOML: {exc}") from None
+    except RecursionError:
+        raise BadInput(f"{path}: malformed TOML: nested too deeply") from None
+    if _depth(data) > MAX_DEPTH:  # deeper data would overflow the recursion of later steps
+        raise BadInput(f"{path}: values nested more than {MAX_DEPTH} deep")
     _resolve_paths(data, path.parent)
     token = _toml_data.set(data)
     try:
@@ -330,8 +365,30 @@ def load(path: Path, *, require_target: bool = True, **overrides: Any) -> Campai
                     f"{err['msg'].removeprefix('Value error, ')}"
                 ) from None
         raise BadInput(f"{path}: {_first_errors(exc)}") from None
+    except (SettingsError, RecursionError) as exc:  # a BENCHTUI_* value that is not valid JSON
+        raise BadInput(_env_error(exc)) from None
     finally:
         _toml_data.reset(token)
-    if require_target and not campaign.environment.path.exists():
-        raise BadInput(f"{path}: environment.path {campaign.environment.path} does not exist")
+    if require_target and not campaign.environment.path.is_dir():
+        what = "does not exist" if not campaign.environment.path.exists() else "is not a directory"
+        raise BadInput(f"{path}: environment.path {campaign.environment.path} {what}")
     return campaign
+
+
+MAX_DEPTH = 32
+
+
+def _depth(value: Any, level: int = 0) -> int:
+    if level > MAX_DEPTH:
+        return level
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list):
+        return max((_depth(v, level + 1) for v in value), default=level + 1)
+    return level
+
+
+def _env_error(exc: Exception) -> str:
+    field = re.search(r'field "(\w+)"', str(exc))
+    name = f"BENCHTUI_{field.group(1).upper()}" if field else "a BENCHTUI_* environment variable"
+    return f"{name}: cannot parse its value (a table or list must be JSON, e.g. BENCHTUI_MODELS='[...]')"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchtui import inputs, limits, rundir
 from benchtui.atomic import gc_paused
 from benchtui.campaign import Campaign
 from benchtui.errors import BadInput
@@ -49,7 +50,7 @@ class Checkpoint:
 def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[JournalRecord]:
     """Parse the journal; a torn last line is ignored, any other bad line is corruption."""
     try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        text = inputs.read_bytes(path, None, "the journal").decode("utf-8", errors="replace")
     except FileNotFoundError:
         return []
     lines = text.split("\n")
@@ -63,6 +64,8 @@ def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[Journa
         for number, value in enumerate(values, 1):
             try:
                 rec = JournalRecord.from_json(value)
+                if not limits.sane_amount(value["cost_usd"]):  # edited by hand: inf, 1e300
+                    raise ValueError(f"cost_usd {value['cost_usd']!r} is not a sane amount")
                 planned = plan_ids.get(rec.session)
                 if planned is None or planned.model != rec.model:
                     raise ValueError("a session this campaign does not plan")
@@ -82,23 +85,27 @@ def _parse_all(lines: list[str]) -> list[Any]:
             records: list[Any] = json.loads("[" + ",".join(lines) + "]")
         if len(records) == len(lines):
             return records
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     for number, line in enumerate(lines, 1):
         try:
             json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise ValueError(f"at line {number}") from None
     raise ValueError("(a line holds more than one record)")
 
 
 def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Checkpoint:
+    rundir.check_layout(run_dir)
     try:
-        saved = tomllib.loads((run_dir / LEDGER).read_text())
+        saved = tomllib.loads(inputs.read_text(run_dir / LEDGER, inputs.LEDGER_MAX_BYTES, "the ledger"))
         in_flight = {f.session: f for f in Ledger.running_from_toml(saved)}
+        amounts = [x for f in in_flight.values() for x in (f.reservation, f.spent, f.held)]
+        if not isinstance(saved.get("runner", ""), str) or not all(map(limits.sane_amount, amounts)):
+            raise ValueError("a value out of range")
     except FileNotFoundError:
         raise BadInput(f"{run_dir / LEDGER}: missing; use --fresh to start over") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
+    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, ArithmeticError, RecursionError) as exc:
         raise BadInput(f"{run_dir / LEDGER}: corrupted ledger ({exc}); use --fresh") from None
     ledger = new_ledger(campaign)
     runner = saved.get("runner")

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from benchtui.args import OneLineParser
-from benchtui.errors import BenchtuiError
+from benchtui.errors import BenchtuiError, one_line
+from benchtui.stopsignals import StopSignals
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 2, 130
 EXIT_RETRY = 75
@@ -59,7 +60,7 @@ def tune_gc() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
-def main_run(argv: list[str]) -> int:
+def main_run(argv: list[str], stops: StopSignals) -> int:
     args = run_parser().parse_args(argv)
     from benchtui import engine  # after parsing: `--help` and usage errors stay instant
 
@@ -76,11 +77,13 @@ def main_run(argv: list[str]) -> int:
             from benchtui import headless
 
             printer = headless.LinePrinter()
-            ended = trio.run(headless.main, prep, printer, headless.keys_available())
+            with stops.trio_owns_sigint():
+                ended = trio.run(headless.main, prep, printer, headless.keys_available())
             accounts = printer.accounts
         else:
             from benchtui.ui.app import run_app
 
+            stops.hand_over()
             ended, accounts = run_app(prep)
     # Both front ends end the same way: the table, where the results are, how to continue.
     from benchtui.closing import closing_text
@@ -153,20 +156,29 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    program = argv is None  # the process itself, not an in-process caller (tests)
     argv = sys.argv[1:] if argv is None else argv
     command = COMMANDS.get(argv[0]) if argv else None
+    stops = StopSignals()
     try:
-        return command(argv[1:]) if command else main_run(argv)
+        if command is None:
+            stops.install()
+        return command(argv[1:]) if command else main_run(argv, stops)
     except BenchtuiError as exc:
-        print(f"benchtui: {exc}", file=sys.stderr)
+        print(f"benchtui: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:  # e.g. a full disk before the run's own storage took over
         where = f" ({exc.filename})" if exc.filename else ""
-        print(f"benchtui: {exc.strerror or exc}{where}", file=sys.stderr)
+        print(f"benchtui: {one_line(f'{exc.strerror or exc}{where}')}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        if not stops.explains(exc):
+            raise
         print("benchtui: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        if program and command is None:
+            stops.ignore_from_now()  # the exit code is decided: a late signal must not replace it
 
 
 if __name__ == "__main__":

@@ -5,11 +5,18 @@ Protocol: JSON lines. Each request is one object, e.g. `{"cmd": "pause"}`, `{"cm
 `{"cmd": "stop", "now": false}`, `{"cmd": "status"}`; each reply is one object with `"ok": true`
 (plus `message`, or the status fields) or `"ok": false, "error": "..."`. Commands are the
 scheduler's own control calls, run in the engine's Trio thread like the UI's keys.
+
+Anyone who can reach the socket is a client, so the campaign must never notice a bad one: a
+line is at most MAX_LINE bytes and its JSON is parsed safely (deep nesting is an error reply);
+at most MAX_CLIENTS connections are served at once (the others wait in the kernel's backlog, so
+file descriptors stay bounded); a client that sends nothing, or does not read its replies, for
+IDLE_S is dropped. The socket is 0600 in a 0700 run dir.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import socket
@@ -22,10 +29,14 @@ from typing import Any
 import trio
 
 from benchtui import events as ev
+from benchtui.inputs import loads_json
+from benchtui.limits import MAX_PARALLELISM
 from benchtui.rundir import CONTROL_SOCKET
 from benchtui.scheduler import Scheduler
 
 MAX_LINE = 64 * 1024
+MAX_CLIENTS = 32
+IDLE_S = 10.0
 UNIX_PATH_MAX = 100  # sun_path is 108 bytes on Linux; leave room for the terminator
 
 
@@ -98,42 +109,89 @@ class Controller:
                     + ("running sessions interrupted" if now else "running sessions finish first"),
                 }
             if cmd == "kill":
-                session = str(request.get("session"))
+                session = request.get("session")
+                if not isinstance(session, str):
+                    return {"ok": False, "error": 'kill needs a "session" string'}
                 if not s.kill(session):
                     return {"ok": False, "error": f"no running session {session!r}"}
                 return {"ok": True, "message": f"killed {session}"}
             if cmd == "runner":
-                s.set_runner(str(request.get("profile")))
+                if not isinstance(request.get("profile"), str):
+                    return {"ok": False, "error": 'runner needs a "profile" string'}
+                s.set_runner(request["profile"])
                 return {"ok": True, "message": f"runner {s.runner} for sessions not yet started"}
             if cmd == "parallelism":
                 n = request.get("n")
-                if not isinstance(n, int) or isinstance(n, bool):
-                    return {"ok": False, "error": "parallelism needs an integer n"}
+                if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_PARALLELISM:
+                    return {
+                        "ok": False,
+                        "error": f"parallelism needs an integer n from 1 to {MAX_PARALLELISM}",
+                    }
                 s.set_parallelism(n)
                 return {"ok": True, "message": f"parallelism {n}"}
         except ValueError as exc:
             return {"ok": False, "error": str(exc)}
-        return {"ok": False, "error": f"unknown command {cmd!r}"}
+        return {"ok": False, "error": f"unknown command {cmd[:100]!r}"}
 
     async def handle(self, stream: trio.SocketStream) -> None:
-        """One client connection; a client that goes away never disturbs the campaign."""
+        """One client connection; a client that goes away or misbehaves never disturbs the campaign."""
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            await self._converse(stream)
+            async with stream:
+                await self._converse(stream)
 
     async def _converse(self, stream: trio.SocketStream) -> None:
         buffer = b""
-        async with stream:
-            async for chunk in stream:
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    try:
-                        reply = self.answer(json.loads(line))
-                    except ValueError:
-                        reply = {"ok": False, "error": "not a JSON line"}
-                    await stream.send_all(json.dumps(reply).encode() + b"\n")
-                if len(buffer) > MAX_LINE:
-                    return
+        while True:
+            with trio.move_on_after(IDLE_S) as idle:  # a request must arrive whole in time
+                while b"\n" not in buffer and len(buffer) <= MAX_LINE:
+                    chunk = await stream.receive_some(MAX_LINE)
+                    if not chunk:
+                        return
+                    buffer += chunk
+            if idle.cancelled_caught:
+                return
+            if b"\n" not in buffer:
+                await self._send(
+                    stream, {"ok": False, "error": f"a request line is at most {MAX_LINE} bytes"}
+                )
+                return
+            line, buffer = buffer.split(b"\n", 1)
+            try:
+                reply = self.answer(loads_json(line))
+            except ValueError:
+                reply = {"ok": False, "error": "not a JSON line"}
+            if not await self._send(stream, reply):
+                return
+
+    @staticmethod
+    async def _send(stream: trio.SocketStream, reply: dict[str, Any]) -> bool:
+        with trio.move_on_after(IDLE_S):  # a client that does not read its replies is dropped
+            await stream.send_all(json.dumps(reply).encode() + b"\n")
+            return True
+        return False
+
+    async def serve_clients(self, listener: trio.SocketListener) -> None:
+        """Accept a client only when one of MAX_CLIENTS slots is free."""
+        slots = trio.Semaphore(MAX_CLIENTS)
+
+        async def one(stream: trio.SocketStream) -> None:
+            try:
+                await self.handle(stream)
+            finally:
+                slots.release()
+
+        async with trio.open_nursery() as nursery:
+            while True:
+                await slots.acquire()
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:
+                    slots.release()
+                    if exc.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                        raise
+                    await trio.sleep(0.1)  # out of descriptors: the campaign's own files come first
+                    continue
+                nursery.start_soon(one, stream)
 
 
 async def serve(
@@ -146,18 +204,22 @@ async def serve(
     """Serve `<run dir>/control.sock` until cancelled, then remove it.
 
     The run dir lock is ours, so a socket file left by a crashed run is stale: replace it. If the
-    socket cannot be created, say so and go on: the campaign must not depend on remote control.
+    socket cannot be created or breaks, say so and go on: the campaign must not depend on remote
+    control.
     """
     path = run_dir / CONTROL_SOCKET
     controller = Controller(scheduler)
     unsubscribe = bus.subscribe(controller.listen)
     sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    bound: int | None = None
     try:
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
         try:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
             with socket_address(path) as address:
                 await sock.bind(address)
+            os.chmod(path, 0o600)  # the run dir is 0700 already; the socket too, whatever the umask
+            bound = path.stat().st_ino
             sock.listen()
         except OSError as exc:
             bus.emit(
@@ -169,9 +231,15 @@ async def serve(
             task_status.started()
             return
         task_status.started()
-        await trio.serve_listeners(controller.handle, [trio.SocketListener(sock)])
+        try:
+            await controller.serve_clients(trio.SocketListener(sock))
+        except OSError as exc:
+            bus.emit(
+                ev.Notice("warning", f"control socket failed ({exc}): `benchtui ctl` cannot reach this run")
+            )
     finally:
         sock.close()
         unsubscribe()
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
+        with contextlib.suppress(OSError):  # only our own socket: never a file someone put there
+            if bound is not None and path.lstat().st_ino == bound:
+                path.unlink()

@@ -15,9 +15,12 @@ from typing import Any
 
 from benchtui import rundir
 from benchtui.errors import BadInput
+from benchtui.limits import MAX_PARALLELISM
 
 COMMANDS = {"pause": 0, "resume": 0, "stop": 0, "status": 0, "kill": 1, "runner": 1, "parallelism": 1}
 TIMEOUT_S = 10.0
+MAX_REPLY = 16 * 1024 * 1024
+"""A status reply of a campaign with many models is a few KB; anything past this is not benchtui."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -53,8 +56,8 @@ def request_for(command: str, args: list[str], now: bool) -> dict[str, Any]:
     if command == "runner":
         return {"cmd": "runner", "profile": args[0]}
     if command == "parallelism":
-        if not args[0].isdigit() or int(args[0]) < 1:
-            raise BadInput("ctl parallelism takes a whole number of at least 1")
+        if not args[0].isdigit() or not 1 <= int(args[0]) <= MAX_PARALLELISM:
+            raise BadInput(f"ctl parallelism takes a whole number from 1 to {MAX_PARALLELISM}")
         return {"cmd": "parallelism", "n": int(args[0])}
     return {"cmd": command, "now": now} if command == "stop" else {"cmd": command}
 
@@ -79,6 +82,7 @@ class NotRunning(BadInput):
 def ask(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
     """Send one request to the run's control socket; BadInput when nothing answers."""
     from benchtui.control import socket_address
+    from benchtui.inputs import loads_json
 
     path = run_dir / rundir.CONTROL_SOCKET
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
@@ -86,21 +90,33 @@ def ask(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
         try:
             with socket_address(path) as address:
                 sock.connect(address)
+        except TimeoutError:  # its backlog is full: many clients at once
+            raise BadInput(f"the campaign in {run_dir} is busy: no answer in {TIMEOUT_S:g} s") from None
         except OSError:  # no socket, or a stale one left by a killed process
             raise NotRunning(f"the campaign in {run_dir} is not running") from None
-        reply = b""
+        chunks, size = [], 0
         try:
             sock.sendall(json.dumps(request).encode() + b"\n")
-            while not reply.endswith(b"\n"):
+            while not chunks or not chunks[-1].endswith(b"\n"):
                 chunk = sock.recv(65536)
                 if not chunk:
                     break
-                reply += chunk
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > MAX_REPLY:
+                    raise BadInput(f"{path} answered more than {MAX_REPLY} bytes: not a benchtui campaign")
         except OSError as exc:
             raise BadInput(f"the campaign in {run_dir} did not answer: {exc}") from None
+    reply = b"".join(chunks)
     if not reply.endswith(b"\n"):
         raise BadInput(f"the campaign in {run_dir} stopped before answering")
-    return json.loads(reply)
+    try:
+        answer = loads_json(reply.split(b"\n", 1)[0])
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise BadInput(f"{path} answered something that is not a benchtui reply")
+    return answer
 
 
 def show_status(reply: dict[str, Any]) -> str:
@@ -137,8 +153,11 @@ def main(argv: list[str]) -> int:
         print(run_dir_status(run_dir))
         return 0
     if not reply.get("ok"):
-        raise BadInput(reply.get("error") or "the campaign refused")
-    print(show_status(reply) if command == "status" else reply.get("message", "ok"))
+        raise BadInput(str(reply.get("error") or "the campaign refused"))
+    try:
+        print(show_status(reply) if command == "status" else str(reply.get("message", "ok")))
+    except (KeyError, TypeError, ValueError, ArithmeticError):
+        raise BadInput(f"{run_dir / rundir.CONTROL_SOCKET} answered a malformed {command} reply") from None
     return 0
 
 

@@ -73,6 +73,10 @@ def prepare(opts: Options) -> PreparedRun:
             raise BadInput("give a campaign file, or --resume to continue the latest run")
         run_dir = rundir.latest(opts.state_dir)
         campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, **overrides)
+        if campaign.name != run_dir.name:  # an edited frozen copy: .latest would point elsewhere
+            raise BadInput(
+                f"{run_dir / rundir.CAMPAIGN}: names the run {campaign.name!r}, not {run_dir.name!r}"
+            )
     else:
         campaign = campaign_file.load(opts.campaign, **overrides)
         run_dir = opts.state_dir / campaign.name

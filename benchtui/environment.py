@@ -6,6 +6,7 @@ import fnmatch
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -86,7 +87,13 @@ def content_hash(path: Path) -> str:
         for name in sorted(n for n in files if not is_secret_file(n)):
             full = Path(root, name)
             digest.update(str(full.relative_to(path)).encode() + b"\0")
-            digest.update(full.read_bytes() if not full.is_symlink() else os.readlink(full).encode())
+            mode = full.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                digest.update(os.readlink(full).encode())
+            elif stat.S_ISREG(mode):
+                digest.update(full.read_bytes())
+            else:  # a FIFO or a device: reading it would block or never end
+                digest.update(f"special {stat.S_IFMT(mode):o}".encode())
             digest.update(b"\0")
     return digest.hexdigest()[:16]
 

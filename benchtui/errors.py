@@ -27,9 +27,20 @@ class StorageFailed(BenchtuiError):
     exit_code = 1
 
 
+class Interrupted(BaseException):
+    """A stop signal arrived before the campaign loop ran (a BaseException, like KeyboardInterrupt,
+    so that no `except Exception` takes it for an error to handle)."""
+
+
 def first_error(group: BaseExceptionGroup) -> BaseException:
     """The first leaf of a (nested) exception group: Trio nurseries wrap what tasks raise."""
     exc: BaseException = group
     while isinstance(exc, BaseExceptionGroup):
         exc = exc.exceptions[0]
     return exc
+
+
+def one_line(message: str, limit: int = 1000) -> str:
+    """A message that may quote user input, as one printable line of bounded length."""
+    line = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -62,7 +62,7 @@ def up_to_date(run_dir: Path, models: list[str]) -> bool:
     try:
         written = min(results_path(run_dir, m).stat().st_mtime_ns for m in models)
         return written >= (run_dir / JOURNAL).stat().st_mtime_ns
-    except FileNotFoundError:
+    except OSError:  # missing, or a results dir someone replaced with a file: rewrite (or say why not)
         return False
 
 

@@ -19,7 +19,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 #: Per-session results, as in the target benchmark's results schema.
 Result = Literal["bug_found", "known_issue", "no_certificate", "rejected", "no_bug", "error"]
@@ -35,7 +35,7 @@ class RunnerProfile(BaseModel):
 
     kind: str
     """Registry name of the runner (`fake`, `mini-swe-agent`, an entry point, or `pkg.mod:Class`)."""
-    wall_time_s: float | None = None
+    wall_time_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Wall-clock limit of one session; past it the session is cancelled and ends as `error`."""
 
 

@@ -22,7 +22,7 @@ class FakeProfile(RunnerProfile):
     """No model calls: a canned certificate for tests and demos."""
     cost_usd: Decimal = Field(default=Decimal("0.01"), ge=0)
     """Spent by each session in its one authorised call."""
-    latency_s: float = Field(default=0.0, ge=0)
+    latency_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """How long the fake call takes."""
     call_log: str | None = None
     """Relative to the run dir: one JSON line {"model", "session"} appended per real call."""

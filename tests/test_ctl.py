@@ -90,7 +90,11 @@ async def test_client_errors_are_one_line_with_exit_code_2(tmp_path, capsys):
         for argv, message in [
             ((run_dir, "kill", "no-such-session"), "benchtui: no running session 'no-such-session'"),
             ((run_dir, "runner", "nope"), "benchtui: unknown runner profile 'nope' (campaign has: fake)"),
-            ((run_dir, "parallelism", "0"), "benchtui: ctl parallelism takes a whole number of at least 1"),
+            ((run_dir, "parallelism", "0"), "benchtui: ctl parallelism takes a whole number from 1 to 10000"),
+            (
+                (run_dir, "parallelism", "9" * 30),
+                "benchtui: ctl parallelism takes a whole number from 1 to 10000",
+            ),
             ((run_dir, "kill"), "benchtui: ctl kill takes 1 argument(s)"),
             (
                 (run_dir, "frobnicate"),
