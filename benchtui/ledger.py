@@ -147,13 +147,14 @@ class Ledger:
         flight.held += worst_case
         return True
 
-    def charge(self, session: str, cost: Decimal) -> InFlight:
-        """Settle the session's hold with the real cost (never clamped)."""
+    def charge(self, session: str, cost: Decimal, settles: Decimal | None = None) -> InFlight:
+        """Settle a hold with the real cost (never clamped): `settles` is the hold this call was
+        authorised for (parallel calls of one session each settle their own), None every hold."""
         flight = self.running[session]
         account = self.models[flight.model]
         before = flight.unspent
         flight.spent += cost
-        flight.held = ZERO
+        flight.held = ZERO if settles is None else max(flight.held - settles, ZERO)
         account.spent += cost
         account.reserved += flight.unspent - before
         return flight

@@ -55,10 +55,12 @@ class SessionMeter:
         scheduler.bus.emit(ev.SessionProgress(self._flight.session, "", self.calls, self._flight.spent))
         return True
 
-    def charge(self, usage: Usage) -> Decimal:
+    def charge(self, usage: Usage, settles: Decimal | None = None) -> Decimal:
         scheduler = self._scheduler
         cost = self.price(usage)
-        flight = scheduler.ledger.charge(self._flight.session, cost)
+        flight = scheduler.ledger.charge(
+            self._flight.session, cost, None if settles is None else usd(settles)
+        )
         self.tokens += usage.input_tokens + usage.output_tokens
         scheduler.store.mark_dirty()
         scheduler.bus.emit(ev.SessionProgress(flight.session, "", self.calls, flight.spent))

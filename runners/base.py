@@ -3,8 +3,9 @@
 A runner is constructed once per campaign runner profile and then asked to `run` one session
 at a time (concurrently, from many Trio tasks). It must spend money only through the `Meter`:
 `await meter.authorise(worst_case)` before every model call (the hold is durable when it
-returns True), then `meter.charge(usage)` with the call's real token usage. Calls within one
-session are sequential: `charge` settles the session's outstanding hold.
+returns True), then `meter.charge(usage)` with the call's real token usage. A runner whose
+session makes parallel calls (agent CLIs behind the gateway) settles each call's own hold with
+`meter.charge(usage, settles=worst_case)`; without `settles`, `charge` settles every open hold.
 """
 
 from __future__ import annotations
@@ -110,8 +111,8 @@ class Meter(Protocol):
         """Hold `worst_case_usd` for the next call; True once the hold is durable."""
         ...
 
-    def charge(self, usage: Usage) -> Decimal:
-        """Settle the outstanding hold with the real usage; returns the cost."""
+    def charge(self, usage: Usage, settles: Decimal | None = None) -> Decimal:
+        """Settle the hold of `settles` (None: every open hold) with the real usage; returns the cost."""
         ...
 
     def progress(self, note: str) -> None:

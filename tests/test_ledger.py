@@ -34,6 +34,19 @@ def test_reserve_authorise_charge_close():
     assert (ledger.spent, ledger.reserved, ledger.wasted) == (D("0.03"), 0, 0)
 
 
+def test_parallel_calls_each_settle_their_own_hold():
+    ledger = book()
+    ledger.open("a-0", "a", 0, 1, "fake", D("0.03"))
+    assert ledger.authorise("a-0", D("0.01")) and ledger.authorise("a-0", D("0.015"))
+    assert not ledger.authorise("a-0", D("0.01"))  # 0.025 held + 0.01 > 0.03
+    ledger.charge("a-0", D("0.002"), settles=D("0.01"))  # the first call ends; the second is still held
+    assert ledger.running["a-0"].held == D("0.015")
+    assert not ledger.authorise("a-0", D("0.014"))  # 0.002 + 0.015 + 0.014 > 0.03
+    assert ledger.authorise("a-0", D("0.013"))
+    ledger.charge("a-0", D("0.001"))  # no `settles`: every open hold
+    assert (ledger.running["a-0"].held, ledger.running["a-0"].spent) == (0, D("0.003"))
+
+
 def test_spend_of_a_killed_attempt_is_wasted_and_counts():
     ledger = book()
     ledger.open("a-0", "a", 0, 1, "fake", D("0.03"))
@@ -97,7 +110,9 @@ def test_default_budgets_split_evenly(tmp_path):
 def test_equal_shares_never_add_up_past_the_whole(tmp_path):
     for models, total in ((3, "0.20"), (7, "1"), (6, "0.1")):
         names = tuple(f"m{i}" for i in range(models))
-        c = campaign_file.load(write_campaign(tmp_path, total=total, per_session=None, sessions=3, models=names))
+        c = campaign_file.load(
+            write_campaign(tmp_path, total=total, per_session=None, sessions=3, models=names)
+        )
         assert c.per_model_usd * models <= D(total) < c.per_model_usd * models + D("1e-8")
         assert c.per_session_usd * 3 <= c.per_model_usd
 
