@@ -58,6 +58,8 @@ class Scheduler:
         """Sessions ended (or skipped) in this run."""
         self._released = trio.Event()
         self._runners: dict[str, AgentRunner] = {}
+        self._services: trio.Nursery
+        self._campaign_over = trio.Event()
         self.ledger.meta.update(campaign=campaign.name, runner=runner, paused=False, parallelism=parallelism)
 
     # -- control calls ------------------------------------------------------------------------
@@ -136,6 +138,12 @@ class Scheduler:
     # -- the launch loop ----------------------------------------------------------------------
     async def run(self) -> bool:
         """Run every pending session; returns True when all sessions reached a final state."""
+        async with trio.open_nursery() as self._services:  # runners with a lifetime (see runner_for)
+            finished = await self._launch_all()
+            self._campaign_over.set()
+        return finished
+
+    async def _launch_all(self) -> bool:
         async with trio.open_nursery() as nursery:
             with self._launching:
                 for session in self.queue:
@@ -199,8 +207,15 @@ class Scheduler:
 
     def runner_for(self, profile: str) -> AgentRunner:
         if profile not in self._runners:
-            self._runners[profile] = registry.create(self.campaign.runners[profile], run_dir=self.run_dir)
+            runner = registry.create(self.campaign.runners[profile], run_dir=self.run_dir)
+            self._runners[profile] = runner
+            if hasattr(runner, "__aenter__"):  # e.g. the command runner's gateway: open until the run ends
+                self._services.start_soon(self._keep_open, runner)
         return self._runners[profile]
+
+    async def _keep_open(self, runner: Any) -> None:
+        async with runner:
+            await self._campaign_over.wait()
 
     def attempt_ended(self, session: str) -> None:
         """Hand the slot and the unused reservation back; waiting launches re-check the budget."""

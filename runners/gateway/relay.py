@@ -60,6 +60,7 @@ async def metered_call(
             send, REFUSAL_STATUS, dialect.error(429, message, "insufficient_quota"), JSON + NO_RETRY
         )
         return
+    binding.authorised += 1
     url = f"{binding.base_url(dialect)}/{dialect.path}"
     settled = False
 

@@ -29,6 +29,8 @@ class Binding:
     prompt_overhead_tokens: int = PROMPT_OVERHEAD_TOKENS
     token: str = field(default_factory=lambda: "benchtui-" + secrets.token_urlsafe(24))
     open: bool = True
+    authorised: int = 0
+    """Calls let through (each held, then charged)."""
     calls: set[trio.CancelScope] = field(default_factory=set)
 
     @property
