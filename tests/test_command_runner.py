@@ -61,6 +61,7 @@ async def test_an_agent_cli_finds_a_bug_through_the_gateway_in_bubblewrap(tmp_pa
     assert "benchtui-" in shown and "OPENAI_API_KEY" in shown  # the session token was visible
     assert REAL_KEY not in shown
     # ... nor into any file under the run dir.
+    assert pids_matching(str(prep.run_dir)) == []  # nothing of the sandbox outlives the session
     files = [p for p in prep.run_dir.rglob("*") if p.is_file()]
     assert any(p.name == "attempt-1.agent.log" for p in files)
     assert not [p for p in files if REAL_KEY.encode() in p.read_bytes()]
@@ -92,6 +93,6 @@ async def test_killing_an_agent_cli_session_leaves_no_process(tmp_path, profile)
             prep, recorder = await run_campaign(path, tmp_path / "state", during=kill_once_sleeping)
     (record,) = journal(prep.run_dir).values()
     assert record["state"] == "killed" and recorder.kill_s < 5
-    assert pids_matching(marker) == []
+    assert pids_matching(marker) == [] and pids_matching(str(prep.run_dir)) == []
     assert record["cost_usd"] == float(price(3000, 80))  # the call it made stays charged
     assert not any(os.path.exists(p) for p in [Path(prep.run_dir, "sessions", record["session"], "workdir")])

@@ -21,8 +21,10 @@ INNER_SOCKET_DIR = "/run/benchtui"
 RELAY = (
     f"socat TCP-LISTEN:{INNER_PORT},bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:{INNER_SOCKET_DIR}/gateway.sock &"
     f" for i in $(seq 500); do socat -u OPEN:/dev/null TCP:127.0.0.1:{INNER_PORT} 2>/dev/null && break;"
-    ' sleep 0.01; done; exec "$@"'
+    ' sleep 0.01; done; "$@"; status=$?; kill -KILL -1; exit $status'
 )
+# bwrap's init (PID 1 of the sandbox) outlives the agent while anything else in the sandbox runs
+# (socat, whatever the agent left behind): so once the agent exits, the shell kills all of it.
 
 
 def agent_bin_dirs() -> list[Path]:
