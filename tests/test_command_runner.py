@@ -96,3 +96,23 @@ async def test_killing_an_agent_cli_session_leaves_no_process(tmp_path, profile)
     assert pids_matching(marker) == [] and pids_matching(str(prep.run_dir)) == []
     assert record["cost_usd"] == float(price(3000, 80))  # the call it made stays charged
     assert not any(os.path.exists(p) for p in [Path(prep.run_dir, "sessions", record["session"], "workdir")])
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize(("profile", "per_session"), [("codex", 0.16), ("claude", 0.27)])
+async def test_an_agent_cli_whose_budget_is_spent_is_refused_and_stops(tmp_path, profile, per_session):
+    # The first call's worst case (each request is 40-80 kB: one prompt token per byte) fits the
+    # session's reservation; after its charge, the second one does not.
+    need(profile)
+    with ScriptedUpstream(hunt) as up:
+        path = write_campaign(
+            tmp_path, up.url, profile, budget={"total_usd": 1.0, "per_session_usd": per_session}
+        )
+        with trio.fail_after(180):
+            prep, _ = await run_campaign(path, tmp_path / "state")
+    (record,) = journal(prep.run_dir).values()
+    assert record["state"] == "done"  # a clean stop (its command printed a certificate: verified)
+    assert len(up.calls) == 1 and record["calls"] == 1  # the refused call never reached the provider
+    assert record["cost_usd"] == float(price(3000, 80)) <= per_session
+    log = next(prep.run_dir.glob("sessions/*/attempt-1.agent.log")).read_text()
+    assert "budget is spent" in log or "quota" in log.lower()
