@@ -6,6 +6,8 @@ never sees the real key; killed like `k` in the TUI does, it leaves no process b
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from command_support import MAKE_CERTIFICATE, agent_available, had_tool_result, 
 from minisweagent_support import journal, pred_on_path, price, run_campaign
 from real_parts import require
 from scripted_upstream import Answer, Call, ScriptedUpstream
+from support import popen
 from test_minisweagent_kill import pids_matching
 
 from benchtui import events as ev
@@ -116,3 +119,26 @@ async def test_an_agent_cli_whose_budget_is_spent_is_refused_and_stops(tmp_path,
     assert record["cost_usd"] == float(price(3000, 80)) <= per_session
     log = next(prep.run_dir.glob("sessions/*/attempt-1.agent.log")).read_text()
     assert "budget is spent" in log or "quota" in log.lower()
+
+
+def test_an_engine_killed_with_sigkill_takes_its_agents_sandboxes_along(tmp_path):
+    # Nothing of the engine runs its clean-up: the sandbox notices its lifeline pipe closing.
+    need("codex")
+    marker = "sleep 612.5"
+    with ScriptedUpstream(lambda call: hunt(call, marker) if not had_tool_result(call) else Answer()) as up:
+        path = write_campaign(tmp_path, up.url, "codex")
+        engine = popen(path, "--no-ui", "--state-dir", tmp_path / "state", cwd=tmp_path)
+        try:
+            deadline = time.monotonic() + 120
+            while not pids_matching(marker) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert pids_matching(marker), (
+                engine.stderr.read() if engine.poll() is not None else "no agent command"
+            )
+        finally:
+            engine.send_signal(signal.SIGKILL)
+            engine.wait()
+        deadline = time.monotonic() + 5
+        while pids_matching(str(tmp_path)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert pids_matching(str(tmp_path)) == []

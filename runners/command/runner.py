@@ -75,8 +75,14 @@ class CommandRunner:
                 _prepare, session.environment.resolve(), workdir, prompt_file, prompt
             )
             with self.gateway.session(meter, session.model, secrets.get(key_name or "")) as grant:
-                argv, env = self._command(session, argv0, grant.token, workdir, prompt, prompt_file, files)
-                status = await _run_agent(argv, env, workdir, log)
+                lifeline, hold = os.pipe()  # see sandbox.LIFELINE
+                try:
+                    argv, env = self._command(
+                        session, argv0, grant.token, workdir, prompt, prompt_file, files, lifeline
+                    )
+                    status = await _run_agent(argv, env, workdir, log, lifeline)
+                finally:
+                    os.close(hold)
             report = Report(
                 copy_fingerprint=copy,
                 prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
@@ -108,6 +114,7 @@ class CommandRunner:
         prompt: str,
         prompt_file: Path,
         files: Path,
+        lifeline: int,
     ) -> tuple[list[str], dict[str, str] | None]:
         assert self.gateway is not None
         bwrap = self.profile.environment == "bubblewrap"
@@ -135,7 +142,13 @@ class CommandRunner:
         binds = [*sandbox.mounts_for(argv0), prompt_file]
         socket_dir = self.gateway.socket_path.parent
         return sandbox.bubblewrap_argv(
-            argv, workdir=workdir, socket_dir=socket_dir, env=env, pred=self.pred, binds=binds
+            argv,
+            workdir=workdir,
+            socket_dir=socket_dir,
+            env=env,
+            pred=self.pred,
+            binds=binds,
+            lifeline=lifeline,
         ), {}
 
     def _clean_up(self, files: Path, log: Path, secrets: dict[str, str]) -> None:
@@ -162,13 +175,18 @@ def _prepare(target: Path, workdir: Path, prompt_file: Path, prompt: str) -> str
     return environment.fingerprint(workdir)
 
 
-async def _run_agent(argv: list[str], env: dict[str, str] | None, workdir: Path, log: Path) -> str:
+async def _run_agent(
+    argv: list[str], env: dict[str, str] | None, workdir: Path, log: Path, lifeline: int
+) -> str:
     """Run the agent to its end; on cancellation (kill, wall time, stop) freeze and kill its tree."""
     with log.open("ab") as out:
-        process = await trio.lowlevel.open_process(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir,
-            start_new_session=True,
-        )  # fmt: skip
+        try:
+            process = await trio.lowlevel.open_process(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir,
+                start_new_session=True, pass_fds=(lifeline,),
+            )  # fmt: skip
+        finally:
+            os.close(lifeline)  # the sandbox holds the read end now; we keep only the write end
     try:
         code = await process.wait()
     finally:

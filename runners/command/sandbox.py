@@ -25,6 +25,9 @@ RELAY = (
 )
 # bwrap's init (PID 1 of the sandbox) outlives the agent while anything else in the sandbox runs
 # (socat, whatever the agent left behind): so once the agent exits, the shell kills all of it.
+# LIFELINE: the engine holds a pipe's write end for the session's life; when the engine closes
+# it, or dies in any way (even SIGKILL), `cat` sees the end and everything in the sandbox dies.
+LIFELINE = "(cat <&{fd} >/dev/null; kill -KILL -1) & exec {fd}<&-; "
 
 
 def agent_bin_dirs() -> list[Path]:
@@ -81,12 +84,12 @@ def bubblewrap_argv(
     env: dict[str, str],
     pred: str | None,
     binds: list[Path],
+    lifeline: int,
 ) -> list[str]:
-    """`env -i bwrap ... sh -c RELAY sh ARGV`: bwrap inherits nothing (its environ is readable inside)."""
+    """`env -i bwrap ... bash -c LIFELINE+RELAY bash ARGV` (bash: the lifeline fd may be above 9): bwrap inherits nothing (its environ is readable inside)."""
     # Not --die-with-parent: Trio starts processes from a worker thread, and the kernel's
     # parent-death signal fires when that *thread* ends (idle threads exit after a while), which
-    # killed agents some seconds in. Without the engine the agent cannot spend anyway: the
-    # gateway, its only way out, lives in the engine process.
+    # killed agents some seconds in. The lifeline pipe does its job.
     inherited = [a for a in bubblewrap_args(pred) if a != "--die-with-parent"]
     args = [shutil.which("env") or "/usr/bin/env", "-i", shutil.which("bwrap") or "bwrap", *inherited]
     for path in binds:
@@ -95,7 +98,8 @@ def bubblewrap_argv(
     args += ["--bind", str(workdir), str(workdir), "--bind", str(socket_dir), INNER_SOCKET_DIR]
     for key, value in {**COMMAND_ENV, **env}.items():
         args += ["--setenv", key, value]
-    return [*args, "--chdir", str(workdir), "/bin/sh", "-c", RELAY, "sh", *argv]
+    script = LIFELINE.format(fd=lifeline) + RELAY
+    return [*args, "--chdir", str(workdir), "/bin/bash", "-c", script, "bash", *argv]
 
 
 def local_env(home: Path, path_dirs: list[Path], env: dict[str, str]) -> dict[str, str]:
