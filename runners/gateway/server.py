@@ -63,7 +63,9 @@ async def open_gateway(*, request_timeout_s: float = 600.0) -> AsyncIterator[Gat
     config.keep_alive_timeout = 600.0
     bindings: dict[str, Binding] = {}
     timeout = httpx.Timeout(request_timeout_s, connect=30.0)
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
+    # Idle connections are dropped well before a provider's own keep-alive timeout (often 5 s), so
+    # a call never goes out on a connection the provider is closing (a 502 for no reason).
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=256, keepalive_expiry=2.0)
     try:
         async with (
             httpx.AsyncClient(timeout=timeout, limits=limits) as client,
