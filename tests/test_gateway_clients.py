@@ -140,3 +140,23 @@ async def test_a_token_dies_with_its_session(upstream):
                 partial(call, "openai-chat", gateway.url, grant.token, stream=False)
             )
     assert upstream.calls == []
+
+
+@pytest.mark.trio
+async def test_a_provider_that_cannot_be_reached_costs_nothing():
+    import openai
+
+    with ScriptedUpstream() as up:
+        closed = up.url  # the server is gone once the block ends: nothing listens there
+    meter, ledger, _ = open_meter(Decimal("1"), model_at(up))
+    assert meter._model.api_base == closed
+    async with open_gateway() as gateway:
+        with (
+            gateway.session(meter, meter._model, REAL_KEY) as grant,
+            pytest.raises(openai.InternalServerError, match="unreachable"),
+        ):
+            await trio.to_thread.run_sync(
+                partial(call, "openai-chat", gateway.url, grant.token, stream=False)
+            )
+    flight = ledger.running["m-0"]
+    assert (flight.spent, flight.held) == (0, 0) and meter.calls == 3  # the SDK retried a 502 twice

@@ -5,7 +5,7 @@ providers use spends at least a byte per token, and JSON only adds bytes) plus a
 for what the provider adds around it (tool-use preambles, chat templates); the output side is the
 bound the dialect enforced on the request. Whatever goes wrong after the hold (no usage, a
 broken stream, a timeout, a client that went away) is charged that worst case: the provider may
-have billed it. An error answer from the provider is charged nothing.
+have billed it. An error answer from the provider, or no connection to it, is charged nothing.
 """
 
 from __future__ import annotations
@@ -98,7 +98,8 @@ async def _forward(
     try:
         response = await client.send(request, stream=True)
     except httpx.HTTPError as exc:
-        settle(None)
+        # Not connected: the provider never saw the call. Anything later: it may have billed it.
+        settle(Usage() if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout) else None)
         await respond(send, 502, dialect.error(502, f"gateway: provider unreachable: {exc}", "api_error"))
         return
     try:
