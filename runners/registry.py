@@ -17,6 +17,7 @@ ENTRY_POINT_GROUP = "benchtui.runners"
 BUILTIN: dict[str, str] = {
     "fake": "runners.fake:FakeRunner",
     "mini-swe-agent": "runners.minisweagent:MiniSweRunner",
+    "command": "runners.command:CommandRunner",
 }
 
 

@@ -34,6 +34,19 @@ def test_reserve_authorise_charge_close():
     assert (ledger.spent, ledger.reserved, ledger.wasted) == (D("0.03"), 0, 0)
 
 
+def test_parallel_calls_each_settle_their_own_hold():
+    ledger = book()
+    ledger.open("a-0", "a", 0, 1, "fake", D("0.03"))
+    assert ledger.authorise("a-0", D("0.01")) and ledger.authorise("a-0", D("0.015"))
+    assert not ledger.authorise("a-0", D("0.01"))  # 0.025 held + 0.01 > 0.03
+    ledger.charge("a-0", D("0.002"), settles=D("0.01"))  # the first call ends; the second is still held
+    assert ledger.running["a-0"].held == D("0.015")
+    assert not ledger.authorise("a-0", D("0.014"))  # 0.002 + 0.015 + 0.014 > 0.03
+    assert ledger.authorise("a-0", D("0.013"))
+    ledger.charge("a-0", D("0.001"))  # no `settles`: every open hold
+    assert (ledger.running["a-0"].held, ledger.running["a-0"].spent) == (0, D("0.003"))
+
+
 def test_spend_of_a_killed_attempt_is_wasted_and_counts():
     ledger = book()
     ledger.open("a-0", "a", 0, 1, "fake", D("0.03"))

@@ -1,0 +1,254 @@
+"""A scripted model provider on 127.0.0.1 speaking the three APIs the gateway relays: OpenAI Chat
+Completions, OpenAI Responses and Anthropic Messages, streaming (SSE) and not.
+
+`script(call) -> Answer` decides each answer: text, or a tool call, with the usage it reports
+(or none), an HTTP error, or a stream cut short. Every call is recorded with its headers.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str = "Done."
+    tool: str | None = None
+    """Name of a tool to call with `arguments` instead of answering with text."""
+    arguments: dict[str, Any] = field(default_factory=dict)
+    input_tokens: int = 1000
+    output_tokens: int = 50
+    usage: bool = True
+    """False: the answer (or the stream) carries no usage."""
+    status: int = 200
+    cut_after: int | None = None
+    """Stream only: close the connection after this many events (a broken stream)."""
+    delay_s: float = 0.0
+
+
+@dataclass
+class Call:
+    api: str  # chat | responses | messages
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.get("stream"))
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t.get("name") or t.get("function", {}).get("name") for t in self.body.get("tools") or []]
+
+    @property
+    def text(self) -> str:
+        return json.dumps(self.body)
+
+
+@dataclass
+class ScriptedUpstream:
+    script: Callable[[Call], Answer] = lambda call: Answer()
+    calls: list[Call] = field(default_factory=list)
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> ScriptedUpstream:
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                api = {
+                    "/v1/chat/completions": "chat",
+                    "/v1/responses": "responses",
+                    "/v1/messages": "messages",
+                }
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path == "/v1/messages/count_tokens":
+                    return self._send(200, {"input_tokens": len(json.dumps(body)) // 4})
+                call = Call(api.get(self.path, "?"), body, {k.lower(): v for k, v in self.headers.items()})
+                upstream.calls.append(call)
+                answer = upstream.script(call)
+                time.sleep(answer.delay_s)
+                if answer.status != 200:
+                    return self._send(
+                        answer.status, {"error": {"message": "scripted failure", "type": "server_error"}}
+                    )
+                if not call.stream:
+                    return self._send(200, ANSWERS[call.api](call, answer))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for n, (event, data) in enumerate(STREAMS[call.api](call, answer)):
+                    if answer.cut_after is not None and n >= answer.cut_after:
+                        break
+                    head = f"event: {event}\n" if event else ""
+                    self.wfile.write(
+                        f"{head}data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
+                    )
+                    self.wfile.flush()
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # 64 parallel clients: the default 5 refuses some
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _args(answer: Answer) -> str:
+    return json.dumps(answer.arguments)
+
+
+# -- OpenAI Chat Completions ---------------------------------------------------------------------
+def chat_answer(call: Call, a: Answer) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": None if a.tool else a.text}
+    if a.tool:
+        message["tool_calls"] = [
+            {"id": "call_1", "type": "function", "function": {"name": a.tool, "arguments": _args(a)}}
+        ]
+    out = {
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": call.body["model"],
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if a.tool else "stop"}],
+    }  # fmt: skip
+    if a.usage:
+        out["usage"] = {"prompt_tokens": a.input_tokens, "completion_tokens": a.output_tokens,
+                        "total_tokens": a.input_tokens + a.output_tokens}  # fmt: skip
+    return out
+
+
+def chat_stream(call: Call, a: Answer) -> Iterator[tuple[str, Any]]:
+    base = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": call.body["model"],
+    }
+    if a.tool:
+        delta = {"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": a.tool, "arguments": _args(a)}}]}  # fmt: skip
+    else:
+        delta = {"role": "assistant", "content": a.text}
+    yield "", {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    yield (
+        "",
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if a.tool else "stop"}]},
+    )
+    if a.usage and (call.body.get("stream_options") or {}).get("include_usage"):
+        usage = {"prompt_tokens": a.input_tokens, "completion_tokens": a.output_tokens,
+                 "total_tokens": a.input_tokens + a.output_tokens}  # fmt: skip
+        yield "", {**base, "choices": [], "usage": usage}
+    yield "", "[DONE]"
+
+
+# -- OpenAI Responses ----------------------------------------------------------------------------
+def _response(call: Call, a: Answer, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
+    out = {
+        "id": "resp_1", "object": "response", "created_at": 1700000000, "status": status,
+        "model": call.body["model"], "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
+        "tools": [], "error": None, "incomplete_details": None,
+    }  # fmt: skip
+    if a.usage and status == "completed":
+        out["usage"] = {"input_tokens": a.input_tokens, "output_tokens": a.output_tokens,
+                        "total_tokens": a.input_tokens + a.output_tokens,
+                        "input_tokens_details": {"cached_tokens": 0},
+                        "output_tokens_details": {"reasoning_tokens": 0}}  # fmt: skip
+    return out
+
+
+def _item(a: Answer) -> dict[str, Any]:
+    if a.tool:
+        return {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": a.tool,
+                "arguments": _args(a), "status": "completed"}  # fmt: skip
+    return {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": a.text, "annotations": []}]}  # fmt: skip
+
+
+def responses_answer(call: Call, a: Answer) -> dict[str, Any]:
+    return _response(call, a, "completed", [_item(a)])
+
+
+def responses_stream(call: Call, a: Answer) -> Iterator[tuple[str, Any]]:
+    item, seq = _item(a), iter(range(1000))
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("response.created", {"response": _response(call, a, "in_progress", [])}),
+        ("response.output_item.added", {"output_index": 0, "item": {**item, "status": "in_progress"}}),
+    ]
+    if not a.tool:
+        events.append(("response.output_text.delta", {"item_id": "msg_1", "output_index": 0, "content_index": 0,
+                                                       "delta": a.text, "logprobs": []}))  # fmt: skip
+    events += [
+        ("response.output_item.done", {"output_index": 0, "item": item}),
+        ("response.completed", {"response": _response(call, a, "completed", [item])}),
+    ]
+    for name, data in events:
+        yield name, {"type": name, "sequence_number": next(seq), **data}
+
+
+# -- Anthropic Messages --------------------------------------------------------------------------
+def _block(a: Answer) -> dict[str, Any]:
+    if a.tool:
+        return {"type": "tool_use", "id": "toolu_1", "name": a.tool, "input": a.arguments}
+    return {"type": "text", "text": a.text}
+
+
+def messages_answer(call: Call, a: Answer) -> dict[str, Any]:
+    out = {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": call.body["model"],
+        "content": [_block(a)], "stop_reason": "tool_use" if a.tool else "end_turn", "stop_sequence": None,
+    }  # fmt: skip
+    if a.usage:
+        out["usage"] = {"input_tokens": a.input_tokens, "output_tokens": a.output_tokens}
+    return out
+
+
+def messages_stream(call: Call, a: Answer) -> Iterator[tuple[str, Any]]:
+    start = {**messages_answer(call, a), "content": [], "stop_reason": None}
+    start["usage"] = {"input_tokens": a.input_tokens, "output_tokens": 1} if a.usage else {}
+    block = _block(a)
+    empty = {**block, "input": {}} if a.tool else {**block, "text": ""}
+    delta = ({"type": "input_json_delta", "partial_json": _args(a)} if a.tool
+             else {"type": "text_delta", "text": a.text})  # fmt: skip
+    final: dict[str, Any] = {"stop_reason": "tool_use" if a.tool else "end_turn", "stop_sequence": None}
+    events = [
+        ("message_start", {"message": start}),
+        ("content_block_start", {"index": 0, "content_block": empty}),
+        ("content_block_delta", {"index": 0, "delta": delta}),
+        ("content_block_stop", {"index": 0}),
+        (
+            "message_delta",
+            {"delta": final, **({"usage": {"output_tokens": a.output_tokens}} if a.usage else {})},
+        ),
+        ("message_stop", {}),
+    ]
+    for name, data in events:
+        yield name, {"type": name, **data}
+
+
+ANSWERS = {"chat": chat_answer, "responses": responses_answer, "messages": messages_answer}
+STREAMS = {"chat": chat_stream, "responses": responses_stream, "messages": messages_stream}
