@@ -152,7 +152,8 @@ class Campaign(BaseSettings):
         settings_cls: type[BaseSettings],
         init_settings: PydanticBaseSettingsSource,
         env_settings: PydanticBaseSettingsSource,
-        **_: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Precedence: explicit (CLI) > BENCHTUI_* environment > the TOML file.
         return init_settings, env_settings, InitSettingsSource(settings_cls, _toml_data.get() or {})
@@ -224,7 +225,10 @@ class Campaign(BaseSettings):
 
     @property
     def sessions_per_model_count(self) -> int:
-        return len(self.tasks) * self.repeats if self.tasks else self.sessions_per_model
+        if self.tasks:
+            return len(self.tasks) * self.repeats
+        assert self.sessions_per_model is not None  # _consistent: one of the two is given
+        return self.sessions_per_model
 
     @property
     def per_model_usd(self) -> Decimal:
@@ -251,7 +255,7 @@ class Campaign(BaseSettings):
 
     def identity_parts(self, environment_fingerprint: str) -> dict[str, Any]:
         """Everything that makes sessions comparable; `--resume` refuses if any part changed."""
-        return _canonical(
+        parts: dict[str, Any] = _canonical(
             {
                 "models": [m.model_dump() for m in self.models],
                 "sessions": {
@@ -264,6 +268,7 @@ class Campaign(BaseSettings):
                 "environment": environment_fingerprint,
             }
         )
+        return parts
 
 
 def identity_digest(parts: dict[str, Any]) -> dict[str, str]:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchtui.args import OneLineParser
 from benchtui.errors import BenchtuiError, one_line
 from benchtui.stopsignals import StopSignals
+
+if TYPE_CHECKING:
+    from benchtui.events import CampaignEnded
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 2, 130
 EXIT_RETRY = 75
@@ -77,6 +81,7 @@ def main_run(argv: list[str], stops: StopSignals) -> int:
             from benchtui import headless
 
             printer = headless.LinePrinter()
+            ended: CampaignEnded | None
             with stops.trio_owns_sigint():
                 ended = trio.run(headless.main, prep, printer, headless.keys_available())
             accounts = printer.accounts

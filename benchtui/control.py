@@ -54,13 +54,14 @@ def socket_address(path: Path) -> Iterator[str]:
 
 
 def accounts_to_json(acc: ev.AccountsCommitted) -> dict[str, Any]:
-    return json.loads(json.dumps(asdict(acc), default=str))
+    data: dict[str, Any] = json.loads(json.dumps(asdict(acc), default=str))
+    return data
 
 
 def accounts_from_json(data: dict[str, Any]) -> ev.AccountsCommitted:
     money = {k: Decimal(v) for k, v in data.items() if k.endswith("_usd")}
     models = tuple(
-        ev.ModelTotals(**{k: Decimal(v) if k.endswith("_usd") else v for k, v in m.items()})
+        ev.ModelTotals(**{k: Decimal(v) if k.endswith("_usd") else v for k, v in m.items()})  # type: ignore[arg-type]
         for m in data["models"]
     )
     return ev.AccountsCommitted(models=models, **money)
@@ -235,7 +236,10 @@ async def serve(
             await controller.serve_clients(trio.SocketListener(sock))
         except OSError as exc:
             bus.emit(
-                ev.Notice("warning", f"control socket failed ({exc}): `benchtui ctl` cannot reach this run")
+                ev.Notice(
+                    level="warning",
+                    message=f"control socket failed ({exc}): `benchtui ctl` cannot reach this run",
+                )
             )
     finally:
         sock.close()

@@ -11,7 +11,7 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from benchtui import rundir
 from benchtui.errors import BadInput
@@ -24,7 +24,7 @@ MAX_REPLY = 16 * 1024 * 1024
 
 
 class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, like the main command
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, like the main command
         raise BadInput(f"ctl: {message} (see `benchtui ctl --help`)")
 
 
@@ -94,7 +94,8 @@ def ask(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
             raise BadInput(f"the campaign in {run_dir} is busy: no answer in {TIMEOUT_S:g} s") from None
         except OSError:  # no socket, or a stale one left by a killed process
             raise NotRunning(f"the campaign in {run_dir} is not running") from None
-        chunks, size = [], 0
+        chunks: list[bytes] = []
+        size = 0
         try:
             sock.sendall(json.dumps(request).encode() + b"\n")
             while not chunks or not chunks[-1].endswith(b"\n"):

@@ -8,6 +8,7 @@ import os
 import shutil
 import stat
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 SKIP_DIRS = {".git", "target", "__pycache__", "node_modules"}
@@ -108,7 +109,7 @@ def tool_version(tool: str) -> str:
     )
 
 
-def fingerprint(path: Path, tools: list[str] = ()) -> str:
+def fingerprint(path: Path, tools: Sequence[str] = ()) -> str:
     """`git:<commit>[+dirty]` for a git checkout, else `sha256:<content hash>`; plus tool versions."""
     path = path.resolve()
     if is_git_checkout(path):
@@ -140,7 +141,7 @@ def make_session_copy(source: Path, dest: Path) -> Path:
         )
         commit = _git(source, "rev-parse", "HEAD")
         subprocess.run(
-            ["git", "-C", str(dest), "checkout", "--quiet", "--detach", commit],
+            ["git", "-C", str(dest), "checkout", "--quiet", "--detach", str(commit)],
             check=True,
             capture_output=True,
             timeout=600,

@@ -103,3 +103,15 @@ def test_the_import_contracts_hold():
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 broken" in done.stdout
+
+
+def test_the_engine_and_the_runner_boundary_type_check_strictly():
+    """mypy --strict on benchtui/ and runners/base.py (pyproject.toml [tool.mypy]): it found a
+    Notice built with positional arguments that would have crashed the control socket's error path."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
+import outcome
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
@@ -74,7 +75,11 @@ class BenchApp(App[bool]):
         self.main = MainScreen(self.view, self.prep.run_dir)
         self.push_screen(self.main)
         self.set_interval(1 / REDRAW_HZ, self.redraw)
-        self.guest.start(self._campaign, lambda result: self.post_message(CampaignDone(result)))
+
+        def done(result: outcome.Outcome[Any]) -> None:
+            self.post_message(CampaignDone(result))
+
+        self.guest.start(self._campaign, done)
 
     async def _campaign(self) -> bool:
         async with engine.open_run(self.prep, self.bus) as run:
@@ -209,11 +214,11 @@ class BenchApp(App[bool]):
 
         self.push_screen(QuitScreen(self.view.states["running"]), chosen)
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         for command in super().get_system_commands(screen):
             if command.title != "Quit":  # Textual's says "as soon as possible"; ours asks first
                 yield command
-        actions = {
+        actions: dict[str, Callable[[], Any]] = {
             "quit": self.action_quit,
             "pause": self.action_pause,
             "resume": self.action_resume,

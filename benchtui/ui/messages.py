@@ -11,6 +11,7 @@ from typing import Any
 
 import outcome
 from textual.message import Message
+from textual.notifications import SeverityLevel
 
 
 @dataclass
@@ -25,7 +26,7 @@ class Toast(Message):
     """A short notification for the user."""
 
     text: str
-    severity: str = "information"
+    severity: SeverityLevel = "information"
 
 
 @dataclass

@@ -14,6 +14,9 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
 
 from benchtui import engine
 from benchtui import events as ev
@@ -89,7 +92,7 @@ def demo_run(hold_from: int) -> Iterator[tuple[BenchApp, DemoClock]]:
             os.chdir(old)
 
 
-async def settle(app: BenchApp, pilot, done: Callable[[], bool], timeout: float = 30) -> None:
+async def settle(app: BenchApp, pilot: Pilot[Any], done: Callable[[], object], timeout: float = 30) -> None:
     async with asyncio.timeout(timeout):
         while not done():
             await pilot.pause(0.02)

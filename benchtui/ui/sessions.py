@@ -95,6 +95,7 @@ class SessionsTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         width, scroll_x = self.size.width, int(self.scroll_offset.x)
         base = self.rich_style
+        style: str | None
         if y == 0:  # the header stays put; rows scroll under it
             text, style = self._line(tuple(key for key, _ in COLUMNS)), "sessions-table--header"
         else:

@@ -7,6 +7,7 @@ show changed, so they cost nothing between events.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from rich.text import Text
 from textual.widget import Widget
@@ -62,7 +63,7 @@ def cost_bar(spent: Decimal, reserved: Decimal, cap: Decimal, width: int) -> Tex
 class StatusLine(Widget):
     """campaign · runner · state · parallelism · progress · elapsed."""
 
-    def __init__(self, view: ViewModel, **kwargs) -> None:
+    def __init__(self, view: ViewModel, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.view = view
 
@@ -86,7 +87,7 @@ class StatusLine(Widget):
 class ModelPanel(Widget):
     """One line per model: cost bar (spent █, reserved ▒, free ░ of its cap), money, counts."""
 
-    def __init__(self, view: ViewModel, **kwargs) -> None:
+    def __init__(self, view: ViewModel, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.view = view
         self.shown: ev.AccountsCommitted | None = None

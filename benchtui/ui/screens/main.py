@@ -10,6 +10,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Log
 
@@ -19,7 +20,7 @@ from benchtui.ui.sessions import SessionsTable
 from benchtui.ui.widgets import ModelPanel, StatusLine
 
 
-class MainScreen(Screen):
+class MainScreen(Screen[None]):
     BINDINGS = [
         Binding("p", "app.pause", "Pause", tooltip="Stop launching new sessions", id="pause"),
         Binding("r", "app.resume", "Resume", tooltip="Launch sessions again", id="resume"),
@@ -85,7 +86,13 @@ class MainScreen(Screen):
         if changes.log:
             self.log_view.write_lines(changes.log)
         for notice in changes.notices:
-            severity = {"warning": "warning", "error": "error"}.get(notice.level, "information")
+            severity: SeverityLevel = (
+                "warning"
+                if notice.level == "warning"
+                else "error"
+                if notice.level == "error"
+                else "information"
+            )
             self.app.notify(notice.message, severity=severity, timeout=8)
 
     @on(SessionsTable.Highlighted)

@@ -42,4 +42,10 @@ class QuitScreen(ModalScreen[QuitChoice]):
 
     @on(Button.Pressed)
     def pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(None if event.button.id == "cancel" else event.button.id)
+        choice = event.button.id
+        if choice == "now":
+            self.dismiss("now")
+        elif choice == "finish":
+            self.dismiss("finish")
+        else:
+            self.dismiss(None)

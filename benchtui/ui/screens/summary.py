@@ -48,7 +48,9 @@ class SummaryScreen(ModalScreen[None]):
                 f"Campaign {view.campaign}: {view.state} after {clock_text(view.elapsed)}", id="title"
             )
             yield self._table(view.accounts)
-            leaderboard = DataTable(id="leaderboard-table", cursor_type="none", zebra_stripes=True)
+            leaderboard: DataTable[str] = DataTable(
+                id="leaderboard-table", cursor_type="none", zebra_stripes=True
+            )
             leaderboard.add_columns(*LEADERBOARD)
             yield leaderboard
             yield Static("Leaderboard: reading the run dir…" if view.run_dir else "", id="fairness")
@@ -85,8 +87,8 @@ class SummaryScreen(ModalScreen[None]):
         self.query_one("#fairness", Static).update("\n".join(lines))
         self.report = report
 
-    def _table(self, acc: ev.AccountsCommitted | None) -> DataTable:
-        table = DataTable(id="summary-table", cursor_type="none", zebra_stripes=True)
+    def _table(self, acc: ev.AccountsCommitted | None) -> DataTable[str]:
+        table: DataTable[str] = DataTable(id="summary-table", cursor_type="none", zebra_stripes=True)
         table.add_columns(*COLUMNS)
         if acc is not None:
             for m in acc.models:
