@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 import trio
-from support import benchtui, last_states, ledger, start, write_campaign
+from support import Recorder, benchtui, last_states, ledger, start, write_campaign
 
 from benchtui import cli, engine, rundir
+from benchtui import events as ev
 from benchtui.control import socket_address
 
 
@@ -27,22 +28,29 @@ async def ctl(capsys, *argv) -> tuple[int, str]:
     return rc, (out + err).strip()
 
 
-async def wait_until(predicate, timeout: float = 10) -> None:
-    with trio.fail_after(timeout):
-        while not predicate():
-            await trio.sleep(0.01)
+def in_call(rec: Recorder) -> int:
+    """Sessions whose (fake) call was authorised: asleep in it until the clock moves."""
+    return sum(1 for p in rec.of(ev.SessionProgress) if p.calls == 1 and p.cost_usd == 0)
+
+
+# Time is a MockClock, frozen while `ctl` talks to the campaign (a session sleeping its latency
+# stays running however slow the machine), then let run (autojump) to finish the campaign. Waits
+# are on events, never polling.
 
 
 @pytest.mark.trio
-async def test_ctl_pauses_resumes_and_reports_status(tmp_path, capsys):
-    prep = prepare(tmp_path, sessions=4, total="10", latency=0.3, parallelism=2)
+async def test_ctl_pauses_resumes_and_reports_status(tmp_path, capsys, mock_clock):
+    prep = prepare(tmp_path, sessions=4, total="10", latency=1, parallelism=2)
     run_dir = prep.run_dir
+    rec = Recorder()
     async with trio.open_nursery() as nursery:
-        scheduler, result = await start(prep, nursery)
-        await wait_until(lambda: len(scheduler.running_sessions()) == 2)
+        scheduler, result = await start(prep, nursery, rec)
+        await rec.until(lambda: in_call(rec) == 2)
         assert await ctl(capsys, run_dir, "pause") == (0, "paused: no new session starts; running ones go on")
         assert scheduler.paused
-        await wait_until(lambda: ledger(run_dir)["paused"] is True)
+        seen = len(rec.of(ev.AccountsCommitted))
+        await rec.until(lambda: len(rec.of(ev.AccountsCommitted)) > seen)  # the pause is on disk
+        assert ledger(run_dir)["paused"] is True
         rc, out = await ctl(capsys, "--state-dir", tmp_path / "runs", "status")  # the latest run
         assert rc == 0
         assert out.splitlines()[0].startswith("campaign t: paused, runner fake, parallelism 2")
@@ -51,12 +59,13 @@ async def test_ctl_pauses_resumes_and_reports_status(tmp_path, capsys):
         assert scheduler.parallelism == 3
         assert (await ctl(capsys, run_dir, "resume"))[0] == 0
         assert not scheduler.paused
+        mock_clock.autojump_threshold = 0
     assert result["finished"] is True
     assert ledger(run_dir)["parallelism"] == 3
 
 
 @pytest.mark.trio
-async def test_ctl_kills_a_session_switches_runner_and_stops(tmp_path, capsys):
+async def test_ctl_kills_a_session_switches_runner_and_stops(tmp_path, capsys, mock_clock):
     prep = prepare(
         tmp_path,
         sessions=3,
@@ -66,9 +75,10 @@ async def test_ctl_kills_a_session_switches_runner_and_stops(tmp_path, capsys):
         extra_runners='[runners.alt]\nkind = "fake"\n',
     )
     run_dir = prep.run_dir
+    rec = Recorder()
     async with trio.open_nursery() as nursery:
-        scheduler, result = await start(prep, nursery)
-        await wait_until(lambda: len(scheduler.running_sessions()) == 2)
+        scheduler, result = await start(prep, nursery, rec)
+        await rec.until(lambda: in_call(rec) == 2)
         assert await ctl(capsys, run_dir, "kill", "fake_model-a-0000") == (0, "killed fake_model-a-0000")
         assert await ctl(capsys, run_dir, "runner", "alt") == (0, "runner alt for sessions not yet started")
         assert scheduler.runner == "alt"
@@ -81,12 +91,13 @@ async def test_ctl_kills_a_session_switches_runner_and_stops(tmp_path, capsys):
 
 
 @pytest.mark.trio
-async def test_client_errors_are_one_line_with_exit_code_2(tmp_path, capsys):
+async def test_client_errors_are_one_line_with_exit_code_2(tmp_path, capsys, mock_clock):
     prep = prepare(tmp_path, sessions=2, total="10", latency=30, parallelism=1)
     run_dir = prep.run_dir
+    rec = Recorder()
     async with trio.open_nursery() as nursery:
-        scheduler, _ = await start(prep, nursery)
-        await wait_until(lambda: scheduler.running_sessions())
+        scheduler, _ = await start(prep, nursery, rec)
+        await rec.until(lambda: in_call(rec) == 1)
         for argv, message in [
             ((run_dir, "kill", "no-such-session"), "benchtui: no running session 'no-such-session'"),
             ((run_dir, "runner", "nope"), "benchtui: unknown runner profile 'nope' (campaign has: fake)"),
@@ -116,8 +127,8 @@ async def test_client_errors_are_one_line_with_exit_code_2(tmp_path, capsys):
 
 
 @pytest.mark.trio
-async def test_a_stale_socket_is_not_running_and_is_replaced_by_the_next_run(tmp_path, capsys):
-    prep = prepare(tmp_path, sessions=1, total="10", latency=0.2, parallelism=1)
+async def test_a_stale_socket_is_not_running_and_is_replaced_by_the_next_run(tmp_path, capsys, mock_clock):
+    prep = prepare(tmp_path, sessions=1, total="10", latency=1, parallelism=1)
     run_dir = prep.run_dir
     stale = socket.socket(socket.AF_UNIX)
     stale.bind(str(run_dir / rundir.CONTROL_SOCKET))  # as if a killed benchtui left it behind
@@ -126,10 +137,11 @@ async def test_a_stale_socket_is_not_running_and_is_replaced_by_the_next_run(tmp
     async with trio.open_nursery() as nursery:
         scheduler, _ = await start(prep, nursery)
         assert (await ctl(capsys, run_dir, "status"))[0] == 0
+        mock_clock.autojump_threshold = 0
 
 
 @pytest.mark.trio
-async def test_a_run_dir_deeper_than_a_unix_socket_path_still_works(tmp_path, capsys):
+async def test_a_run_dir_deeper_than_a_unix_socket_path_still_works(tmp_path, capsys, mock_clock):
     deep = tmp_path / ("d" * 60) / ("e" * 60)
     prep = prepare(tmp_path, state_dir=deep, sessions=1, total="10", latency=5, parallelism=1)
     assert len(str(prep.run_dir / rundir.CONTROL_SOCKET)) > 108
@@ -143,8 +155,8 @@ async def test_a_run_dir_deeper_than_a_unix_socket_path_still_works(tmp_path, ca
 
 
 @pytest.mark.trio
-async def test_bad_requests_get_an_error_reply_and_the_campaign_goes_on(tmp_path):
-    prep = prepare(tmp_path, sessions=2, total="10", latency=0.2, parallelism=1)
+async def test_bad_requests_get_an_error_reply_and_the_campaign_goes_on(tmp_path, mock_clock):
+    prep = prepare(tmp_path, sessions=2, total="10", latency=1, parallelism=1)
 
     def exchange(lines: list[bytes]) -> list[dict]:
         with socket.socket(socket.AF_UNIX) as sock, socket_address(prep.run_dir / rundir.CONTROL_SOCKET) as a:
@@ -162,6 +174,7 @@ async def test_bad_requests_get_an_error_reply_and_the_campaign_goes_on(tmp_path
         )
         assert [r["ok"] for r in replies] == [False] * 4
         assert replies[2]["error"] == "unknown command 'x'"
+        mock_clock.autojump_threshold = 0
     assert result["finished"] is True
 
 
