@@ -1,10 +1,13 @@
-"""The engine's real SessionMeter on a real Ledger, without a campaign around it, for gateway tests."""
+"""The engine's real SessionMeter and Accounts on a real Ledger (a store that is durable at once),
+without a campaign around it, for gateway tests."""
 
 from __future__ import annotations
 
 from decimal import Decimal
-from types import SimpleNamespace
+from typing import Any
 
+from benchtui import events as ev
+from benchtui.accounts import Accounts
 from benchtui.ledger import Ledger
 from benchtui.meter import SessionMeter
 from benchtui.money import token_cost
@@ -24,6 +27,12 @@ class Durable:
     def mark_dirty(self) -> None:
         pass
 
+    def append(self, record: dict[str, Any]) -> None:
+        pass
+
+    def append_row(self, file: str, record: dict[str, Any]) -> None:
+        pass
+
 
 def open_meter(
     reservation: Decimal, model: ModelSpec = MODEL, session: str = "m-0"
@@ -32,10 +41,9 @@ def open_meter(
     ledger = Ledger(Decimal(100), {model.name: Decimal(100)})
     flight = ledger.open(session, model.name, 0, 1, "command", reservation)
     overspent: list[str] = []
-    scheduler = SimpleNamespace(
-        ledger=ledger, store=Durable(), bus=SimpleNamespace(emit=lambda e: None), overspent=overspent.append
-    )
-    return SessionMeter(scheduler, flight, model, reservation), ledger, overspent  # type: ignore[arg-type]
+    accounts = Accounts(ledger, Durable(), ev.EventBus(), {})  # type: ignore[arg-type]
+    meter = SessionMeter(accounts, flight, model, reservation, on_overspent=lambda: overspent.append(session))
+    return meter, ledger, overspent
 
 
 def cost(input_tokens: int, output_tokens: int, model: ModelSpec = MODEL) -> Decimal:
