@@ -154,7 +154,12 @@ def _int(x: Any) -> int:
 
 
 def _count(x: Any) -> int:
-    return x if isinstance(x, int) and not isinstance(x, bool) and x >= 0 else 0
+    """A count that may be absent (older lines, running lines), never anything but a count."""
+    if x is None:
+        return 0
+    if not isinstance(x, int) or isinstance(x, bool) or x < 0:
+        raise TypeError(f"not a count: {x!r}")
+    return x
 
 
 def _text(x: Any) -> str:

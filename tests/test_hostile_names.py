@@ -79,8 +79,8 @@ def test_a_bad_name_or_number_is_one_line_exit_2_and_nothing_written(tmp_path, c
         ("BENCHTUI_MODELS", "{x", "BENCHTUI_MODELS: cannot parse"),
         ("BENCHTUI_BUDGET", "{x", "BENCHTUI_BUDGET: cannot parse"),
         ("BENCHTUI_RUNNERS", "[" * 100_000, "cannot parse"),
-        ("BENCHTUI_PARALLELISM", "many", "parallelism"),
-        ("BENCHTUI_NAME", "../escape", "name"),
+        ("BENCHTUI_PARALLELISM", "many", "environment variable BENCHTUI_PARALLELISM"),
+        ("BENCHTUI_NAME", "../escape", "environment variable BENCHTUI_NAME"),
     ],
 )
 def test_a_malformed_environment_value_is_one_line_exit_2(
