@@ -9,5 +9,8 @@ from benchtui.errors import BadInput
 
 
 class OneLineParser(argparse.ArgumentParser):
+    """For `benchtui` and each of its commands (`prog="benchtui ctl"` says "ctl: …")."""
+
     def error(self, message: str) -> NoReturn:  # argparse's default prints the whole usage
-        raise BadInput(f"{message} (see `{self.prog} --help`)")
+        command = self.prog.removeprefix("benchtui").strip()
+        raise BadInput(f"{command + ': ' if command else ''}{message} (see `{self.prog} --help`)")

@@ -11,9 +11,10 @@ import os
 import socket
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from benchtui import rundir
+from benchtui.args import OneLineParser
 from benchtui.errors import BadInput
 from benchtui.limits import MAX_PARALLELISM
 
@@ -23,13 +24,8 @@ MAX_REPLY = 16 * 1024 * 1024
 """A status reply of a campaign with many models is a few KB; anything past this is not benchtui."""
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2, like the main command
-        raise BadInput(f"ctl: {message} (see `benchtui ctl --help`)")
-
-
-def parser() -> Parser:
-    p = Parser(
+def parser() -> OneLineParser:
+    p = OneLineParser(
         prog="benchtui ctl",
         usage="benchtui ctl [--state-dir DIR] [RUN_DIR] COMMAND [ARG] [--now]",
         description="Act on a running campaign through its control socket.",

@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 from benchtui import rundir
+from benchtui.args import OneLineParser
 from benchtui.atomic import atomic_write
 from benchtui.errors import BadInput
 from benchtui.report import Report, build
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # one line, exit 2, like the main command
-        raise BadInput(f"report: {message} (see `benchtui report --help`)")
-
-
-def parser() -> Parser:
-    p = Parser(
+def parser() -> OneLineParser:
+    p = OneLineParser(
         prog="benchtui report",
         description="Leaderboard with 95% intervals, pairwise tests and a fairness audit of one "
         "campaign; several run dirs of the same campaign identity are pooled. Reads only.",
