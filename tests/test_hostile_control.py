@@ -17,7 +17,8 @@ from functools import partial
 
 import pytest
 import trio
-from test_ctl import ctl, prepare, start, wait_until
+from support import Recorder
+from test_ctl import ctl, in_call, prepare, start
 
 from benchtui import control, rundir
 from benchtui import ctl as ctl_client
@@ -78,9 +79,10 @@ async def test_hundreds_of_idle_clients_hold_bounded_descriptors_and_ctl_still_a
 ):
     monkeypatch.setattr(control, "IDLE_S", 0.3)
     prep = prepare(tmp_path, sessions=2, total="10", latency=30, parallelism=1)
+    rec = Recorder()
     async with trio.open_nursery() as nursery:
-        scheduler, result = await start(prep, nursery)
-        await wait_until(lambda: scheduler.running_sessions())
+        scheduler, result = await start(prep, nursery, rec)
+        await rec.until(lambda: in_call(rec) == 1)
         baseline = len(os.listdir("/proc/self/fd"))
         idle: list[socket.socket] = []
         most = 0
