@@ -64,7 +64,10 @@ class CommandProfile(RunnerProfile):
         if path:
             data["prompt_template"] = path
         if data.get("environment", "bubblewrap") == "bubblewrap":
-            missing = [tool for tool in ("bwrap", "socat") if shutil.which(tool) is None]
+            from runners.minisweagent.sandbox import bwrap_executable
+
+            found = {"bwrap": bwrap_executable(), "socat": shutil.which("socat")}
+            missing = [tool for tool, path in found.items() if path is None]
             if missing:
                 raise ValueError(
                     f'environment = "bubblewrap" needs {" and ".join(missing)} '

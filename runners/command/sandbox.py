@@ -12,7 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from runners.minisweagent.sandbox import COMMAND_ENV, SYSTEM_DIRS, bubblewrap_args
+from runners.minisweagent.sandbox import COMMAND_ENV, SYSTEM_DIRS, bubblewrap_args, bwrap_executable
 
 PROJECT = Path(__file__).resolve().parent.parent.parent
 ETC_PROFILE = Path(__file__).with_name("etc-profile.sh")
@@ -91,7 +91,7 @@ def bubblewrap_argv(
     # parent-death signal fires when that *thread* ends (idle threads exit after a while), which
     # killed agents some seconds in. The lifeline pipe does its job.
     inherited = [a for a in bubblewrap_args(pred) if a != "--die-with-parent"]
-    args = [shutil.which("env") or "/usr/bin/env", "-i", shutil.which("bwrap") or "bwrap", *inherited]
+    args = [shutil.which("env") or "/usr/bin/env", "-i", bwrap_executable() or "bwrap", *inherited]
     for path in binds:
         args += ["--ro-bind", str(path), str(path)]
     args += ["--ro-bind", str(ETC_PROFILE), "/etc/profile"]

