@@ -57,9 +57,9 @@ def run_one(path: Path, state_dir: Path) -> dict:
     stats = {}
 
     async def main():
-        async with trio.open_nursery() as nursery:
-            scheduler = await nursery.start(engine.run, prep, ev.EventBus())
-            stats["store"] = scheduler.store
+        async with engine.open_run(prep, ev.EventBus()) as run:
+            stats["store"] = run.store
+            await run.until_done()
 
     start = time.perf_counter()
     trio.run(main)
@@ -84,9 +84,8 @@ def resume_load(path: Path, state_dir: Path) -> dict:
 
     tune_gc()
     imported = time.perf_counter()
-    prep = engine.prepare(engine.Options(path, state_dir, resume=True))
-    done = time.perf_counter()
-    prep.lock.release()
+    with engine.prepare(engine.Options(path, state_dir, resume=True)) as prep:
+        done = time.perf_counter()
     return {
         "resume_import_s": imported - start,
         "resume_prepare_s": done - imported,
