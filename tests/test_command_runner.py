@@ -27,7 +27,11 @@ SHOW_ENV = "env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; "
 
 
 @pytest.fixture(autouse=True)
-def _env(tmp_path, monkeypatch):
+def _env(tmp_path, monkeypatch, request):
+    # Checked here, outside the Trio run: a skip raised inside it loses its reason in the report.
+    profile = getattr(request.node, "callspec", None) and request.node.callspec.params.get("profile")
+    if profile:
+        need(profile)
     pred_on_path(tmp_path, monkeypatch)
     monkeypatch.setenv("SCRIPTED_API_KEY", REAL_KEY)
 
@@ -43,7 +47,6 @@ def need(profile: str) -> None:
 @pytest.mark.trio
 @pytest.mark.parametrize("profile", ["codex", "claude", "mini"])
 async def test_an_agent_cli_finds_a_bug_through_the_gateway_in_bubblewrap(tmp_path, profile):
-    need(profile)
     with ScriptedUpstream(lambda call: hunt(call, SHOW_ENV + MAKE_CERTIFICATE)) as up:
         path = write_campaign(tmp_path, up.url, profile)
         with trio.fail_after(240):
@@ -73,7 +76,6 @@ async def test_an_agent_cli_finds_a_bug_through_the_gateway_in_bubblewrap(tmp_pa
 @pytest.mark.trio
 @pytest.mark.parametrize("profile", ["codex", "claude"])
 async def test_killing_an_agent_cli_session_leaves_no_process(tmp_path, profile):
-    need(profile)
     marker = "sleep 611.5"
 
     def script(call: Call) -> Answer:
@@ -106,7 +108,6 @@ async def test_killing_an_agent_cli_session_leaves_no_process(tmp_path, profile)
 async def test_an_agent_cli_whose_budget_is_spent_is_refused_and_stops(tmp_path, profile, per_session):
     # The first call's worst case (each request is 40-80 kB: one prompt token per byte) fits the
     # session's reservation; after its charge, the second one does not.
-    need(profile)
     with ScriptedUpstream(hunt) as up:
         path = write_campaign(
             tmp_path, up.url, profile, budget={"total_usd": 1.0, "per_session_usd": per_session}
