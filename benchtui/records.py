@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
 from decimal import Decimal
 from typing import Any, Literal, get_args
 
@@ -116,9 +117,9 @@ class JournalRecord:
                 state=state,
                 attempt=_int(data["attempt"]),
                 runner=str(data.get("runner") or ""),
-                cost_usd=usd(cost),
+                cost_usd=_amount(cost),
                 t=float(data.get("t") or 0.0),
-                reserved_usd=usd(data["reserved_usd"]) if _number(data.get("reserved_usd")) else None,
+                reserved_usd=_amount(data["reserved_usd"]) if _number(data.get("reserved_usd")) else None,
                 environment=data.get("environment") if isinstance(data.get("environment"), str) else None,
                 result=data.get("result") if isinstance(data.get("result"), str) else None,
                 reason=str(data.get("reason") or ""),
@@ -127,7 +128,7 @@ class JournalRecord:
                 calls=_count(data.get("calls")),
                 tokens=_count(data.get("tokens")),
                 certificate=bool(data.get("certificate")),
-                extra={k: v for k, v in data.items() if k not in _KNOWN},
+                extra={k: data[k] for k in unknown} if (unknown := data.keys() - _KNOWN) else {},
             )
         except KeyError as exc:
             raise ValueError(f"missing {exc.args[0]!r}") from None
@@ -141,6 +142,13 @@ def now() -> float:
 
 
 _KNOWN = frozenset(f.name for f in fields(JournalRecord)) - {"extra"}
+
+
+@lru_cache(maxsize=4096)
+def _amount(x: float) -> Decimal:
+    """`usd(x)`, cached: a journal repeats a few amounts (a reservation, a fake session's cost)
+    thousands of times, and resuming 100,000 sessions parses each line's amounts."""
+    return usd(x)
 
 
 def _number(x: Any) -> bool:

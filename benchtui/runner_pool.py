@@ -27,6 +27,9 @@ class RunnerPool:
 
     async def get(self, profile: str) -> AgentRunner:
         """The runner of `profile`, opened on first use (its start-up errors raise here)."""
+        runner = self._open.get(profile)
+        if runner is not None:  # no checkpoint on the hot path: it would split commit batches
+            return runner
         async with self._lock:
             if profile not in self._open:
                 self._open[profile] = await self._nursery.start(self._keep, profile)
