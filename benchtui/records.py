@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, fields, replace
-from functools import lru_cache
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any, Literal, get_args
 
 from benchtui.money import ZERO, to_float, usd
