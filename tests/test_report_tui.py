@@ -55,9 +55,11 @@ async def test_the_summary_shows_the_reports_leaderboard_and_verdict(tmp_path):
 
 
 async def test_s_mid_run_after_a_runner_switch_shows_unfair(tmp_path):
+    # Long enough that it is still running when `s` is pressed: the summary the campaign's end
+    # pushes would otherwise race the key (and `s` on a summary closes it).
     prep = prepare(
         tmp_path,
-        n=4,
+        n=40,
         cap="1",
         total="2",
         latency=0.2,
@@ -72,8 +74,8 @@ async def test_s_mid_run_after_a_runner_switch_shows_unfair(tmp_path):
         await until(
             pilot, lambda: any(s.runner == "alt" and s.state == "done" for s in app.view.sessions.values())
         )
-        if not isinstance(app.screen, SummaryScreen):  # unless the campaign ended meanwhile
-            await pilot.press("s")
+        assert app.view.ended is None and not isinstance(app.screen, SummaryScreen)
+        await pilot.press("s")
         await until(
             pilot, lambda: isinstance(app.screen, SummaryScreen) and app.screen.report, what="summary"
         )

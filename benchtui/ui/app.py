@@ -104,6 +104,8 @@ class BenchApp(App[bool]):
         if self.quitting:
             self.exit(self.finished)
         elif self.view.ended is not None and self.is_running:
+            if isinstance(self.screen, SummaryScreen):  # opened mid-run: its numbers are stale
+                self.pop_screen()
             self.push_screen(SummaryScreen(self.view))
 
     async def on_unmount(self) -> None:
