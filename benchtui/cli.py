@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchtui.args import OneLineParser
+from benchtui import rundir
+from benchtui.args import OneLineParser, add_state_dir
 from benchtui.errors import BenchtuiError, one_line
 from benchtui.stopsignals import StopSignals
 
@@ -39,20 +40,8 @@ def run_parser() -> OneLineParser:
     )
     p.add_argument("--runner", metavar="PROFILE", help="active runner profile from [runners.*]")
     p.add_argument("--parallelism", type=int, metavar="N", help="sessions running at once")
-    p.add_argument(
-        "--state-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="where run dirs live (default: runs, or BENCHTUI_STATE_DIR)",
-    )
+    add_state_dir(p)
     return p
-
-
-def _state_dir(arg: Path | None) -> Path:
-    import os
-
-    return arg or Path(os.environ.get("BENCHTUI_STATE_DIR", "runs"))
 
 
 def tune_gc() -> None:
@@ -71,7 +60,12 @@ def main_run(argv: list[str], stops: StopSignals) -> int:
     if args.parallelism is not None and args.parallelism < 1:
         raise_bad("--parallelism must be at least 1")
     opts = engine.Options(
-        args.campaign, _state_dir(args.state_dir), args.resume, args.fresh, args.runner, args.parallelism
+        args.campaign,
+        rundir.state_dir(args.state_dir),
+        args.resume,
+        args.fresh,
+        args.runner,
+        args.parallelism,
     )
     tune_gc()
     with engine.prepare(opts) as prep:

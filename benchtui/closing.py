@@ -6,23 +6,21 @@ how to continue); `benchtui ctl status` on a run that is not running reads the s
 
 from __future__ import annotations
 
-import os
 import tomllib
 from collections import Counter
 from pathlib import Path
 
 from benchtui import events as ev
+from benchtui import rundir
 from benchtui.errors import BadInput, BenchtuiError
 from benchtui.headless import summary_table
 from benchtui.store import LEDGER
-
-DEFAULT_STATE_DIR = "runs"
 
 
 def resume_command(run_dir: Path) -> str:
     """The command that continues this run (the latest run of its state dir)."""
     state_dir = run_dir.parent
-    default = Path(os.environ.get("BENCHTUI_STATE_DIR", DEFAULT_STATE_DIR))
+    default = rundir.state_dir()
     same = state_dir.resolve() == default.resolve()
     return "benchtui --resume" + ("" if same else f" --state-dir {state_dir}")
 
@@ -40,7 +38,7 @@ def run_dir_status(run_dir: Path) -> str:
     """`ctl status` of a run nobody runs: its accounts rebuilt from the journal and the saved
     ledger (read-only: an interrupted attempt shows as the error `--resume` will record)."""
     from benchtui import campaign as campaign_file
-    from benchtui import checkpoint, rundir
+    from benchtui import checkpoint
     from benchtui.engine import accounts_event
     from benchtui.plan import build_plan
 

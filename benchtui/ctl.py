@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 from benchtui import rundir
-from benchtui.args import OneLineParser
+from benchtui.args import OneLineParser, add_state_dir
 from benchtui.errors import BadInput
 from benchtui.limits import MAX_PARALLELISM
 
@@ -34,13 +33,7 @@ def parser() -> OneLineParser:
     )
     p.add_argument("words", nargs="+", metavar="[RUN_DIR] COMMAND [ARG]", help=argparse.SUPPRESS)
     p.add_argument("--now", action="store_true", help="with stop: interrupt running sessions too")
-    p.add_argument(
-        "--state-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="where run dirs live, to find the latest run (default: runs, or BENCHTUI_STATE_DIR)",
-    )
+    add_state_dir(p)
     return p
 
 
@@ -64,7 +57,7 @@ def find_run_dir(given: str | None, state_dir: Path | None) -> Path:
         if not (run_dir / rundir.CAMPAIGN).exists():
             raise BadInput(f"no such run: {run_dir}")
         return run_dir
-    state_dir = state_dir or Path(os.environ.get("BENCHTUI_STATE_DIR", "runs"))
+    state_dir = rundir.state_dir(state_dir)
     try:
         return rundir.latest(state_dir)
     except BadInput:

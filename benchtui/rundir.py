@@ -141,6 +141,11 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def state_dir(given: Path | None = None) -> Path:
+    """Where run dirs live: `--state-dir`, else $BENCHTUI_STATE_DIR, else `runs`."""
+    return given or Path(os.environ.get("BENCHTUI_STATE_DIR", "runs"))
+
+
 def set_latest(state_dir: Path, name: str) -> None:
     atomic_write(state_dir / LATEST, (name + "\n").encode())
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 from benchtui import rundir
-from benchtui.args import OneLineParser
+from benchtui.args import OneLineParser, add_state_dir
 from benchtui.atomic import atomic_write
 from benchtui.errors import BadInput
 from benchtui.report import Report, build
@@ -23,13 +22,7 @@ def parser() -> OneLineParser:
     p.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR", help="default: the latest run")
     p.add_argument("--format", choices=("text", "json", "html"), default="text", help="default: text")
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here instead of stdout")
-    p.add_argument(
-        "--state-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="where run dirs live, to find the latest run (default: runs, or BENCHTUI_STATE_DIR)",
-    )
+    add_state_dir(p)
     return p
 
 
@@ -47,9 +40,7 @@ def render(report: Report, fmt: str) -> str:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    run_dirs = args.run_dirs or [
-        rundir.latest(args.state_dir or Path(os.environ.get("BENCHTUI_STATE_DIR", "runs")))
-    ]
+    run_dirs = args.run_dirs or [rundir.latest(rundir.state_dir(args.state_dir))]
     out = args.output
     if out is not None:
         for run in run_dirs:  # the report never writes into a run dir, even when asked to
