@@ -18,7 +18,7 @@ from benchtui.accounts import Accounts
 from benchtui.errors import StorageFailed
 from benchtui.ledger import InFlight
 from benchtui.meter import SessionMeter
-from benchtui.records import JournalRecord, SessionState, now
+from benchtui.records import JournalRecord, SessionState, nest_counters, now
 from benchtui.runner_pool import RunnerPool
 from runners.base import Result, SessionOutcome, SessionSpec
 
@@ -69,7 +69,12 @@ class Attempt:
         self.flight = flight
         self.wall_time_s = wall_time_s
         self.meter = SessionMeter(
-            accounts, flight, spec.model, spec.budget_usd, on_overspent=lambda: self.cancel(OVERSPENT)
+            accounts,
+            flight,
+            spec.model,
+            spec.budget_usd,
+            limits=spec.limits,
+            on_overspent=lambda: self.cancel(OVERSPENT),
         )
         self.scope = trio.CancelScope()
         self.stopped_by: Ending | None = None
@@ -153,6 +158,10 @@ class Attempt:
             calls=meter.calls,
             tokens=meter.tokens,
             certificate=certificate,
+            counters=nest_counters(self.flight.counters, self.spec.limits.counters)
+            if self.spec.limits
+            else None,
+            exhausted=tuple(meter.exhausted),
         )
         self.accounts.record(end)
         with trio.CancelScope(shield=True):

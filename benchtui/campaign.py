@@ -10,7 +10,7 @@ import tomllib
 from contextvars import ContextVar
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -27,7 +27,7 @@ from benchtui.errors import BadInput
 from benchtui.keys import BINDING_IDS
 from benchtui.money import fmt_exact, usd_floor
 from runners import registry
-from runners.base import ModelSpec, RunnerProfile
+from runners.base import LogicalLimits, ModelSpec, RunnerProfile
 
 # The TOML file's data while a Campaign is being built (the lowest-precedence settings source).
 _toml_data: ContextVar[dict[str, Any] | None] = ContextVar("_toml_data", default=None)
@@ -42,6 +42,39 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
+MAX_UNITS = 1_000_000_000
+Units = Field(default=None, gt=0, le=MAX_UNITS, strict=True)
+Calls = Annotated[int, Field(gt=0, le=MAX_UNITS, strict=True)]
+
+
+class PerSession(Strict):
+    """`[budget.per_session]`: logical budgets, the same for every session (all optional)."""
+
+    model_calls: int | None = Units
+    """Model calls a session may make (each also needs its money hold)."""
+    shell_actions: int | None = Units
+    """Commands the agent may run."""
+    submits: int | None = Units
+    """Certificates verified; later ones are recorded as refused."""
+    observation_chars: int | None = Units
+    """Output the model sees of each action (head and tail kept, the cut marked)."""
+    tools: dict[str, Calls] = Field(default_factory=dict, max_length=64)
+    """Calls by command prefix (`pred = 24`, `"pred solve" = 10`), counted by a shim on PATH."""
+
+    @field_validator("tools")
+    @classmethod
+    def _prefixes(cls, value: dict[str, int]) -> dict[str, int]:
+        for prefix in value:
+            limits.check_text(prefix, "a tool prefix")
+            if not re.fullmatch(r"[A-Za-z0-9._+-]+( [A-Za-z0-9._+=-]+)*", prefix):
+                raise ValueError(f"tool prefix {prefix!r}: a command name and words, one space apart")
+        return value
+
+    def limits(self) -> LogicalLimits:
+        data = self.model_dump(exclude={"tools"})
+        return LogicalLimits(**data, tools=tuple(sorted(self.tools.items())))
+
+
 class Budget(Strict):
     total_usd: Decimal = Field(gt=0, le=limits.MAX_USD)
     """The whole campaign never spends more than this (with `enforce`)."""
@@ -51,6 +84,8 @@ class Budget(Strict):
     """Reserved in full before a session starts; default per_model_usd / sessions per model."""
     enforce: bool = True
     """False: no reservations, no refusals, no skips (the campaign may overspend)."""
+    per_session: PerSession | None = None
+    """Logical budgets per session (model calls, shell actions, tool calls, submits)."""
 
 
 class Model(Strict):
@@ -220,6 +255,10 @@ class Campaign(BaseSettings):
         return self
 
     @property
+    def logical_limits(self) -> LogicalLimits:
+        return self.budget.per_session.limits() if self.budget.per_session else LogicalLimits()
+
+    @property
     def models_by_name(self) -> dict[str, Model]:
         return {m.name: m for m in self.models}
 
@@ -263,12 +302,19 @@ class Campaign(BaseSettings):
                     "tasks": self.tasks,
                     "repeats": self.repeats,
                 },
-                "budget": self.budget.model_dump(),
+                "budget": _budget_identity(self.budget),
                 "runners": {n: p.model_dump() for n, p in sorted(self.runners.items())},
                 "environment": environment_fingerprint,
             }
         )
         return parts
+
+
+def _budget_identity(budget: Budget) -> dict[str, Any]:
+    data = budget.model_dump()
+    if data["per_session"] is None:  # the identity of campaigns without one stays what it was
+        del data["per_session"]
+    return data
 
 
 def identity_digest(parts: dict[str, Any]) -> dict[str, str]:

@@ -22,7 +22,7 @@ from benchtui.errors import BadInput
 from benchtui.ledger import Ledger
 from benchtui.money import ZERO, fmt, usd
 from benchtui.plan import PlannedSession
-from benchtui.records import JournalRecord, now
+from benchtui.records import JournalRecord, nest_counters, now
 from benchtui.store import JOURNAL, LEDGER
 
 CRASHED = "interrupted: benchtui stopped while the session ran"
@@ -108,6 +108,7 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
     except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, ArithmeticError, RecursionError) as exc:
         raise BadInput(f"{run_dir / LEDGER}: corrupted ledger ({exc}); use --fresh") from None
     ledger = new_ledger(campaign)
+    logical = campaign.logical_limits
     runner = saved.get("runner")
     check = Checkpoint(ledger, saved_runner=runner if isinstance(runner, str) else None)
     plan_ids = {s.id: s for s in plan}
@@ -126,8 +127,19 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
             continue
         flight = in_flight.get(sid)
         # No in-flight entry: the ledger was never saved with it, so no call was authorised.
-        cost = flight.spent + flight.held if flight and flight.attempt == rec.attempt else ZERO
-        end = rec.but(state="error", cost_usd=cost, result="error", reason=CRASHED, retryable=True, t=t)
+        ours = flight is not None and flight.attempt == rec.attempt
+        cost = flight.spent + flight.held if flight and ours else ZERO
+        used = flight.counters if flight and ours else {}
+        counters = nest_counters(used, logical.counters) if logical else None
+        end = rec.but(
+            state="error",
+            cost_usd=cost,
+            result="error",
+            reason=CRASHED,
+            retryable=True,
+            t=t,
+            counters=counters,
+        )
         ledger.record_end(rec.model, "error", cost)
         check.journal[sid] = end
         check.reconciled.append(end)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from benchtui.money import fmt
 from benchtui.records import JournalRecord, RunState, SessionState, run_state
@@ -60,6 +61,8 @@ class SessionProgress:
     note: str = ""
     calls: int = 0
     cost_usd: Decimal = Decimal(0)
+    counters: tuple[tuple[str, int, int], ...] = ()
+    """(counter, used, limit) of each logical budget the campaign sets (`[budget.per_session]`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +77,9 @@ class SessionEnded:
     cost_usd: Decimal
     retryable: bool = False
     certificate: bool = False
+    counters: dict[str, Any] | None = None
+    """As on the journal's end line (campaigns with logical budgets)."""
+    exhausted: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, end: JournalRecord) -> SessionEnded:
@@ -88,6 +94,8 @@ class SessionEnded:
             cost_usd=end.cost_usd,
             retryable=end.retryable,
             certificate=end.certificate,
+            counters=end.counters,
+            exhausted=end.exhausted,
         )
 
 

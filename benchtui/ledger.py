@@ -9,7 +9,7 @@ ledger holds accounts, not history, so rewriting it after every commit stays che
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -30,6 +30,9 @@ class InFlight:
     reservation: Decimal
     spent: Decimal = ZERO
     held: Decimal = ZERO
+    counters: dict[str, int] = field(default_factory=dict)
+    """Logical budget units taken so far (`model_calls`, `tools.pred`, …): each is saved
+    before the action it allows, so a crash never forgets one."""
 
     @property
     def unspent(self) -> Decimal:
@@ -44,6 +47,7 @@ class InFlight:
             "reservation_usd": to_float(self.reservation),
             "spent_usd": to_float(self.spent),
             "held_usd": to_float(self.held),
+            **({"counters": dict(self.counters)} if self.counters else {}),
         }
 
     @classmethod
@@ -57,7 +61,16 @@ class InFlight:
             usd(data["reservation_usd"]),
             usd(data["spent_usd"]),
             usd(data["held_usd"]),
+            _counts(data.get("counters", {})),
         )
+
+
+def _counts(data: Any) -> dict[str, int]:
+    if not isinstance(data, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in data.values()
+    ):
+        raise ValueError(f"counters are not counts: {data!r:.80}")
+    return {str(k): v for k, v in data.items()}
 
 
 @dataclass(slots=True)

@@ -53,6 +53,11 @@ class JournalRecord:
     calls: int = 0
     tokens: int = 0
     certificate: bool = False
+    counters: dict[str, Any] | None = None
+    """Logical budget used by the attempt (campaigns with `[budget.per_session]`):
+    {"model_calls": n, "shell_actions": n, "submits": n, "tools": {"pred": n, …}}."""
+    exhausted: tuple[str, ...] = ()
+    """Counters whose limit refused something in the attempt (`model_calls`, `tools.pred solve`)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys written by other versions or runners: kept, and written back as they were."""
 
@@ -95,6 +100,10 @@ class JournalRecord:
                 tokens=self.tokens,
                 certificate=self.certificate,
             )
+            if self.counters is not None:
+                out["counters"] = self.counters
+            if self.exhausted:
+                out["exhausted"] = list(self.exhausted)
         out.update(self.extra)
         return out
 
@@ -128,6 +137,8 @@ class JournalRecord:
                 calls=_count(data.get("calls")),
                 tokens=_count(data.get("tokens")),
                 certificate=bool(data.get("certificate")),
+                counters=_counters(data["counters"]) if data.get("counters") is not None else None,
+                exhausted=tuple(map(_text, data.get("exhausted") or ())),
                 extra={k: data[k] for k in unknown} if (unknown := data.keys() - _KNOWN) else {},
             )
         except KeyError as exc:
@@ -168,6 +179,25 @@ def _count(x: Any) -> int:
     if not isinstance(x, int) or isinstance(x, bool) or x < 0:
         raise TypeError(f"not a count: {x!r}")
     return x
+
+
+def _counters(x: Any) -> dict[str, Any]:
+    """Counts by counter name, tool counts nested under "tools"."""
+    if not isinstance(x, dict):
+        raise TypeError(f"not counters: {x!r:.80}")
+    return {_text(k): _counters(v) if k == "tools" else _count(v) for k, v in x.items()}
+
+
+def nest_counters(flat: dict[str, int], counters: list[str]) -> dict[str, Any]:
+    """`{"model_calls": 3, "tools.pred": 5}` as the journal's end line has it:
+    `{"model_calls": 3, "tools": {"pred": 5}}`; every counter with a limit appears, 0 if unused."""
+    out: dict[str, Any] = {}
+    for name in sorted(set(counters) | set(flat)):
+        if name.startswith("tools."):
+            out.setdefault("tools", {})[name.removeprefix("tools.")] = flat.get(name, 0)
+        else:
+            out[name] = flat.get(name, 0)
+    return out
 
 
 def _text(x: Any) -> str:

@@ -44,6 +44,7 @@ class Scheduler:
         self.runners = runners
         self.control = control
         self.fingerprint = fingerprint
+        self.limits = campaign.logical_limits
         self.limiter = trio.CapacityLimiter(control.parallelism)
         self.stopping = False
         self._unpaused = trio.Event()
@@ -179,6 +180,7 @@ class Scheduler:
             self.run_dir / "sessions" / session.id,
             campaign.environment.path,
             self.fingerprint,
+            self.limits,
         )
         wall = campaign.runners[flight.runner].wall_time_s
         return Attempt(self.accounts, self.runners, spec, flight, wall_time_s=wall)

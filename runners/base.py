@@ -52,6 +52,58 @@ class ModelSpec:
     litellm: dict[str, Any] = field(default_factory=dict)
 
 
+COUNTERS = ("model_calls", "shell_actions", "submits")
+"""Logical counters every runner may meet; tool counters are named `tools.<command prefix>`."""
+TOOLS = "tools."
+
+
+@dataclass(frozen=True, slots=True)
+class LogicalLimits:
+    """`[budget.per_session]`: the same logical budget for every session (None: no limit).
+
+    A unit of a counter is taken, durably, before the action it allows (`Meter.use`): a model
+    call (`model_calls`, taken by `Meter.authorise`), a command the agent runs (`shell_actions`),
+    a certificate verified (`submits`), a call of a tool by command prefix (`tools`, e.g.
+    `pred = 24`, `"pred solve" = 10`). `observation_chars` bounds the output the model sees.
+    """
+
+    model_calls: int | None = None
+    shell_actions: int | None = None
+    submits: int | None = None
+    observation_chars: int | None = None
+    tools: tuple[tuple[str, int], ...] = ()
+    """(command prefix, calls) pairs, e.g. (("pred", 24), ("pred solve", 10))."""
+
+    def __bool__(self) -> bool:
+        return any(getattr(self, c) is not None for c in (*COUNTERS, "observation_chars")) or bool(self.tools)
+
+    def limit(self, counter: str) -> int | None:
+        """The limit of a counter (`model_calls`, …, `tools.pred solve`), None if it has none."""
+        if counter.startswith(TOOLS):
+            return dict(self.tools).get(counter[len(TOOLS) :])
+        return getattr(self, counter, None) if counter in COUNTERS else None
+
+    @property
+    def counters(self) -> list[str]:
+        """Every counter with a limit."""
+        named = [c for c in COUNTERS if getattr(self, c) is not None]
+        return named + [TOOLS + prefix for prefix, _ in self.tools]
+
+    def tool_counters(self, argv: list[str]) -> list[str]:
+        """The tool counters one command line takes a unit of: a prefix matches when its first
+        word is the command's name and its other words come, in order, among the arguments
+        (options and their values may sit between: `pred -o x.json solve p.json` is a solve)."""
+        if not argv:
+            return []
+        name = argv[0].rsplit("/", 1)[-1]
+        return [TOOLS + prefix for prefix, _ in self.tools if _runs(prefix.split(), name, argv[1:])]
+
+
+def _runs(words: list[str], name: str, args: list[str]) -> bool:
+    rest = iter(args)  # `in` consumes it: the words must come in order
+    return words[0] == name and all(word in rest for word in words[1:])
+
+
 @dataclass(frozen=True, slots=True)
 class SessionSpec:
     """Everything a runner needs to run one session."""
@@ -67,6 +119,8 @@ class SessionSpec:
     environment: Path
     """The target checkout; runners that let an agent touch files work on a fresh copy of it."""
     environment_fingerprint: str
+    limits: LogicalLimits = LogicalLimits()
+    """The campaign's logical budget (`[budget.per_session]`); empty when it sets none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +169,20 @@ class Meter(Protocol):
         """Hold `worst_case_usd` for the next call; True once the hold is durable."""
         ...
 
-    def charge(self, usage: Usage, *, settles: Decimal | None = None) -> Decimal:
-        """Charge the real usage, settling the hold of `settles` (None: every open hold); returns the cost."""
+    def charge(self, usage: Usage, *, settles: Decimal | None = None, served: bool = True) -> Decimal:
+        """Charge the real usage, settling the hold of `settles` (None: every open hold); returns the cost.
+
+        `served=False`: the provider surely did not serve the call (a refused connection, a 429):
+        its `model_calls` unit is given back, so a flaky provider costs a model no calls."""
+        ...
+
+    async def use(self, *counters: str) -> str | None:
+        """Take one unit of each counter (all or none) before the action they allow; durable when
+        it returns None. Returns the name of a counter whose limit is spent (nothing taken)."""
+        ...
+
+    def used(self, counter: str) -> int:
+        """Units of `counter` taken so far in this attempt."""
         ...
 
     def progress(self, note: str) -> None:
