@@ -11,7 +11,7 @@ from benchtui import campaign as campaign_file
 from benchtui.args import OneLineParser
 from benchtui.campaign import Campaign
 from benchtui.money import fmt
-from benchtui.preflight import runner_checks, target_check, worst_case
+from benchtui.preflight import runner_checks, target_check, unenforced, worst_case
 from runners.base import Check
 
 EXIT_OK, EXIT_PROBLEMS = 0, 2
@@ -57,7 +57,7 @@ def main_check(argv: list[str]) -> int:
     campaign = campaign_file.load(args.campaign, require_target=False)  # BadInput: one line, exit 2
     checks = run_checks(campaign, ping=args.ping)
     print(table(campaign, checks))
-    for warning in campaign.warnings():
+    for warning in [*campaign.warnings(), *unenforced(campaign)]:
         print(f"warning: {warning}")
     problems = [c for c in checks if not c.ok]
     for c in problems:

@@ -81,7 +81,7 @@ def prepare(opts: Options) -> PreparedRun:
         campaign = campaign_file.load(opts.campaign, **overrides)
         run_dir = opts.state_dir / campaign.name
     preflight.cheap(campaign)  # e.g. a missing `pred`: exit 2 before anything is written
-    notes = list(campaign.warnings())
+    notes = [*campaign.warnings(), *preflight.unenforced(campaign)]
     fingerprint = environment.fingerprint(campaign.environment.path, campaign.environment.tools)
     if "+dirty" in fingerprint.split()[0]:
         notes.append(

@@ -38,6 +38,24 @@ def cheap(campaign: Campaign) -> None:
         raise BadInput(f"{problems[0].what}: {problems[0].problem} (`benchtui check` checks everything)")
 
 
+def unenforced(campaign: Campaign) -> list[str]:
+    """A warning for each logical budget the active runner's kind cannot enforce (its optional
+    `enforces` ability lists what it can; the meter enforces `model_calls` for every kind)."""
+    limits = campaign.logical_limits
+    if not limits:
+        return []
+    kind = campaign.runners[campaign.runner].kind
+    can = {"model_calls", *getattr(registry.runner_class(kind), "enforces", ())}
+    named = [*limits.counters, *(["observation_chars"] if limits.observation_chars else [])]
+    missing = [c for c in named if c not in can and not (c.startswith("tools.") and "tools" in can)]
+    if not missing:
+        return []
+    return [
+        f"runner {campaign.runner} ({kind}) cannot enforce {', '.join(missing)}: those limits are "
+        "not applied to its sessions (the same for every model)"
+    ]
+
+
 def worst_case(campaign: Campaign) -> dict[str, Decimal]:
     """What each model can spend at most: its sessions' full reservations, within its cap."""
     sessions = campaign.per_session_usd * campaign.sessions_per_model_count

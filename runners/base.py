@@ -153,6 +153,11 @@ class Meter(Protocol):
     def budget_usd(self) -> Decimal: ...
 
     @property
+    def limits(self) -> LogicalLimits:
+        """The session's logical budget (empty when the campaign sets none)."""
+        ...
+
+    @property
     def remaining_usd(self) -> Decimal:
         """Reservation left for this session (budget − spent − held)."""
         ...

@@ -41,6 +41,8 @@ def canned_certificate() -> dict[str, Any]:
 
 class FakeRunner:
     Profile: ClassVar[type[RunnerProfile]] = FakeProfile
+    #: Logical budgets it applies: its one call (the meter) and its one certificate (a submit).
+    enforces = frozenset({"model_calls", "submits"})
 
     def __init__(self, profile: FakeProfile, *, run_dir: Path) -> None:
         self.profile = profile
@@ -72,7 +74,7 @@ class FakeRunner:
         meter.charge(usage)
         result = self._result(session)
         certificate = None
-        if result in ("bug_found", "rejected"):
+        if result in ("bug_found", "rejected") and not (session.limits and await meter.use("submits")):
             certificate = canned_certificate()
             if self.profile.bug_sessions is not None and session.task:
                 certificate = {**certificate, "rule": session.task}

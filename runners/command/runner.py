@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import trio
 
@@ -24,6 +24,7 @@ from benchtui import environment
 from runners.base import Meter, RunnerProfile, SessionOutcome, SessionSpec
 from runners.command import sandbox
 from runners.command.profile import CommandProfile
+from runners.gate import counting
 from runners.gateway import Gateway, open_gateway
 from runners.gateway.session import upstream_model
 from runners.minisweagent import keys, reaper
@@ -34,6 +35,10 @@ from runners.problem_reductions import find_blocks, resolve_pred
 
 class CommandRunner:
     Profile: ClassVar[type[RunnerProfile]] = CommandProfile
+    #: Logical budgets it applies: model calls (the gateway), tools (the shim), submits. An agent
+    #: CLI runs commands and shows their output its own way: shell_actions and observation_chars
+    #: cannot be applied from outside.
+    enforces = frozenset({"model_calls", "submits", "tools"})
 
     def __init__(self, profile: CommandProfile, *, run_dir: Path) -> None:
         self.profile = profile
@@ -75,14 +80,15 @@ class CommandRunner:
                 _prepare, session.environment.resolve(), workdir, prompt_file, prompt
             )
             with self.gateway.session(meter, session.model, secrets.get(key_name or "")) as grant:
-                lifeline, hold = os.pipe()  # see sandbox.LIFELINE
-                try:
-                    argv, env = self._command(
-                        session, argv0, grant.token, workdir, prompt, prompt_file, files, lifeline
-                    )
-                    status = await _run_agent(argv, env, workdir, log, lifeline)
-                finally:
-                    os.close(hold)
+                async with counting.tool_gate(session, meter, self.profile.environment, self.pred) as gate:
+                    lifeline, hold = os.pipe()  # see sandbox.LIFELINE
+                    try:
+                        argv, env = self._command(
+                            session, argv0, grant.token, workdir, prompt, prompt_file, files, lifeline, gate
+                        )
+                        status = await _run_agent(argv, env, workdir, log, lifeline)
+                    finally:
+                        os.close(hold)
             report = Report(
                 copy_fingerprint=copy,
                 prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
@@ -99,8 +105,9 @@ class CommandRunner:
                 timeout=self.profile.verify_timeout_s,
                 max_certificates=self.profile.max_certificates,
                 certificates_file=files / f"attempt-{session.attempt}.certificates.json",
+                admit=counting.submits(session.limits, meter),
             )
-            return outcome
+            return counting.explain(outcome, session.limits, meter)
         finally:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(self._clean_up, files, log, secrets)
@@ -115,6 +122,7 @@ class CommandRunner:
         prompt_file: Path,
         files: Path,
         lifeline: int,
+        gate: dict[str, Any] | None,
     ) -> tuple[list[str], dict[str, str] | None]:
         assert self.gateway is not None
         bwrap = self.profile.environment == "bubblewrap"
@@ -138,7 +146,8 @@ class CommandRunner:
         }
         if not bwrap:
             (files / "home").mkdir(parents=True, exist_ok=True)
-            return argv, sandbox.local_env(files / "home", [local_bin(files, self.pred)], env)
+            shims = [Path(gate["shims"])] if gate else []
+            return argv, sandbox.local_env(files / "home", [*shims, local_bin(files, self.pred)], env)
         binds = [*sandbox.mounts_for(argv0), prompt_file]
         socket_dir = self.gateway.socket_path.parent
         return sandbox.bubblewrap_argv(
@@ -149,6 +158,7 @@ class CommandRunner:
             pred=self.pred,
             binds=binds,
             lifeline=lifeline,
+            gate=gate,
         ), {}
 
     def _clean_up(self, files: Path, log: Path, secrets: dict[str, str]) -> None:

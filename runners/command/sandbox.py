@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from runners.minisweagent.sandbox import COMMAND_ENV, SYSTEM_DIRS, bubblewrap_args, bwrap_executable
 
@@ -85,12 +86,13 @@ def bubblewrap_argv(
     pred: str | None,
     binds: list[Path],
     lifeline: int,
+    gate: dict[str, Any] | None = None,
 ) -> list[str]:
     """`env -i bwrap ... bash -c LIFELINE+RELAY bash ARGV` (bash: the lifeline fd may be above 9): bwrap inherits nothing (its environ is readable inside)."""
     # Not --die-with-parent: Trio starts processes from a worker thread, and the kernel's
     # parent-death signal fires when that *thread* ends (idle threads exit after a while), which
     # killed agents some seconds in. The lifeline pipe does its job.
-    inherited = [a for a in bubblewrap_args(pred) if a != "--die-with-parent"]
+    inherited = [a for a in bubblewrap_args(pred, gate=gate) if a != "--die-with-parent"]
     args = [shutil.which("env") or "/usr/bin/env", "-i", bwrap_executable() or "bwrap", *inherited]
     for path in binds:
         args += ["--ro-bind", str(path), str(path)]

@@ -55,7 +55,12 @@ async def metered_call(
     worst = Usage(len(body) + binding.prompt_overhead_tokens, bound)
     hold = binding.meter.price(worst)
     if not binding.open or not await binding.meter.authorise(hold):
-        message = "the session budget is spent: this call does not fit in what is left of its reservation"
+        limit = binding.meter.limits.model_calls
+        message = (
+            f"the session's {limit} model calls are spent (counter model_calls)"
+            if limit is not None and binding.meter.used("model_calls") >= limit
+            else "the session budget is spent: this call does not fit in what is left of its reservation"
+        )
         await respond(
             send, REFUSAL_STATUS, dialect.error(429, message, "insufficient_quota"), JSON + NO_RETRY
         )

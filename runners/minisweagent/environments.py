@@ -8,6 +8,7 @@ memory, kept all of it, and watched nothing else. Imported only in worker proces
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from minisweagent.environments.extra.bubblewrap import BubblewrapEnvironment
@@ -28,13 +29,29 @@ def not_a_command(command: Any) -> dict[str, Any] | None:
     }
 
 
+Admit = Callable[[], dict[str, Any] | None]
+"""Asks for the session's `shell_actions` unit before a command runs: None, or the refusal output."""
+FINISH = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+def admitted(admit: Admit | None, command: Any) -> dict[str, Any] | None:
+    """None when the command may run. The command that ends the session runs nothing: it is the
+    submission, never counted as a shell action (the agent can always finish)."""
+    if (refused := not_a_command(command)) is not None:
+        return refused
+    if admit is None or command.strip() == FINISH:
+        return None
+    return admit()
+
+
 class BoundedLocalEnvironment(LocalEnvironment):
-    def __init__(self, *, watched: Watched, **kwargs: Any) -> None:
+    def __init__(self, *, watched: Watched, admit: Admit | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.watched = watched
+        self.admit = admit
 
     def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
-        if (refused := not_a_command(action.get("command", ""))) is not None:
+        if (refused := admitted(self.admit, action.get("command", ""))) is not None:
             return refused
         output = self.watched.run(
             action.get("command", ""),
@@ -47,12 +64,13 @@ class BoundedLocalEnvironment(LocalEnvironment):
 
 
 class BoundedBubblewrapEnvironment(BubblewrapEnvironment):
-    def __init__(self, *, watched: Watched, **kwargs: Any) -> None:
+    def __init__(self, *, watched: Watched, admit: Admit | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.watched = watched
+        self.admit = admit
 
     def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
-        if (refused := not_a_command(action.get("command", ""))) is not None:
+        if (refused := admitted(self.admit, action.get("command", ""))) is not None:
             return refused
         cwd = cwd or self.config.cwd or str(self.working_dir)
         args = [self.config.executable, *self.config.wrapper_args, "--bind", cwd, cwd, "--chdir", cwd]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,10 @@ async def judge(
     timeout: float,
     max_certificates: int,
     certificates_file: Path,
+    admit: Callable[[], Awaitable[str | None]] | None = None,
 ) -> SessionOutcome:
+    """The session's outcome; `admit` takes a `submits` unit before each certificate is verified
+    (None when granted, else a refusal: that certificate and the later ones are not verified)."""
     extra = {
         "environment": fingerprint,
         "copy_fingerprint": report.copy_fingerprint,
@@ -113,9 +117,14 @@ async def judge(
             reason=f"the session copy ({report.copy_fingerprint}) is not the target ({fingerprint})",
         )
     checked: list[tuple[dict[str, Any] | None, Verdict]] = []
+    refused: list[dict[str, Any]] = []
     # Parsing megabytes of hostile blocks takes a while: never on the engine's event loop.
     unique = await trio.to_thread.run_sync(_unique, [str(b) for b in done.get("blocks") or []])
-    for cert, problem, _raw in unique[:max_certificates]:
+    for cert, problem, raw in unique[:max_certificates]:
+        why = refused[0]["refused"] if refused else (await admit() if admit else None)
+        if why is not None:  # past the session's submits: recorded, never verified
+            refused.append({"certificate": cert if cert is not None else raw[:2000], "refused": why})
+            continue
         verdict = (
             await _verify(cert, pred=pred, timeout=timeout)
             if cert is not None
@@ -124,9 +133,11 @@ async def judge(
         checked.append((cert, verdict))
         if verdict.accepted:
             break
-    if checked:
+    if refused:
+        extra["certificates_refused"] = len(refused)
+    if checked or refused:
         data = json.dumps(
-            [{"certificate": c, "verdict": v.to_json()} for c, v in checked], indent=1, default=str
+            [{"certificate": c, "verdict": v.to_json()} for c, v in checked] + refused, indent=1, default=str
         )
         await trio.to_thread.run_sync(atomic_write, certificates_file, data.encode())
     summary = [{"status": v.status, "reason": v.reason} for _, v in checked]

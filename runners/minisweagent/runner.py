@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Self
 import trio
 
 from runners.base import Meter, RunnerProfile, SessionOutcome, SessionSpec, Usage
+from runners.gate import counting
 from runners.minisweagent import forkserver, keys, processes, reaper
 from runners.minisweagent import preflight as checks
 from runners.minisweagent.outcome import Report, judge
@@ -96,6 +97,8 @@ class MiniSweRunner:
     # Optional abilities (runners/base.py): `benchtui check` and the start of a campaign use them.
     preflight = staticmethod(checks.preflight)
     ping_profile = staticmethod(checks.ping_profile)
+    #: Logical budgets it applies (`[budget.per_session]`): all of them.
+    enforces = frozenset({"model_calls", "shell_actions", "submits", "observation_chars", "tools"})
 
     def __init__(self, profile: MiniSweProfile, *, run_dir: Path) -> None:
         self.profile = profile
@@ -129,8 +132,11 @@ class MiniSweRunner:
         files = SessionFiles(session.session_dir.resolve(), session.attempt)
         files.dir.mkdir(parents=True, exist_ok=True)
         report = Report(max_output_tokens=session.model.max_output_tokens)
+        request = self._request(session, files, secrets, key_name)
         try:
-            await self._run_worker(self._request(session, files, secrets, key_name), meter, report)
+            async with counting.tool_gate(session, meter, self.profile.environment, self.pred) as gate:
+                request["paths"]["gate"] = gate
+                await self._run_worker(request, meter, report)
             outcome = await judge(
                 report,
                 fingerprint=session.environment_fingerprint,
@@ -138,7 +144,9 @@ class MiniSweRunner:
                 timeout=self.profile.verify_timeout_s,
                 max_certificates=self.profile.max_certificates,
                 certificates_file=files.attempt_file("certificates.json"),
+                admit=counting.submits(session.limits, meter),
             )
+            outcome = counting.explain(outcome, session.limits, meter)
             return replace(outcome, reason=keys.scrub(outcome.reason, secrets.values()))
         finally:
             with trio.CancelScope(shield=True):
@@ -171,11 +179,12 @@ class MiniSweRunner:
                     "prompt_token_margin",
                     "max_processes",
                     "max_disk_mb",
-                    "observation_chars",
                     "command_output_bytes",
                     "trajectory_output_bytes",
                 )
-            },
+            }
+            # The campaign's logical budget, when it sets one, is what every model sees.
+            | {"observation_chars": session.limits.observation_chars or p.observation_chars},
             "paths": {
                 "target": str(session.environment.resolve()),
                 "workdir": str(files.dir / "workdir"),
@@ -185,6 +194,7 @@ class MiniSweRunner:
                 "templates": str(p.templates_path),
                 "pred": self.pred,
             },
+            "count_actions": bool(session.limits),
             "env": keys.public_environment(filter(None, [key_name])),
             "secrets": secrets,
             "api_key": secrets.get(key_name) if key_name else None,
@@ -227,6 +237,9 @@ class MiniSweRunner:
             await channel.send("authorised", ok=ok)
         elif kind == "usage":
             _settle(message, meter, report)
+        elif kind == "use":  # a shell action (the only unit a worker asks for itself)
+            spent = await meter.use("shell_actions")
+            await channel.send("used", ok=spent is None, message=counting.refusal(meter.limits, spent))
         elif kind == "step":
             meter.progress(str(message.get("note", ""))[:200])
         elif kind == "hello":

@@ -13,6 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from runners.gate import SANDBOX_GATE, SANDBOX_SHIM, SANDBOX_SHIMS
+
 SANDBOX_BIN = "/opt/benchtui/bin"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
 COMMAND_ENV = {
@@ -40,9 +42,13 @@ def bwrap_executable() -> str | None:
         return None
 
 
-def bubblewrap_args(pred: str | None, tmp_bytes: int | None = None) -> list[str]:
+def bubblewrap_args(
+    pred: str | None, tmp_bytes: int | None = None, gate: dict[str, Any] | None = None
+) -> list[str]:
     """bwrap options before mini-swe-agent's own `--bind <cwd> <cwd> --chdir <cwd>`; /tmp is a
-    tmpfs of at most `tmp_bytes` (fresh for every command)."""
+    tmpfs of at most `tmp_bytes` (fresh for every command). With a tool `gate` (counted tools),
+    its shims come first on PATH and a gated pred is not in the sandbox at all (only the gate
+    hands it out)."""
     args = [
         "--die-with-parent",
         "--unshare-pid",
@@ -67,12 +73,16 @@ def bubblewrap_args(pred: str | None, tmp_bytes: int | None = None) -> list[str]
         "--tmpfs",
         "/tmp",
     ]
-    if pred:
+    if pred and not (gate and "pred" in gate["tools"]):
         args += ["--ro-bind", pred, f"{SANDBOX_BIN}/pred"]
+    path = f"{SANDBOX_BIN}:/usr/local/bin:/usr/bin:/bin"
+    if gate:
+        args += gate_binds(gate)
+        path = f"{SANDBOX_SHIMS}:{path}"
     args += [
         "--setenv",
         "PATH",
-        f"{SANDBOX_BIN}:/usr/local/bin:/usr/bin:/bin",
+        path,
         "--setenv",
         "HOME",
         "/tmp",
@@ -80,6 +90,16 @@ def bubblewrap_args(pred: str | None, tmp_bytes: int | None = None) -> list[str]
         "TMPDIR",
         "/tmp",
     ]
+    return args
+
+
+def gate_binds(gate: dict[str, Any]) -> list[str]:
+    """The shims, the shim program, the gate's socket and the interpreter that runs the shims."""
+    args = ["--ro-bind", gate["shims"], SANDBOX_SHIMS, "--ro-bind", gate["shim"], SANDBOX_SHIM]
+    args += ["--bind", gate["socket"], SANDBOX_GATE]
+    prefix = gate["prefix"]
+    if not any(prefix == d or prefix.startswith(d + "/") for d in SYSTEM_DIRS):
+        args += ["--ro-bind", prefix, prefix]
     return args
 
 
@@ -104,6 +124,7 @@ def environment(
     timeout: int,
     secret_names: list[str],
     tmp_bytes: int | None = None,
+    gate: dict[str, Any] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """(environment class path, its keyword arguments): mini-swe-agent's, bounded (`environments`)."""
     if kind == "bubblewrap":
@@ -116,11 +137,17 @@ def environment(
                 "timeout": timeout,
                 "env": COMMAND_ENV,
                 "executable": shutil.which("env") or "/usr/bin/env",
-                "wrapper_args": ["-i", bwrap_executable() or "bwrap", *bubblewrap_args(pred, tmp_bytes)],
+                "wrapper_args": [
+                    "-i",
+                    bwrap_executable() or "bwrap",
+                    *bubblewrap_args(pred, tmp_bytes, gate),
+                ],
             },
         )
     # LocalEnvironment passes the worker's environment on, merged with `env`: blank the secrets.
     path = f"{local_bin(session_dir, pred)}{os.pathsep}{os.environ.get('PATH', '')}"
+    if gate:
+        path = f"{gate['shims']}{os.pathsep}{path}"
     tmp = session_dir / "tmp"  # where the engine removes it; counted in the session's disk
     env = {**dict.fromkeys(secret_names, ""), **COMMAND_ENV, "PATH": path, "TMPDIR": str(tmp)}
     return "runners.minisweagent.environments.BoundedLocalEnvironment", {

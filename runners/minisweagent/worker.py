@@ -113,10 +113,12 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         timeout=profile["command_timeout_s"],
         secret_names=sorted(request["secrets"]),
         tmp_bytes=disk,
+        gate=paths.get("gate"),
     )
     module, _, name = class_path.rpartition(".")
     watched = Watched(limits, [workdir, Path(paths["session_dir"]) / "tmp"], cgroup)
-    env = getattr(importlib.import_module(module), name)(watched=watched, **env_kwargs)
+    admit = (lambda: _admit(channel)) if request.get("count_actions") else None
+    env = getattr(importlib.import_module(module), name)(watched=watched, admit=admit, **env_kwargs)
     agent = DefaultAgent(
         agent_model,
         env,
@@ -143,6 +145,15 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         "infra_error": infra,
         "meter_rtt_ms": round(1000 * channel.authorise_s / max(channel.authorisations, 1), 3),
     }
+
+
+def _admit(channel: WorkerChannel) -> dict[str, Any] | None:
+    """Ask the engine for a `shell_actions` unit before a command runs; refused, the model sees why
+    as the command's output (nothing was run)."""
+    answer = channel.ask("use", counters=["shell_actions"])
+    if answer.get("ok"):
+        return None
+    return {"output": str(answer.get("message", "refused")), "returncode": 126, "exception_info": ""}
 
 
 def _terminate(signum: int, frame: Any) -> None:
