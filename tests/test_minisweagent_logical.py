@@ -4,11 +4,17 @@ in bubblewrap (the tool reachable only through the gate) and on the host."""
 from __future__ import annotations
 
 import json
+import os
+import tomllib
+from pathlib import Path
 
 import pytest
 import trio
 from minisweagent_support import RULE, journal, pred_on_path, run_campaign, write_campaign
+from real_parts import require_pred
 from scripted_llm import SUBMIT, Reply, ScriptedLLM
+
+ROOT = Path(__file__).resolve().parent.parent
 
 CERTIFICATE = (
     'printf \'CERTIFICATE_START\\n{"rule": "' + RULE + '", "violation": "suboptimal_extraction", '
@@ -40,8 +46,7 @@ LIMITS = {
 
 
 @pytest.fixture(autouse=True)
-def _env(tmp_path, monkeypatch):
-    pred_on_path(tmp_path, monkeypatch)
+def _env(monkeypatch):
     monkeypatch.setenv("SCRIPTED_API_KEY", "sk-test-scripted-0000")
 
 
@@ -51,7 +56,8 @@ def observations(llm: ScriptedLLM) -> list[str]:
 
 
 @pytest.mark.trio
-async def test_a_scripted_agent_is_stopped_at_exactly_every_limit(tmp_path):
+async def test_a_scripted_agent_is_stopped_at_exactly_every_limit(tmp_path, monkeypatch):
+    pred_on_path(tmp_path, monkeypatch)  # the stand-in: its planted bug gets a certificate accepted
     for sandbox in ("bubblewrap", "local"):  # one Trio run: both share the pre-warmed zygote
         await greedy_agent(tmp_path / sandbox, sandbox)
 
@@ -94,7 +100,8 @@ async def greedy_agent(tmp_path, sandbox):
 
 
 @pytest.mark.trio
-async def test_model_calls_end_the_session_at_exactly_the_limit(tmp_path):
+async def test_model_calls_end_the_session_at_exactly_the_limit(tmp_path, monkeypatch):
+    pred_on_path(tmp_path, monkeypatch)
     with ScriptedLLM(script=lambda request: Reply("echo still-going")) as llm:
         path = write_campaign(
             tmp_path, llm.url, runner={"step_limit": 20}, budget={"per_session": {"model_calls": 3}}
@@ -112,7 +119,8 @@ async def test_model_calls_end_the_session_at_exactly_the_limit(tmp_path):
 
 
 @pytest.mark.trio
-async def test_sixteen_greedy_agents_at_once_each_stop_at_exactly_every_limit(tmp_path):
+async def test_sixteen_greedy_agents_at_once_each_stop_at_exactly_every_limit(tmp_path, monkeypatch):
+    pred_on_path(tmp_path, monkeypatch)
     with ScriptedLLM(GREEDY) as llm:
         path = write_campaign(
             tmp_path,
@@ -133,3 +141,38 @@ async def test_sixteen_greedy_agents_at_once_each_stop_at_exactly_every_limit(tm
             "submits": 1,
             "tools": {"pred": 8, "pred solve": 3},
         }
+
+
+@pytest.mark.trio
+async def test_the_shipped_protocol_counts_real_pred_calls_in_bubblewrap(tmp_path, monkeypatch):
+    """The logical campaign's own limits (P = 24, P_solve = 10), the REAL pred, in bubblewrap."""
+    real = require_pred()
+    (tmp_path / "path-bin").mkdir()
+    (tmp_path / "path-bin" / "pred").symlink_to(real)  # the campaign fingerprints this pred
+    monkeypatch.setenv("PATH", f"{tmp_path / 'path-bin'}:{os.environ['PATH']}")
+    shipped = tomllib.loads((ROOT / "campaigns" / "problem-reductions-logical.toml").read_text())
+    limits = shipped["budget"]["per_session"]
+    steps = [
+        Reply(
+            "pred create MIS --graph 0-1,1-2 -o s.json; "
+            "for i in $(seq 12); do pred solve s.json >/dev/null 2>&1; echo rc=$?; done"
+        ),
+        Reply("for i in $(seq 15); do pred --version; done"),
+        Reply(SUBMIT),
+    ]
+    with ScriptedLLM(steps) as llm:
+        path = write_campaign(
+            tmp_path,
+            llm.url,
+            runner={"environment": "bubblewrap", "pred": str(real)},
+            budget={"per_session": limits},
+        )
+        with trio.fail_after(120):
+            prep, _ = await run_campaign(path, tmp_path / "runs")
+    (end,) = journal(prep.run_dir).values()
+    seen = observations(llm)
+    assert seen[0].count("rc=0") == 10 and seen[0].count("rc=126") == 2  # P_solve = 10
+    assert seen[1].count("pred 0.5.0") == 13  # 24 - 1 create - 10 solves
+    assert seen[1].count("this session's budget of 24 `pred` calls is spent") == 2
+    assert end["counters"]["tools"] == {"pred": 24, "pred solve": 10}
+    assert end["counters"]["model_calls"] == 3 and end["counters"]["shell_actions"] == 2

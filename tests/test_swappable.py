@@ -81,7 +81,7 @@ def test_schema_command_prints_the_campaign_json_schema(tmp_path):
     # The shipped campaigns validate against it.
     import tomllib
 
-    for name in ("fair.toml", "play.toml", "problem-reductions.toml"):
+    for name in ("fair.toml", "play.toml", "problem-reductions.toml", "problem-reductions-logical.toml"):
         validator.validate(tomllib.loads((ROOT / "campaigns" / name).read_text()))
 
     def first_error(change) -> str:
