@@ -143,3 +143,22 @@ def test_an_engine_killed_with_sigkill_takes_its_agents_sandboxes_along(tmp_path
         while pids_matching(str(tmp_path)) and time.monotonic() < deadline:
             time.sleep(0.05)
     assert pids_matching(str(tmp_path)) == []
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("profile", ["codex", "claude", "mini"])
+async def test_an_agent_cli_gets_its_pred_calls_counted_by_the_shim(tmp_path, profile):
+    """Logical budgets through a real agent CLI: its shell's `pred` is the shim; the third and later
+    calls are refused with the counter's name, which the agent sees (and the model in the next call)."""
+    command = "for i in 1 2 3 4 5; do pred --version; done"
+    limits = {"model_calls": 5, "submits": 1, "tools": {"pred": 3}}
+    with ScriptedUpstream(lambda call: hunt(call, command)) as up:
+        path = write_campaign(tmp_path, up.url, profile, budget={"total_usd": 1.0, "per_session": limits})
+        with trio.fail_after(240):
+            prep, _ = await run_campaign(path, tmp_path / "state")
+    (record,) = journal(prep.run_dir).values()
+    shown = up.calls[-1].text
+    assert shown.count("pred 0.5.0-stand-in") == 3, shown[-3000:]
+    assert shown.count("budget of 3 `pred` calls is spent (counter tools.pred)") == 2  # JSON-escaped quotes
+    assert record["counters"] == {"model_calls": len(up.calls), "submits": 0, "tools": {"pred": 3}}
+    assert record["exhausted"] == ["tools.pred"]
