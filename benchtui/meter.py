@@ -40,8 +40,7 @@ class SessionMeter:
         self._budget = budget
         self._on_overspent = on_overspent
         self.limits = limits
-        self.exhausted: list[str] = []
-        """Counters whose limit refused a unit, in the order they did."""
+        self._exhausted: list[str] = []
         self.calls = 0
         self.tokens = 0
 
@@ -94,12 +93,16 @@ class SessionMeter:
     def used(self, counter: str) -> int:
         return self._flight.counters.get(counter, 0)
 
+    @property
+    def exhausted(self) -> list[str]:
+        return self._exhausted
+
     def _spent(self, counter: str) -> bool:
         limit = self.limits.limit(counter)
         if limit is None or self.used(counter) < limit:
             return False
-        if counter not in self.exhausted:
-            self.exhausted.append(counter)
+        if counter not in self._exhausted:
+            self._exhausted.append(counter)
         return True
 
     def _take(self, counter: str) -> None:

@@ -190,6 +190,11 @@ class Meter(Protocol):
         """Units of `counter` taken so far in this attempt."""
         ...
 
+    @property
+    def exhausted(self) -> list[str]:
+        """Counters whose limit refused a unit in this attempt, in the order they did."""
+        ...
+
     def progress(self, note: str) -> None:
         """A short human-readable note on what the session is doing."""
         ...

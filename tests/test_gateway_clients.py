@@ -162,3 +162,4 @@ async def test_a_provider_that_cannot_be_reached_costs_nothing():
             )
     flight = ledger.running["m-0"]
     assert (flight.spent, flight.held) == (0, 0) and meter.calls == 3  # the SDK retried a 502 twice
+    assert meter.used("model_calls") == 0  # never served: no call counts against a logical budget

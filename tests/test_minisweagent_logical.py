@@ -80,6 +80,10 @@ async def greedy_agent(tmp_path, sandbox):
     }, sandbox
     assert sorted(end["exhausted"]) == ["shell_actions", "submits", "tools.pred", "tools.pred solve"]
     assert len(llm.requests) == 8
+    assert (  # the prompt states the budget (the same text for every model)
+        "This session's budget, the same for every model: 8 model calls (replies); 6 shell commands; "
+        "8 `pred` calls; 3 `pred solve` calls; 1 certificates verified; 400 characters"
+    ) in " ".join(llm.requests[0].messages[1]["content"].split())
     seen = observations(llm)
     assert seen[2].count("`pred solve` refused: this session's budget of 3 `pred solve` calls is spent") == 1
     # pred: 3 in the first action, 2 granted solves (the refused one takes no unit): 3 of 5 run.
@@ -176,3 +180,18 @@ async def test_the_shipped_protocol_counts_real_pred_calls_in_bubblewrap(tmp_pat
     assert seen[1].count("this session's budget of 24 `pred` calls is spent") == 2
     assert end["counters"]["tools"] == {"pred": 24, "pred solve": 10}
     assert end["counters"]["model_calls"] == 3 and end["counters"]["shell_actions"] == 2
+
+
+@pytest.mark.trio
+async def test_a_call_the_provider_refused_costs_no_model_call(tmp_path, monkeypatch):
+    """A 429 (retried) was no generation: its unit comes back, the model still gets its 2 calls."""
+    pred_on_path(tmp_path, monkeypatch)
+    answers = iter([Reply(status=429), Reply("echo a"), Reply(SUBMIT)])
+    with ScriptedLLM(script=lambda request: next(answers)) as llm:
+        path = write_campaign(tmp_path, llm.url, budget={"per_session": {"model_calls": 2}})
+        with trio.fail_after(60):
+            prep, _ = await run_campaign(path, tmp_path / "runs")
+    (end,) = journal(prep.run_dir).values()
+    assert [r.status for r in llm.requests] == [429, 200, 200]
+    assert end["counters"]["model_calls"] == 2 and "exhausted" not in end
+    assert end["reason"] == "submitted without a certificate"

@@ -31,6 +31,22 @@ def refusal(limits: LogicalLimits, counter: str | None) -> str:
     )
 
 
+def describe(limits: LogicalLimits) -> str:
+    """The logical budget in words, for the prompt ("" without one)."""
+    parts = []
+    if limits.model_calls:
+        parts.append(f"{limits.model_calls:,} model calls (replies)")
+    if limits.shell_actions:
+        parts.append(f"{limits.shell_actions:,} shell commands")
+    for prefix, calls in limits.tools:
+        parts.append(f"{calls:,} `{prefix}` calls")
+    if limits.submits:
+        parts.append(f"{limits.submits:,} certificates verified")
+    if limits.observation_chars:
+        parts.append(f"{limits.observation_chars:,} characters of each command's output shown to you")
+    return "; ".join(parts)
+
+
 @asynccontextmanager
 async def tool_gate(
     session: SessionSpec, meter: Meter, environment: str, pred: str | None
@@ -86,10 +102,9 @@ def submits(limits: LogicalLimits, meter: Meter) -> Callable[[], Awaitable[str |
 
 def explain(outcome: SessionOutcome, limits: LogicalLimits, meter: Meter) -> SessionOutcome:
     """A session without a certificate that spent its `model_calls` says so first."""
-    limit = limits.model_calls
-    if limit is None or meter.used(MODEL_CALLS) < limit or outcome.result != "no_certificate":
+    if MODEL_CALLS not in meter.exhausted or outcome.result != "no_certificate":
         return outcome
-    why = f"model_calls: the session's {limit} model calls are spent"
+    why = f"model_calls: the session's {limits.model_calls} model calls are spent"
     return replace(
         outcome, reason=why if outcome.reason == "budget_exhausted" else f"{why} ({outcome.reason})"
     )

@@ -69,12 +69,12 @@ async def metered_call(
     url = f"{binding.base_url(dialect)}/{dialect.path}"
     settled = False
 
-    def settle(used: Usage | None) -> None:
+    def settle(used: Usage | None, served: bool = True) -> None:
         """Charge once, before the client sees the end of the answer (so a session that ends
         right after its last answer has every charge in)."""
         nonlocal settled
         if not settled and binding.open:
-            binding.meter.charge(used or worst, settles=hold)
+            binding.meter.charge(used or worst, settles=hold, served=served)
         settled = True
 
     scope = trio.CancelScope()
@@ -96,7 +96,7 @@ async def _forward(
     headers: dict[str, str],
     dialect: Dialect,
     send: Send,
-    settle: Callable[[Usage | None], None],
+    settle: Callable[..., None],
 ) -> None:
     """Relay the answer, settling its usage (zero for an error answer, None if it has none)."""
     request = client.build_request("POST", url, content=body, headers=headers)
@@ -104,7 +104,8 @@ async def _forward(
         response = await client.send(request, stream=True)
     except httpx.HTTPError as exc:
         # Not connected: the provider never saw the call. Anything later: it may have billed it.
-        settle(Usage() if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout) else None)
+        unseen = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+        settle(Usage() if unseen else None, served=not unseen)  # unseen: its model_calls unit returns
         await respond(send, 502, dialect.error(502, f"gateway: provider unreachable: {exc}", "api_error"))
         return
     try:
@@ -114,7 +115,7 @@ async def _forward(
             return
         data = await response.aread()
         if response.status_code != 200:
-            settle(Usage())
+            settle(Usage(), served=False)  # an error answer is no generation: not a model call
         else:
             try:
                 found = dialect.usage(json.loads(data))

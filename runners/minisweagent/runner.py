@@ -195,6 +195,7 @@ class MiniSweRunner:
                 "pred": self.pred,
             },
             "count_actions": bool(session.limits),
+            "budget": counting.describe(session.limits),
             "env": keys.public_environment(filter(None, [key_name])),
             "secrets": secrets,
             "api_key": secrets.get(key_name) if key_name else None,
@@ -304,4 +305,6 @@ def _settle(message: dict[str, Any], meter: Meter, report: Report) -> None:
         tokens = report.prompt_tokens, report.max_output_tokens
     if why:
         report.worst_case.append(str(why)[:300])
-    meter.charge(Usage(*tokens))
+    # A failed attempt the provider surely did not bill (refused, a 429) was no model call either.
+    unserved = message.get("failed") is True and not why and tokens == (0, 0)
+    meter.charge(Usage(*tokens), served=not unserved)

@@ -130,7 +130,9 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
     )
     status, error, infra = "", None, False
     try:
-        status = agent.run(task=request["task"] or "").get("exit_status", "")
+        status = agent.run(task=request["task"] or "", budget=request.get("budget", "")).get(
+            "exit_status", ""
+        )
     except Exception as exc:
         status, error, infra = _classify(exc)
         traceback.print_exc()
