@@ -9,9 +9,9 @@ from typing import Any
 from benchtui import events as ev
 from benchtui.accounts import Accounts
 from benchtui.ledger import Ledger
-from benchtui.meter import SessionMeter
+from benchtui.meter import UNLIMITED, SessionMeter
 from benchtui.money import token_cost
-from runners.base import ModelSpec
+from runners.base import LogicalLimits, ModelSpec
 
 IN, OUT = Decimal("3"), Decimal("15")  # $ per million tokens
 MODEL = ModelSpec("anthropic/claude-test", IN, OUT, 1000)
@@ -35,14 +35,19 @@ class Durable:
 
 
 def open_meter(
-    reservation: Decimal, model: ModelSpec = MODEL, session: str = "m-0"
+    reservation: Decimal,
+    model: ModelSpec = MODEL,
+    session: str = "m-0",
+    limits: LogicalLimits = UNLIMITED,
 ) -> tuple[SessionMeter, Ledger, list[str]]:
     """A meter for one session holding `reservation`; the list collects overspent sessions."""
     ledger = Ledger(Decimal(100), {model.name: Decimal(100)})
     flight = ledger.open(session, model.name, 0, 1, "command", reservation)
     overspent: list[str] = []
     accounts = Accounts(ledger, Durable(), ev.EventBus(), {})  # type: ignore[arg-type]
-    meter = SessionMeter(accounts, flight, model, reservation, on_overspent=lambda: overspent.append(session))
+    meter = SessionMeter(
+        accounts, flight, model, reservation, limits=limits, on_overspent=lambda: overspent.append(session)
+    )
     return meter, ledger, overspent
 
 
