@@ -70,7 +70,8 @@ class SessionMeter:
         if self._spent(MODEL_CALLS) or not self._accounts.authorise(self._flight, usd(worst_case_usd)):
             return False
         self.calls += 1
-        self._take(MODEL_CALLS)
+        if self.limits:  # campaigns without logical budgets keep no counters (their ledger is as it was)
+            self._take(MODEL_CALLS)
         await self._accounts.commit()
         self._progress("")
         return True

@@ -13,7 +13,7 @@ from gateway_clients import CLIENTS, call, rate_limit_errors
 from gateway_support import MODEL, cost, open_meter
 from scripted_upstream import Answer, Call, ScriptedUpstream
 
-from runners.base import ModelSpec
+from runners.base import LogicalLimits, ModelSpec
 from runners.gateway import open_gateway
 
 REAL_KEY = "sk-real-provider-key-0123456789"
@@ -150,7 +150,7 @@ async def test_a_provider_that_cannot_be_reached_costs_nothing():
 
     with ScriptedUpstream() as up:
         closed = up.url  # the server is gone once the block ends: nothing listens there
-    meter, ledger, _ = open_meter(Decimal("1"), model_at(up))
+    meter, ledger, _ = open_meter(Decimal("1"), model_at(up), limits=LogicalLimits(model_calls=10))
     assert meter._model.api_base == closed
     async with open_gateway() as gateway:
         with (
