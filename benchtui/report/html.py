@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from html import escape
 
 from benchtui.report import Report
+from benchtui.report.logical import limits_line, table_rows
 from benchtui.report.plots import all_plots
 from benchtui.report.text import COLUMNS, counts, leaderboard_row
 
@@ -67,6 +68,20 @@ def _fairness(report: Report) -> str:
     )
 
 
+def _logical(report: Report) -> str:
+    models = [(m.model, m.logical) for m in report.models if m.logical is not None]
+    if not models:
+        return ""
+    head, *rows = table_rows(models)
+    return (
+        f'<h2>Logical budgets</h2>\n<p class="meta">per session: {escape(limits_line([s for _, s in models]))}</p>'
+        + _table(head, rows, "logical")
+        + '<p class="note">per counter: the mean and max units used by the sessions that ran, and how many '
+        "sessions its limit stopped; ended by counter: a limit refused the session a unit; ended by "
+        "submit: it ended with a certificate and no limit refused it anything.</p>\n"
+    )
+
+
 def render(report: Report) -> str:
     campaign = report.runs[0].campaign.name
     runs = ", ".join(str(run.path) for run in report.runs)
@@ -94,7 +109,7 @@ def render(report: Report) -> str:
 <p class="note">bugs: verified distinct-rule bugs (a rule counts once); bug rate: sessions with a confirmed
 bug / sessions that ran, with its 95% Wilson interval; certs: confirmed / rejected / inconclusive /
 unverified.</p>
-<h2>Is the difference real?</h2>
+{_logical(report)}<h2>Is the difference real?</h2>
 <p class="note">Fisher's exact test on each pair's bug rates (two-sided, per pair).</p>
 <ul id="comparisons">{comparisons or "<li>one model: nothing to compare</li>"}</ul>
 <h2>Fairness audit</h2>
