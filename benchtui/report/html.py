@@ -9,7 +9,7 @@ from html import escape
 from benchtui.report import Report
 from benchtui.report.logical import limits_line, table_rows
 from benchtui.report.plots import all_plots
-from benchtui.report.text import COLUMNS, counts, leaderboard_row
+from benchtui.report.text import COLUMNS, audit_text, counts, leaderboard_row
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d2430;
@@ -49,6 +49,7 @@ def _fairness(report: Report) -> str:
             f"{a.infra_errors}/{a.planned}",
             f"${a.model.input_usd_per_mtok} / ${a.model.output_usd_per_mtok}",
             str(a.model.max_output_tokens),
+            *((audit_text(a.logical),) if a.logical is not None else ()),
         )
         for a in audit.models
     ]
@@ -62,6 +63,7 @@ def _fairness(report: Report) -> str:
         "infra errors",
         "price in/out per Mtok",
         "max output tokens",
+        *(("logical budgets",) if any(a.logical is not None for a in audit.models) else ()),
     )
     return (
         verdict + (f'<ul id="findings">{findings}</ul>' if findings else "") + _table(header, rows, "audit")

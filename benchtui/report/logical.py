@@ -96,6 +96,42 @@ def logical_stats(views: list[SessionView], runs: list[Run]) -> LogicalStats:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class LogicalAudit:
+    """What the fairness audit checks of one model's logical budgets."""
+
+    limits: dict[str, Counter[str]]
+    """Per limit, how many of the model's started sessions ran under each value ("none": unset)."""
+    ran: int
+    ended_by_counter: int
+    ended_by_submit: int
+
+    def to_json(self) -> dict[str, Any]:
+        def share(n: int) -> dict[str, Any]:
+            return {"sessions": n, "share": n / self.ran if self.ran else 0.0}
+
+        return {
+            "limits": {c: dict(values) for c, values in self.limits.items()},
+            "ran": self.ran,
+            "ended_by_counter": share(self.ended_by_counter),
+            "ended_by_submit": share(self.ended_by_submit),
+        }
+
+
+def logical_audit(started: list[SessionView], runs: list[Run]) -> LogicalAudit:
+    """`started`: the model's sessions that ran or are running, each under its own run's limits."""
+    by_run = {str(run.path): limits_of(run.campaign.logical_limits) for run in runs}
+    names = list(dict.fromkeys(c for limits in by_run.values() for c in limits))
+    limits = {c: Counter(str(by_run[v.run].get(c, "none")) for v in started) for c in names}
+    ran = [v for v in started if v.ran]
+    return LogicalAudit(
+        limits=limits,
+        ran=len(ran),
+        ended_by_counter=sum(map(ended_by_counter, ran)),
+        ended_by_submit=sum(map(ended_by_submit, ran)),
+    )
+
+
 def limits_line(stats: list[LogicalStats]) -> str:
     """`calls 10, actions 12, pred 24, …`; a limit the runs disagree on shows each value (`5|10`)."""
     names = list(dict.fromkeys(c for s in stats for c in s.limits))

@@ -8,7 +8,7 @@ from decimal import Decimal
 from benchtui.money import fmt
 from benchtui.report import Report
 from benchtui.report.leaderboard import ModelStats
-from benchtui.report.logical import limits_line, table_rows
+from benchtui.report.logical import LogicalAudit, limits_line, table_rows
 from benchtui.report.stats import Rate
 
 COLUMNS = (
@@ -77,6 +77,12 @@ def comparison_lines(report: Report) -> list[str]:
     return lines
 
 
+def audit_text(la: LogicalAudit) -> str:
+    """`model_calls 3 ×4, …; ended by a counter 1/4, by submitting 3/4`."""
+    limits = ", ".join(f"{c} {counts(values)}" for c, values in la.limits.items())
+    return f"{limits}; ended by a counter {la.ended_by_counter}/{la.ran}, by submitting {la.ended_by_submit}/{la.ran}"
+
+
 def logical_lines(report: Report) -> list[str]:
     """The logical budgets section (only for runs with `[budget.per_session]`)."""
     models = [(m.model, m.logical) for m in report.models if m.logical is not None]
@@ -114,4 +120,6 @@ def render(report: Report) -> str:
             f"    environments {counts(a.environments)}",
             f"    prompts {counts(a.prompts) if a.prompts else 'not recorded by the runner'}",
         ]
+        if a.logical is not None:
+            out.append(f"    logical budgets: {audit_text(a.logical)}")
     return "\n".join(out) + "\n"
