@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 from support import benchtui, check_accounts, journal, last_states, ledger, money, write_campaign
-from textual.widgets import OptionList
+from textual.widgets import OptionList, Static
 
 from benchtui import engine
 from benchtui.keys import BINDING_IDS
@@ -350,9 +350,12 @@ async def test_the_detail_pane_shows_the_logical_budget_of_a_running_and_an_ende
         assert app.main.table.selected == "fake_model-b-0000"
         await until(pilot, lambda: budget in app.main.detail.render().plain, what="the counters of b-0000")
         assert "state running" in app.main.detail.render().plain
-        await until(pilot, lambda: app.finished, what="the end")
-        if isinstance(app.screen, SummaryScreen):
-            app.pop_screen()
+        await until(
+            pilot, lambda: isinstance(app.screen, SummaryScreen) and app.screen.report, what="the end"
+        )
+        summary = str(app.screen.query_one("#fairness", Static).render())
+        assert "fake/model-b: ended by a counter 0/2, by submitting 2/2" in summary, summary
+        app.pop_screen()
         await pilot.press("down", "up")  # the pane of the ended session, from its end line
         pane = app.main.detail.render().plain
         assert pane.startswith("fake_model-b-0000") and "state done" in pane and budget in pane, pane

@@ -59,6 +59,9 @@ class LogicalStats:
             "ended_by_submit": self.ended_by_submit,
         }
 
+    def endings(self) -> str:
+        return f"ended by a counter {self.ended_by_counter}/{self.ran}, by submitting {self.ended_by_submit}/{self.ran}"
+
     def cell(self, counter: str) -> str:
         """`3.5, max 10, 2 hit`: mean and max units used, and how many sessions the limit stopped."""
         n = self.used.get(counter, [])
