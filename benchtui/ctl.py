@@ -9,6 +9,7 @@ import argparse
 import json
 import socket
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -109,7 +110,30 @@ def ask(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def show_status(reply: dict[str, Any]) -> str:
+def running_counters(run_dir: Path, running: list[str]) -> list[str]:
+    """The logical budget each running session has taken (campaigns with `[budget.per_session]`),
+    from the saved ledger's in-flight tables: the units that are durable, as a crash would keep them."""
+    from benchtui import campaign as campaign_file
+    from benchtui.counters import line, usage
+    from benchtui.ledger import Ledger
+    from benchtui.store import LEDGER
+
+    limits = campaign_file.load(run_dir / rundir.CAMPAIGN, require_target=False).logical_limits
+    if not limits or not running:
+        return []
+    path = run_dir / LEDGER
+    try:
+        flights = {f.session: f for f in Ledger.running_from_toml(tomllib.loads(path.read_text()))}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise BadInput(f"{path}: unreadable ({exc})") from None
+    width = max(map(len, running))
+    return ["logical budget used:"] + [
+        f"  {sid:<{width}}  {line(usage(f.counters if (f := flights.get(sid)) else {}, limits))}"
+        for sid in running
+    ]
+
+
+def show_status(reply: dict[str, Any], run_dir: Path | None = None) -> str:
     from benchtui.control import accounts_from_json
     from benchtui.headless import summary_table
 
@@ -119,6 +143,8 @@ def show_status(reply: dict[str, Any]) -> str:
         f"parallelism {reply['parallelism']}, {len(running)} running"
         + (f" ({', '.join(running)})" if running else "")
     ]
+    if run_dir is not None:
+        lines += running_counters(run_dir, [str(sid) for sid in running])
     if reply.get("accounts"):
         lines.append(summary_table(accounts_from_json(reply["accounts"])))
     return "\n".join(lines)
@@ -145,7 +171,7 @@ def main(argv: list[str]) -> int:
     if not reply.get("ok"):
         raise BadInput(str(reply.get("error") or "the campaign refused"))
     try:
-        print(show_status(reply) if command == "status" else str(reply.get("message", "ok")))
+        print(show_status(reply, run_dir) if command == "status" else str(reply.get("message", "ok")))
     except (KeyError, TypeError, ValueError, ArithmeticError):
         raise BadInput(f"{run_dir / rundir.CONTROL_SOCKET} answered a malformed {command} reply") from None
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import ClassVar, Literal
 
@@ -10,8 +11,8 @@ import trio
 
 from benchtui import engine
 from benchtui import events as ev
-from runners.base import RunnerProfile, SessionOutcome
-from runners.fake import FakeProfile, FakeRunner
+from runners.base import RunnerProfile, SessionOutcome, Usage
+from runners.fake import FakeProfile, FakeRunner, canned_certificate
 
 
 class ProviderProfile(RunnerProfile):
@@ -38,6 +39,53 @@ class ProviderRunner:
             return SessionOutcome("error", reason="API 503 after retries", infra_error=True, extra=extra)
         outcome = await self.fake.run(session, meter)
         return SessionOutcome(outcome.result, outcome.reason, outcome.steps, extra=extra)
+
+
+class CounterProfile(RunnerProfile):
+    kind: Literal["report_support:CounterRunner"] = "report_support:CounterRunner"
+    tries: dict[str, dict[str, int]] = {}
+    """How many units of each counter a session tries to take, by "model#index" or by model:
+    `model_calls` through `authorise` (a $0.001 call each), the others through `use`; a counter
+    is given up at its first refusal, as an agent told "spent" would."""
+    submit: list[str] = []
+    """Models whose sessions end with a certificate (`bug_found`)."""
+
+
+class CounterRunner:
+    """Takes logical budget units through the real meter, so the end lines carry real counters."""
+
+    Profile: ClassVar[type[RunnerProfile]] = CounterProfile
+
+    def __init__(self, profile: CounterProfile, *, run_dir: Path) -> None:
+        self.profile = profile
+
+    async def run(self, session, meter) -> SessionOutcome:
+        name = session.model.name
+        tries = self.profile.tries
+        for counter, n in tries.get(f"{name}#{session.index}", tries.get(name, {})).items():
+            for _ in range(n):
+                if counter == "model_calls":
+                    usage = Usage(flat_usd=Decimal("0.001"))
+                    if not await meter.authorise(meter.price(usage)):
+                        break
+                    meter.charge(usage)
+                elif await meter.use(counter) is not None:
+                    break
+        if name in self.profile.submit:
+            return SessionOutcome("bug_found", certificate=canned_certificate(), steps=1)
+        return SessionOutcome("no_certificate", steps=1)
+
+
+LOGICAL = """
+[budget.per_session]
+model_calls = 3
+shell_actions = 5
+submits = 2
+observation_chars = 10000
+[budget.per_session.tools]
+pred = 4
+"pred solve" = 2
+"""
 
 
 def scripted_toml(

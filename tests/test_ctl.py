@@ -55,6 +55,7 @@ async def test_ctl_pauses_resumes_and_reports_status(tmp_path, capsys, mock_cloc
         assert rc == 0
         assert out.splitlines()[0].startswith("campaign t: paused, runner fake, parallelism 2")
         assert "fake/model-a" in out and "$0.2000" not in out and "$10.0000" in out  # the per-model table
+        assert "logical budget" not in out  # a money-only campaign
         assert await ctl(capsys, run_dir, "parallelism", "3") == (0, "parallelism 3")
         assert scheduler.parallelism == 3
         assert (await ctl(capsys, run_dir, "resume"))[0] == 0
@@ -193,3 +194,34 @@ def test_status_of_a_finished_run_reads_the_run_dir_and_changes_nothing(tmp_path
     assert "fake/model-a                     3     2     0      0     3    $0.0900    $0.1000" in rest
     assert f"results: {run_dir / 'results'}/" in rest and "--resume" not in rest
     assert {p: p.read_bytes() for p in (tmp_path / run_dir).rglob("*") if p.is_file()} == before
+
+
+LOGICAL = """
+[budget.per_session]
+model_calls = 2
+shell_actions = 12
+[budget.per_session.tools]
+pred = 24
+"""
+
+
+@pytest.mark.trio
+async def test_ctl_status_shows_the_logical_budget_each_running_session_has_taken(
+    tmp_path, capsys, mock_clock
+):
+    prep = prepare(tmp_path, sessions=2, total="10", latency=1, parallelism=2, extra_runners=LOGICAL)
+    run_dir = prep.run_dir
+    rec = Recorder()
+    async with trio.open_nursery() as nursery:
+        await start(prep, nursery, rec)
+        await rec.until(lambda: in_call(rec) == 2)  # each took its `model_calls` unit, on disk
+        rc, out = await ctl(capsys, run_dir, "status")
+        assert rc == 0
+        lines = out.splitlines()
+        assert lines[1:4] == [
+            "logical budget used:",
+            "  fake_model-a-0000  calls 1/2  actions 0/12  pred 0/24",
+            "  fake_model-b-0000  calls 1/2  actions 0/12  pred 0/24",
+        ]
+        assert ledger(run_dir)["running"]["fake_model-a-0000"]["counters"] == {"model_calls": 1}
+        mock_clock.autojump_threshold = 0

@@ -1,6 +1,7 @@
 """The fairness audit: a runner switched mid-run (`benchtui ctl runner`), an outage that hit one
-model, different prompts or limits, an unenforced budget: each is a finding that names what
-differs, and the report is then not fair."""
+model, different prompts or limits (token or logical), sessions stopped by a counter far more
+often for one model, an unenforced budget: each is a finding that names what differs, and the
+report is then not fair. Identical limits pass."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 
 import pytest
 import trio
-from report_support import prepare, run_campaign
+from report_support import LOGICAL, prepare, run_campaign
 from support import journal, start
 
 from benchtui import cli
@@ -107,3 +108,54 @@ def test_unequal_token_limits_and_an_unenforced_budget_are_findings(tmp_path, ca
         "token limits: max_output_tokens differs between models: fake/model-a 4096, fake/model-b 1024"
         in findings
     )
+
+
+def counting(tries_a: int, tries_b: int) -> str:
+    """Sessions of each model try that many model calls (the limit is 3)."""
+    return (
+        '[runners.counting]\nkind = "report_support:CounterRunner"\n[runners.counting.tries]\n'
+        f'"fake/model-a" = {{ model_calls = {tries_a} }}\n"fake/model-b" = {{ model_calls = {tries_b} }}\n'
+        + LOGICAL
+    )
+
+
+def test_two_models_with_identical_limits_pass_the_audit(tmp_path, capsys):
+    run_dir = run_campaign(tmp_path, n=4, cap="1", total="2", runner="counting", extra=counting(5, 5))
+    audit = fairness(capsys, run_dir)
+    assert audit["fair"] is True, audit["findings"]
+    for m in audit["models"]:
+        assert m["logical"]["limits"]["model_calls"] == {"3": 4}
+        assert m["logical"]["limits"]["tools.pred solve"] == {"2": 4}
+        assert m["logical"]["ended_by_counter"] == {"sessions": 4, "share": 1.0}
+        assert m["logical"]["ended_by_submit"] == {"sessions": 0, "share": 0.0}
+    assert cli.main(["report", str(run_dir)]) == 0
+    assert "logical budgets: model_calls 3 ×4, shell_actions 5 ×4" in capsys.readouterr().out
+
+
+def test_a_gap_between_models_in_sessions_stopped_by_a_counter_is_a_finding(tmp_path, capsys):
+    run_dir = run_campaign(tmp_path, n=4, cap="1", total="2", runner="counting", extra=counting(5, 1))
+    assert fairness(capsys, run_dir)["findings"] == [
+        "ended by hitting a counter: the shares of sessions that ran differ markedly between models: "
+        "fake/model-a 4 of 4 (100%), fake/model-b 0 of 4 (0%)"
+    ]
+
+
+def test_pooled_runs_whose_limits_differ_are_a_finding_naming_the_counter_and_the_values(tmp_path, capsys):
+    run_campaign(tmp_path, n=2, cap="1", total="2", extra=LOGICAL)
+    latest = run_campaign(tmp_path, fresh=True, n=2, cap="1", total="2", extra=LOGICAL)
+    (earlier,) = latest.parent.glob("t.*")  # --fresh moved the first run aside
+    assert fairness(capsys, latest)["fair"] is True
+    # The identity files still say "same campaign"; the frozen campaign of one run says otherwise.
+    frozen = latest / "campaign.toml"
+    assert "model_calls = 3\n" in frozen.read_text()
+    frozen.write_text(frozen.read_text().replace("model_calls = 3\n", "model_calls = 5\n"))
+    assert cli.main(["report", str(earlier), str(latest), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["fairness"]["findings"] == [
+        "logical budget: sessions ran under different limits of model_calls: "
+        "fake/model-a: 3 (2), 5 (2); fake/model-b: 3 (2), 5 (2)"
+    ]
+    assert {m["model"]: m["logical"]["limits"]["model_calls"] for m in report["models"]} == {
+        "fake/model-a": [3, 5],
+        "fake/model-b": [3, 5],
+    }

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 from support import benchtui, check_accounts, journal, last_states, ledger, money, write_campaign
-from textual.widgets import OptionList
+from textual.widgets import OptionList, Static
 
 from benchtui import engine
 from benchtui.keys import BINDING_IDS
@@ -327,3 +327,37 @@ async def test_quitting_after_the_campaign_ended_behind_the_dialog_exits(tmp_pat
         await pilot.click(f"#{choice}")
         await until(pilot, lambda: not app.is_running, what="the app to exit")
     assert app.finished is True
+
+
+LOGICAL = """
+[budget.per_session]
+model_calls = 2
+submits = 2
+[budget.per_session.tools]
+pred = 24
+"pred solve" = 10
+"""
+
+
+async def test_the_detail_pane_shows_the_logical_budget_of_a_running_and_an_ended_session(tmp_path):
+    app = open_app(tmp_path, sessions=2, total="10", latency=1.0, parallelism=2, extra_runners=LOGICAL)
+    run_dir = app.prep.run_dir
+    budget = "budget calls 1/2  pred 0/24  pred solve 0/10  submits 0/2\n"
+    async with app.run_test(size=SIZE) as pilot:
+        # Its one fake call authorised: one `model_calls` unit taken, on disk before the call.
+        await until(pilot, lambda: ledger(run_dir)["totals"]["held_usd"] == 0.06, what="two held calls")
+        await pilot.press("down")
+        assert app.main.table.selected == "fake_model-b-0000"
+        await until(pilot, lambda: budget in app.main.detail.render().plain, what="the counters of b-0000")
+        assert "state running" in app.main.detail.render().plain
+        await until(
+            pilot, lambda: isinstance(app.screen, SummaryScreen) and app.screen.report, what="the end"
+        )
+        summary = str(app.screen.query_one("#fairness", Static).render())
+        assert "fake/model-b: ended by a counter 0/2, by submitting 2/2" in summary, summary
+        app.pop_screen()
+        await pilot.press("down", "up")  # the pane of the ended session, from its end line
+        pane = app.main.detail.render().plain
+        assert pane.startswith("fake_model-b-0000") and "state done" in pane and budget in pane, pane
+    end = last_states(run_dir)["fake_model-b-0000"]
+    assert end["counters"] == {"model_calls": 1, "submits": 0, "tools": {"pred": 0, "pred solve": 0}}

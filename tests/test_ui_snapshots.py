@@ -96,3 +96,20 @@ class TestDialogs:
             )
 
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+class TestLogicalBudgets:
+    def test_finished_campaign_with_counters(self, app_in, snap_compare):
+        """The detail pane of a campaign with `[budget.per_session]` shows the session's counters."""
+        logical = "\n[budget.per_session]\nmodel_calls = 10\nshell_actions = 12\nsubmits = 2\n"
+        app = app_in(
+            sessions=5, extra_runners=logical + '[budget.per_session.tools]\npred = 24\n"pred solve" = 10\n'
+        )
+
+        async def run_before(pilot) -> None:
+            await settle(pilot, lambda: isinstance(app.screen, SummaryScreen))
+            app.pop_screen()
+            app.main.table.select("fake_model-b-0001")
+            await settle(pilot, lambda: app.main.certificates.get("fake_model-b-0001"))
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

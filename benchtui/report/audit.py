@@ -1,5 +1,6 @@
 """The fairness audit: from the journal and the outcome details alone, did every model get the same
-environment, prompt, budget and runner, and did skips and outages hit the models alike?
+environment, prompt, budget (money and logical limits) and runner, and did skips, outages and
+sessions stopped by a logical limit hit the models alike?
 
 Each check that fails is a finding: one line that starts with what was checked and names what
 differs. The comparison is `fair` only when there is no finding.
@@ -12,12 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchtui.campaign import Model
+from benchtui.report.findings import share_gap, spread
+from benchtui.report.logical import LogicalAudit, has_logical, logical_audit
 from benchtui.report.runs import Run, SessionView, sessions_by_model
-
-MARKED_SHARE = 0.2
-"""Shares of skipped or failed sessions 'differ markedly' from 20 percentage points apart …"""
-MARKED_COUNT = 2
-"""… and at least this many sessions apart (one failure among three is not yet a pattern)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +28,8 @@ class ModelAudit:
     runners: Counter[str]
     skipped_budget: int
     infra_errors: int
+    logical: LogicalAudit | None = None
+    """Only when the runs have logical budgets (`[budget.per_session]`)."""
 
     def share(self, count: int) -> float:
         return count / self.planned if self.planned else 0.0
@@ -47,6 +47,7 @@ class ModelAudit:
             "input_usd_per_mtok": float(m.input_usd_per_mtok),
             "output_usd_per_mtok": float(m.output_usd_per_mtok),
             "max_output_tokens": m.max_output_tokens,
+            **({"logical": self.logical.to_json()} if self.logical is not None else {}),
         }
 
 
@@ -67,7 +68,7 @@ class Audit:
         return {"fair": self.fair, "findings": self.findings, "models": [m.to_json() for m in self.models]}
 
 
-def _model_audit(model: Model, views: list[SessionView]) -> ModelAudit:
+def _model_audit(model: Model, views: list[SessionView], runs: list[Run]) -> ModelAudit:
     started = [v for v in views if v.ran or v.state == "running"]
     return ModelAudit(
         model=model,
@@ -81,33 +82,32 @@ def _model_audit(model: Model, views: list[SessionView]) -> ModelAudit:
         runners=Counter(v.runner or "(not recorded)" for v in started),
         skipped_budget=sum(v.state == "skipped_budget" for v in views),
         infra_errors=sum(v.infra_error for v in views),
+        logical=logical_audit(started, runs) if has_logical(runs) else None,
     )
 
 
 def _spread(audits: list[ModelAudit], field: str, what: str) -> list[str]:
     """A finding when sessions did not all see the same value of `field`."""
-    values: Counter[str] = Counter()
-    for a in audits:
-        values.update(getattr(a, field))
-    if len(values) <= 1:
-        return []
-    per_model = "; ".join(
-        f"{a.model.name}: " + ", ".join(f"{value} ({n})" for value, n in getattr(a, field).most_common())
-        for a in audits
-        if getattr(a, field)
-    )
-    return [f"{what}: {per_model}"]
+    return spread([(a.model.name, getattr(a, field)) for a in audits], what)
 
 
 def _share_gap(audits: list[ModelAudit], field: str, what: str) -> list[str]:
     counts = [(a, getattr(a, field)) for a in audits]
-    shares = [a.share(n) for a, n in counts]
-    if len(counts) < 2 or max(shares) - min(shares) < MARKED_SHARE:
+    return share_gap([(a.model.name, n, a.planned) for a, n in counts], what)
+
+
+def _logical(audits: list[ModelAudit]) -> list[str]:
+    with_budgets = [(a.model.name, a.logical) for a in audits if a.logical is not None]
+    if not with_budgets:
         return []
-    if max(n for _, n in counts) - min(n for _, n in counts) < MARKED_COUNT:
-        return []
-    detail = ", ".join(f"{a.model.name} {n} of {a.planned} ({a.share(n):.0%})" for a, n in counts)
-    return [f"{what} differ markedly between models: {detail}"]
+    findings = []
+    for counter in dict.fromkeys(c for _, la in with_budgets for c in la.limits):
+        findings += spread(
+            [(name, la.limits.get(counter, Counter())) for name, la in with_budgets],
+            f"logical budget: sessions ran under different limits of {counter}",
+        )
+    stopped = [(name, la.ended_by_counter, la.ran) for name, la in with_budgets]
+    return findings + share_gap(stopped, "ended by hitting a counter: the shares of sessions that ran")
 
 
 def _limits(models: list[Model]) -> list[str]:
@@ -125,7 +125,7 @@ def _limits(models: list[Model]) -> list[str]:
 def audit(runs: list[Run]) -> Audit:
     campaign = runs[0].campaign
     grouped = sessions_by_model(runs)
-    audits = [_model_audit(m, grouped[m.name]) for m in campaign.models]
+    audits = [_model_audit(m, grouped[m.name], runs) for m in campaign.models]
     findings: list[str] = []
     if not campaign.budget.enforce:
         findings.append("budget: not enforced (enforce = false): sessions ran without a reserved budget")
@@ -135,5 +135,6 @@ def audit(runs: list[Run]) -> Audit:
     findings += _spread(audits, "runners", "runner: switched mid-run, models compared across runners")
     findings += _share_gap(audits, "skipped_budget", "skipped for budget: the shares of sessions")
     findings += _share_gap(audits, "infra_errors", "infrastructure errors: the shares of sessions")
+    findings += _logical(audits)
     findings += _limits(list(campaign.models))
     return Audit(audits, findings)

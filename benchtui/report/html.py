@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from html import escape
 
 from benchtui.report import Report
+from benchtui.report.logical import limits_line, table_rows
 from benchtui.report.plots import all_plots
-from benchtui.report.text import COLUMNS, counts, leaderboard_row
+from benchtui.report.text import COLUMNS, audit_text, counts, leaderboard_row
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d2430;
@@ -48,6 +49,7 @@ def _fairness(report: Report) -> str:
             f"{a.infra_errors}/{a.planned}",
             f"${a.model.input_usd_per_mtok} / ${a.model.output_usd_per_mtok}",
             str(a.model.max_output_tokens),
+            *((audit_text(a.logical),) if a.logical is not None else ()),
         )
         for a in audit.models
     ]
@@ -61,9 +63,24 @@ def _fairness(report: Report) -> str:
         "infra errors",
         "price in/out per Mtok",
         "max output tokens",
+        *(("logical budgets",) if any(a.logical is not None for a in audit.models) else ()),
     )
     return (
         verdict + (f'<ul id="findings">{findings}</ul>' if findings else "") + _table(header, rows, "audit")
+    )
+
+
+def _logical(report: Report) -> str:
+    models = [(m.model, m.logical) for m in report.models if m.logical is not None]
+    if not models:
+        return ""
+    head, *rows = table_rows(models)
+    return (
+        f'<h2>Logical budgets</h2>\n<p class="meta">per session: {escape(limits_line([s for _, s in models]))}</p>'
+        + _table(head, rows, "logical")
+        + '<p class="note">per counter: the mean and max units used by the sessions that ran, and how many '
+        "sessions its limit stopped; ended by counter: a limit refused the session a unit; ended by "
+        "submit: it ended with a certificate and no limit refused it anything.</p>\n"
     )
 
 
@@ -94,7 +111,7 @@ def render(report: Report) -> str:
 <p class="note">bugs: verified distinct-rule bugs (a rule counts once); bug rate: sessions with a confirmed
 bug / sessions that ran, with its 95% Wilson interval; certs: confirmed / rejected / inconclusive /
 unverified.</p>
-<h2>Is the difference real?</h2>
+{_logical(report)}<h2>Is the difference real?</h2>
 <p class="note">Fisher's exact test on each pair's bug rates (two-sided, per pair).</p>
 <ul id="comparisons">{comparisons or "<li>one model: nothing to compare</li>"}</ul>
 <h2>Fairness audit</h2>

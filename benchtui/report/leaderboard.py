@@ -9,6 +9,7 @@ from itertools import combinations
 from typing import Any
 
 from benchtui.report import stats
+from benchtui.report.logical import LogicalStats, has_logical, logical_stats
 from benchtui.report.runs import Run, SessionView, sessions_by_model, total
 
 CERTIFICATE_KINDS = ("confirmed", "rejected", "inconclusive", "unverified")
@@ -28,6 +29,8 @@ class ModelStats:
     wasted_usd: Decimal
     tokens: int
     wall_s: dict[str, float | None]
+    logical: LogicalStats | None = None
+    """Only when the runs have logical budgets (`[budget.per_session]`)."""
 
     @property
     def ran(self) -> int:
@@ -55,6 +58,7 @@ class ModelStats:
             "usd_per_verified_bug": round(float(per_bug), 9) if per_bug is not None else None,
             "tokens": self.tokens,
             "wall_s": self.wall_s,
+            **({"logical": self.logical.to_json()} if self.logical is not None else {}),
         }
 
 
@@ -131,6 +135,7 @@ def model_stats(model: str, views: list[SessionView], runs: list[Run]) -> ModelS
         wasted_usd=total([run.wasted.get(model, Decimal(0)) for run in runs]),
         tokens=sum(v.tokens for v in views),
         wall_s=stats.quantiles([w for v in ran if (w := v.wall_s) is not None]),
+        logical=logical_stats(views, runs) if has_logical(runs) else None,
     )
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchtui import campaign as campaign_file
-from benchtui import rundir
+from benchtui import counters, rundir
 from benchtui.campaign import Campaign
 from benchtui.checkpoint import CRASHED, read_journal
 from benchtui.errors import BadInput
@@ -50,6 +50,12 @@ class SessionView:
     certificate: dict[str, Any] | None = None
     verify_details: dict[str, Any] | None = None
     prompt_sha256: str | None = None
+    counters: dict[str, int] | None = None
+    """Logical budget units the last attempt used, by flat counter name (None: no logical budget)."""
+    exhausted: tuple[str, ...] = ()
+    """Counters whose limit refused a unit in the last attempt."""
+    submitted: bool = False
+    """The last attempt ended with a certificate."""
 
     @property
     def ran(self) -> bool:
@@ -140,6 +146,10 @@ def _take(view: SessionView, rec: JournalRecord, start: JournalRecord | None) ->
     view.environment = start.environment if start else None
     view.started = start.t if start else None
     view.certificate = view.verify_details = view.prompt_sha256 = None
+    ended = rec.state != "running"
+    view.counters = counters.flat(rec.counters) if ended and rec.counters is not None else None
+    view.exhausted = rec.exhausted if ended else ()
+    view.submitted = ended and rec.certificate
 
 
 def _take_details(view: SessionView, detail: dict[str, Any] | None) -> None:

@@ -8,6 +8,7 @@ from decimal import Decimal
 from benchtui.money import fmt
 from benchtui.report import Report
 from benchtui.report.leaderboard import ModelStats
+from benchtui.report.logical import LogicalAudit, limits_line, table_rows
 from benchtui.report.stats import Rate
 
 COLUMNS = (
@@ -76,6 +77,25 @@ def comparison_lines(report: Report) -> list[str]:
     return lines
 
 
+def audit_text(la: LogicalAudit) -> str:
+    """`model_calls 3 ×4, …; ended by a counter 1/4, by submitting 3/4`."""
+    limits = ", ".join(f"{c} {counts(values)}" for c, values in la.limits.items())
+    return f"{limits}; ended by a counter {la.ended_by_counter}/{la.ran}, by submitting {la.ended_by_submit}/{la.ran}"
+
+
+def logical_lines(report: Report) -> list[str]:
+    """The logical budgets section (only for runs with `[budget.per_session]`)."""
+    models = [(m.model, m.logical) for m in report.models if m.logical is not None]
+    if not models:
+        return []
+    return [
+        "",
+        f"Logical budgets per session: {limits_line([s for _, s in models])}",
+        *(f"  {row}" for row in table(table_rows(models))),
+        "  per counter: the mean and max units used by the sessions that ran, and how many its limit stopped",
+    ]
+
+
 def render(report: Report) -> str:
     runs = ", ".join(str(run.path) for run in report.runs)
     out = [f"Campaign {report.runs[0].campaign.name} (identity {report.identity}); runs: {runs}", ""]
@@ -84,6 +104,7 @@ def render(report: Report) -> str:
         "",
         "bugs: verified distinct-rule bugs; bug rate: sessions with a confirmed bug / sessions that ran",
     ]
+    out += logical_lines(report)
     if report.comparisons:
         out += ["", "Pairwise, Fisher's exact test (two-sided, per pair):", *comparison_lines(report)]
     audit = report.fairness
@@ -99,4 +120,6 @@ def render(report: Report) -> str:
             f"    environments {counts(a.environments)}",
             f"    prompts {counts(a.prompts) if a.prompts else 'not recorded by the runner'}",
         ]
+        if a.logical is not None:
+            out.append(f"    logical budgets: {audit_text(a.logical)}")
     return "\n".join(out) + "\n"

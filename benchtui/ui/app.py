@@ -55,6 +55,7 @@ class BenchApp(App[bool]):
             prep.plan,
             prep.checkpoint.journal,
             clock,
+            limits=prep.campaign.logical_limits,
         )
         self.bus = ev.EventBus()
         self.bus.subscribe(self.view.apply)

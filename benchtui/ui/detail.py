@@ -9,6 +9,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
+from benchtui import counters
 from benchtui.money import fmt
 from benchtui.plan import slug
 from benchtui.store import OUTCOMES
@@ -53,6 +54,9 @@ class SessionDetail(Static):
             f"   attempt {view.attempt}   runner {view.runner or '-'}\n",
             f"cost {fmt(view.cost)}   calls {view.calls}\n",
         )
+        if view.counters:  # only campaigns with logical budgets have them
+            text.append("budget ", style="bold")
+            text.append(counters.line(view.counters, view.exhausted) + "\n")
         if view.state == "done":  # a model outcome; other ends say why (e.g. "killed by the user")
             text.append(
                 f"outcome {view.outcome or '-'}" + (f" — {view.reason}" if view.reason else "") + "\n"

@@ -11,12 +11,16 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from benchtui import events as ev
+from benchtui.counters import Usage, flat, usage
 from benchtui.money import ZERO
 from benchtui.plan import PlannedSession
 from benchtui.records import JournalRecord, run_state
+from runners.base import LogicalLimits
 
+UNLIMITED = LogicalLimits()
 LOG_LINES = 500
 NOTES_PER_SESSION = 12
 
@@ -36,8 +40,12 @@ class SessionView:
     reason: str = ""
     certificate: bool = False
     notes: deque[str] = field(default_factory=lambda: deque(maxlen=NOTES_PER_SESSION))
+    counters: Usage = ()
+    """(counter, used, limit) of the logical budgets (`[budget.per_session]`); empty without."""
+    exhausted: tuple[str, ...] = ()
+    """Counters whose limit refused the ended attempt a unit."""
 
-    def load(self, record: JournalRecord) -> None:
+    def load(self, record: JournalRecord, limits: LogicalLimits = UNLIMITED) -> None:
         """Take the state a journal line records (a resumed run starts from its journal)."""
         self.state = record.state
         self.attempt = record.attempt
@@ -47,6 +55,14 @@ class SessionView:
         self.outcome = record.result or ""
         self.reason = record.reason
         self.certificate = record.certificate
+        self.ended_counters(record.counters, record.exhausted, limits)
+
+    def ended_counters(
+        self, nested: dict[str, Any] | None, exhausted: tuple[str, ...], limits: LogicalLimits
+    ) -> None:
+        """The units an ended attempt used, as its journal end line has them."""
+        if nested is not None:
+            self.counters, self.exhausted = usage(flat(nested), limits), exhausted
 
 
 @dataclass(slots=True)
@@ -69,6 +85,8 @@ class ViewModel:
         plan: Iterable[PlannedSession],
         journal: dict[str, JournalRecord],
         clock: Callable[[], float],
+        *,
+        limits: LogicalLimits = UNLIMITED,
     ) -> None:
         self.campaign = campaign
         self.runner = runner
@@ -81,11 +99,12 @@ class ViewModel:
         self.clock = clock
         self.started_at = clock()
         self.ended_at: float | None = None
+        self.limits = limits
         self.sessions: dict[str, SessionView] = {}
         for planned in plan:
             view = SessionView(planned.id, planned.model, planned.index, planned.task)
             if planned.id in journal:
-                view.load(journal[planned.id])
+                view.load(journal[planned.id], limits)
             self.sessions[planned.id] = view
         self.states = Counter(view.state for view in self.sessions.values())
         """How many sessions are in each state (kept up to date, never recounted)."""
@@ -118,6 +137,8 @@ class ViewModel:
                 view = self.sessions.get(event.session)
                 if view is not None:
                     view.calls, view.cost = event.calls, event.cost_usd
+                    if event.counters:
+                        view.counters = event.counters
                     if event.note:
                         view.notes.append(event.note)
                     self._changed.add(view.id)
@@ -130,6 +151,7 @@ class ViewModel:
                 view.attempt, view.runner = event.attempt, event.runner
                 view.cost, view.calls, view.outcome, view.reason = ZERO, 0, "", ""
                 view.notes.clear()
+                view.counters, view.exhausted = usage({}, self.limits) if self.limits else (), ()
                 self._changed.add(view.id)
             case ev.SessionEnded():
                 self._ended(event)
@@ -157,6 +179,7 @@ class ViewModel:
         view.attempt, view.cost = event.attempt, event.cost_usd
         view.outcome = event.result or ""
         view.reason, view.certificate = event.reason, event.certificate
+        view.ended_counters(event.counters, event.exhausted, self.limits)
         self._changed.add(view.id)
 
     def _set_state(self, view: SessionView, state: str) -> None:

@@ -82,6 +82,7 @@ class SummaryScreen(ModalScreen[None]):
         ]
         if len(report.comparisons) > MAX_PAIRS:
             lines.append(f"… {len(report.comparisons) - MAX_PAIRS} more pairs: `benchtui report`")
+        lines += [f"{m.model}: {m.logical.endings()}" for m in report.models if m.logical is not None]
         lines.append(f"Fairness: {report.fairness.verdict}")
         lines += [f"  - {finding}" for finding in report.fairness.findings]
         self.query_one("#fairness", Static).update("\n".join(lines))
