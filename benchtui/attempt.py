@@ -13,12 +13,13 @@ from typing import Any, get_args
 
 import trio
 
+from benchtui import counters
 from benchtui import events as ev
 from benchtui.accounts import Accounts
 from benchtui.errors import StorageFailed
 from benchtui.ledger import InFlight
 from benchtui.meter import SessionMeter
-from benchtui.records import JournalRecord, SessionState, nest_counters, now
+from benchtui.records import JournalRecord, SessionState, now
 from benchtui.runner_pool import RunnerPool
 from runners.base import Result, SessionOutcome, SessionSpec
 
@@ -158,7 +159,7 @@ class Attempt:
             calls=meter.calls,
             tokens=meter.tokens,
             certificate=certificate,
-            counters=nest_counters(self.flight.counters, self.spec.limits.counters)
+            counters=counters.nest(self.flight.counters, self.spec.limits.counters)
             if self.spec.limits
             else None,
             exhausted=tuple(meter.exhausted),

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchtui import inputs, limits, rundir
+from benchtui import counters, inputs, limits, rundir
 from benchtui.atomic import gc_paused
 from benchtui.campaign import Campaign
 from benchtui.errors import BadInput
 from benchtui.ledger import Ledger
 from benchtui.money import ZERO, fmt, usd
 from benchtui.plan import PlannedSession
-from benchtui.records import JournalRecord, nest_counters, now
+from benchtui.records import JournalRecord, now
 from benchtui.store import JOURNAL, LEDGER
 
 CRASHED = "interrupted: benchtui stopped while the session ran"
@@ -130,7 +130,7 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
         ours = flight is not None and flight.attempt == rec.attempt
         cost = flight.spent + flight.held if flight and ours else ZERO
         used = flight.counters if flight and ours else {}
-        counters = nest_counters(used, logical.counters) if logical else None
+        units = counters.nest(used, logical.counters) if logical else None
         end = rec.but(
             state="error",
             cost_usd=cost,
@@ -138,7 +138,7 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
             reason=CRASHED,
             retryable=True,
             t=t,
-            counters=counters,
+            counters=units,
         )
         ledger.record_end(rec.model, "error", cost)
         check.journal[sid] = end

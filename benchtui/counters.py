@@ -41,6 +41,17 @@ def flat(nested: Mapping[str, Any] | None) -> dict[str, int]:
     return out
 
 
+def nest(used: Mapping[str, int], counters: list[str]) -> dict[str, Any]:
+    """`flat` undone, for a journal end line: every counter with a limit appears, 0 if unused."""
+    out: dict[str, Any] = {}
+    for name in sorted(set(counters) | set(used)):
+        if name.startswith(TOOLS):
+            out.setdefault("tools", {})[name.removeprefix(TOOLS)] = used.get(name, 0)
+        else:
+            out[name] = used.get(name, 0)
+    return out
+
+
 def usage(used: Mapping[str, int], limits: LogicalLimits) -> Usage:
     """Every counter with a limit, with the units `used` has of it (0 if none)."""
     return tuple((c, used.get(c, 0), limits.limit(c) or 0) for c in ordered(limits.counters))

@@ -188,18 +188,6 @@ def _counters(x: Any) -> dict[str, Any]:
     return {_text(k): _counters(v) if k == "tools" else _count(v) for k, v in x.items()}
 
 
-def nest_counters(flat: dict[str, int], counters: list[str]) -> dict[str, Any]:
-    """`{"model_calls": 3, "tools.pred": 5}` as the journal's end line has it:
-    `{"model_calls": 3, "tools": {"pred": 5}}`; every counter with a limit appears, 0 if unused."""
-    out: dict[str, Any] = {}
-    for name in sorted(set(counters) | set(flat)):
-        if name.startswith("tools."):
-            out.setdefault("tools", {})[name.removeprefix("tools.")] = flat.get(name, 0)
-        else:
-            out[name] = flat.get(name, 0)
-    return out
-
-
 def _text(x: Any) -> str:
     if not isinstance(x, str):
         raise TypeError(f"not a string: {x!r}")

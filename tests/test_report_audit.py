@@ -132,12 +132,13 @@ def test_two_models_with_identical_limits_pass_the_audit(tmp_path, capsys):
     assert "logical budgets: model_calls 3 ×4, shell_actions 5 ×4" in capsys.readouterr().out
 
 
-def test_a_gap_between_models_in_sessions_stopped_by_a_counter_is_a_finding(tmp_path, capsys):
+def test_sessions_stopped_by_a_counter_are_flagged_per_model_not_called_unfair(tmp_path, capsys):
+    """A model that spends its calls is behaving, not treated differently: shown, not a finding."""
     run_dir = run_campaign(tmp_path, n=4, cap="1", total="2", runner="counting", extra=counting(5, 1))
-    assert fairness(capsys, run_dir)["findings"] == [
-        "ended by hitting a counter: the shares of sessions that ran differ markedly between models: "
-        "fake/model-a 4 of 4 (100%), fake/model-b 0 of 4 (0%)"
-    ]
+    audit = fairness(capsys, run_dir)
+    assert audit["fair"] is True and audit["findings"] == []
+    ended = {m["model"]: m["logical"]["ended_by_counter"]["sessions"] for m in audit["models"]}
+    assert ended == {"fake/model-a": 4, "fake/model-b": 0}
 
 
 def test_pooled_runs_whose_limits_differ_are_a_finding_naming_the_counter_and_the_values(tmp_path, capsys):

@@ -1,6 +1,7 @@
 """The fairness audit: from the journal and the outcome details alone, did every model get the same
-environment, prompt, budget (money and logical limits) and runner, and did skips, outages and
-sessions stopped by a logical limit hit the models alike?
+environment, prompt, budget (money and logical limits) and runner, and did skips and outages hit
+the models alike? (Sessions ended by a logical limit vs by submitting are shown per model: that
+is the model's behaviour, not a difference in what it was given.)
 
 Each check that fails is a finding: one line that starts with what was checked and names what
 differs. The comparison is `fair` only when there is no finding.
@@ -106,8 +107,9 @@ def _logical(audits: list[ModelAudit]) -> list[str]:
             [(name, la.limits.get(counter, Counter())) for name, la in with_budgets],
             f"logical budget: sessions ran under different limits of {counter}",
         )
-    stopped = [(name, la.ended_by_counter, la.ran) for name, la in with_budgets]
-    return findings + share_gap(stopped, "ended by hitting a counter: the shares of sessions that ran")
+    # How sessions ended (a counter vs a submit) is shown per model, never a finding: spending
+    # the budget is what a model did, not something the harness did to it.
+    return findings
 
 
 def _limits(models: list[Model]) -> list[str]:
