@@ -178,7 +178,7 @@ async def test_c_switches_the_runner_for_sessions_not_yet_started(tmp_path):
         models=("fake/model-a",),
         total="10",
         parallelism=1,
-        latency=0.3,
+        latency=1.0,  # the first session outlasts the moment between its start and the pause (loaded CI)
         extra_runners='[runners.alt]\nkind = "fake"\ncost_usd = 0.02\n',
         start_paused=True,
     )
