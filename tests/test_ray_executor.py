@@ -221,3 +221,56 @@ def test_sigkill_of_the_engine_leaves_no_agent_on_any_node(tmp_path, cluster):
         while pids_matching(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
     assert pids_matching(marker) == []
+
+
+@pytest.mark.trio
+async def test_the_mini_runner_on_node_b_finds_a_bug_metered_by_this_engine(tmp_path, cluster):
+    # The worker runs on node_b and calls back; its channel (authorise/usage) is served here.
+    from minisweagent_support import write_campaign as mini_campaign
+    from scripted_llm import ScriptedLLM
+    from test_minisweagent_e2e import FIND_BUG
+
+    with ScriptedLLM(FIND_BUG) as llm:
+        path = mini_campaign(tmp_path, llm.url, runner={"environment": "bubblewrap"}, executor=on(cluster))
+        with trio.fail_after(180):
+            prep, _ = await run_campaign(path, tmp_path / "runs")
+    (record,) = journal(prep.run_dir).values()
+    assert (record["state"], record["result"]) == ("done", "bug_found"), record["reason"]
+    assert record["calls"] == len(FIND_BUG)
+    expected = sum((price(r.prompt_tokens, r.completion_tokens) for r in FIND_BUG), start=price(0, 0))
+    assert Decimal(repr(record["cost_usd"])) == expected
+    check_accounts(prep.run_dir)
+    (row,) = outcome_rows(prep.run_dir)
+    assert row["executor"] == "ray" and row["node"]["ip"] and row["verify_details"]["status"] == "accepted"
+    session_dir = prep.run_dir / "sessions" / record["session"]
+    trajectory = json.loads((session_dir / "attempt-1.traj.json").read_text())
+    assert trajectory["info"]["exit_status"] == "Submitted"  # written on node_b, brought back
+    assert (session_dir / "attempt-1.worker.log").exists()
+
+
+@pytest.mark.trio
+async def test_killing_a_mini_session_on_node_b_stops_its_worker_within_a_second(tmp_path, cluster):
+    from minisweagent_support import write_campaign as mini_campaign
+    from scripted_llm import Reply, ScriptedLLM
+
+    marker = "sleep 616.5"
+
+    async def kill_once_sleeping(recorder):
+        with trio.fail_after(120):
+            while not pids_matching(marker):
+                await trio.sleep(0.02)
+        assert set(pids_matching(marker)) <= set(cluster.pids("node_b"))
+        (started,) = recorder.of(ev.SessionStarted)
+        killed_at = time.monotonic()
+        assert recorder.scheduler.kill(started.session)
+        while pids_matching(marker) and time.monotonic() - killed_at < 10:
+            await trio.sleep(0.01)
+        recorder.kill_s = time.monotonic() - killed_at
+
+    with ScriptedLLM([Reply(marker, 1000, 50)]) as llm:
+        path = mini_campaign(tmp_path, llm.url, runner={"environment": "bubblewrap"}, executor=on(cluster))
+        with trio.fail_after(180):
+            prep, recorder = await run_campaign(path, tmp_path / "runs", during=kill_once_sleeping)
+    (record,) = journal(prep.run_dir).values()
+    assert record["state"] == "killed" and recorder.kill_s < 1.0, recorder.kill_s
+    assert Decimal(repr(record["cost_usd"])) == price(1000, 50)

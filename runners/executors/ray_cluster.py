@@ -25,7 +25,7 @@ from runners.executors import node as node_side
 CANCEL_WAIT_S = 2.0
 _lock = threading.Lock()
 _users = 0
-_remote_run_agent = ray.remote(node_side.run_agent)
+_remote: dict[Callable[..., Any], Any] = {}  # functions made Ray remote functions, once each
 
 
 class ExecutorUnavailable(RuntimeError):
@@ -49,8 +49,16 @@ class RayExecutor:
 
     async def run_agent(self, launch: node_side.Launch, target: str, expected: str) -> node_side.NodeResult:
         """Run `launch` on a node until it ends; raises RemoteFailed if the task was lost."""
-        task = _remote_run_agent.options(**self._options)
-        ref = await trio.to_thread.run_sync(lambda: task.remote(launch, target, expected))
+        result: node_side.NodeResult = await self.call(node_side.run_agent, launch, target, expected)
+        return result
+
+    async def call(self, function: Callable[..., Any], *args: Any) -> Any:
+        """`function(*args)` as a task on a node (once: never retried), until it returns."""
+        remote = _remote.get(function)
+        if remote is None:
+            remote = _remote[function] = ray.remote(function)
+        task = remote.options(**self._options)
+        ref = await trio.to_thread.run_sync(lambda: task.remote(*args))
         return await _result(ref)
 
 
