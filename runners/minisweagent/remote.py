@@ -23,7 +23,6 @@ from runners.minisweagent.protocol import EngineChannel
 if TYPE_CHECKING:
     from runners.executors.ray_cluster import RayExecutor
     from runners.minisweagent.outcome import Report
-    from runners.minisweagent.runner import MiniSweRunner
 
 HANDSHAKE_TIMEOUT_S = 10.0
 
@@ -90,7 +89,7 @@ class RemoteWorker:
 
 
 async def run_remote_worker(
-    runner: MiniSweRunner,
+    runner: Any,  # the MiniSweRunner (its handler and profile)
     executor: RayExecutor,
     listener: CallbackListener,
     request: dict[str, Any],
@@ -139,7 +138,7 @@ async def run_remote_worker(
 
 
 async def _serve(
-    runner: MiniSweRunner, stream: trio.SocketStream, request: dict[str, Any], meter: Any, report: Report
+    runner: Any, stream: trio.SocketStream, request: dict[str, Any], meter: Any, report: Report
 ) -> None:
     channel = EngineChannel(stream)
     try:
