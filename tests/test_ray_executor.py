@@ -274,3 +274,16 @@ async def test_killing_a_mini_session_on_node_b_stops_its_worker_within_a_second
     (record,) = journal(prep.run_dir).values()
     assert record["state"] == "killed" and recorder.kill_s < 1.0, recorder.kill_s
     assert Decimal(repr(record["cost_usd"])) == price(1000, 50)
+
+
+@pytest.mark.trio
+async def test_resources_the_cluster_lacks_end_sessions_as_retryable_errors_not_a_hang(tmp_path, cluster):
+    with ScriptedUpstream(hunt) as up:
+        path = write_campaign(
+            tmp_path, up.url, executor=on(cluster, node="node_z"), models=("openai/scripted-a",)
+        )
+        with trio.fail_after(60):
+            prep, _ = await run_campaign(path, tmp_path / "state")
+    (record,) = journal(prep.run_dir).values()
+    assert (record["state"], record["retryable"]) == ("error", True)
+    assert "lacks node_z=0.01 (cluster: 0)" in record["reason"] and not up.calls
