@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from runners.executors.node import MAX_FILE_BYTES, _node_ip, _read
+from runners.executors.node import MAX_FILE_BYTES, _read, where
 from runners.minisweagent.forkserver import PROJECT_ROOT, SETTINGS
 
 CONNECT_TIMEOUT_S = 30.0
@@ -28,7 +28,7 @@ CONNECT_TIMEOUT_S = 30.0
 
 def run_worker(engine: tuple[str, int], token: str) -> dict[str, object]:
     """Run one session's worker to its end; returns where it ran and the files it wrote."""
-    here = {"host": socket.gethostname(), "ip": _node_ip()}
+    here = where()
     folder = Path(tempfile.mkdtemp(prefix="benchtui-mini-"))
     try:
         with socket.create_connection(engine, timeout=CONNECT_TIMEOUT_S) as sock:

@@ -66,7 +66,7 @@ class NodeResult:
 
 
 def run_agent(launch: Launch, target: str, expected: str) -> NodeResult:
-    here = {"host": socket.gethostname(), "ip": _node_ip()}
+    here = where()
     missing = [path for path in launch.needs if not os.access(path, os.X_OK)]
     if missing:
         return NodeResult(here, error=f"not on node {here['host']}: {', '.join(missing)}")
@@ -130,10 +130,14 @@ def _lines(path: Path) -> list[str]:
     return _read(path, MAX_FILE_BYTES).decode(errors="replace").splitlines()
 
 
-def _node_ip() -> str:
+def where() -> dict[str, str]:
+    """This node: host name, address and Ray node id (recorded in the session's details)."""
+    found = {"host": socket.gethostname(), "ip": "", "node_id": ""}
     try:
         import ray  # present: this runs in a Ray worker
 
-        return str(ray.util.get_node_ip_address())
-    except Exception:  # run outside Ray (tests of this module)
-        return ""
+        found["ip"] = str(ray.util.get_node_ip_address())
+        found["node_id"] = str(ray.get_runtime_context().get_node_id())
+    except Exception:  # run outside Ray
+        pass
+    return found
