@@ -217,10 +217,12 @@ def test_sigkill_of_the_engine_leaves_no_agent_on_any_node(tmp_path, cluster):
         finally:
             engine.send_signal(signal.SIGKILL)
             engine.wait()
-        deadline = time.monotonic() + 10
-        while pids_matching(marker) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        killed_at = time.monotonic()
+        while pids_matching(marker) and time.monotonic() - killed_at < 10:
+            time.sleep(0.02)
+        gone_s = time.monotonic() - killed_at
     assert pids_matching(marker) == []
+    print(f"every agent gone {gone_s:.2f} s after the engine's SIGKILL")  # README figure (pytest -s)
 
 
 @pytest.mark.trio

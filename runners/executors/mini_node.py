@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from runners.executors.node import MAX_FILE_BYTES, _read, where
+from runners.executors.node import JANITOR, MAX_FILE_BYTES, _read, where
 from runners.minisweagent.forkserver import PROJECT_ROOT, SETTINGS
 
 CONNECT_TIMEOUT_S = 30.0
@@ -30,6 +30,7 @@ def run_worker(engine: tuple[str, int], token: str) -> dict[str, object]:
     """Run one session's worker to its end; returns where it ran and the files it wrote."""
     here = where()
     folder = Path(tempfile.mkdtemp(prefix="benchtui-mini-"))
+    lifeline, held = os.pipe()
     try:
         with socket.create_connection(engine, timeout=CONNECT_TIMEOUT_S) as sock:
             sock.sendall(token.encode() + b"\n")
@@ -54,12 +55,24 @@ def run_worker(engine: tuple[str, int], token: str) -> dict[str, object]:
                     [sys.executable, "-m", "runners.executors.mini_node", str(folder / "request.json"), str(sock.fileno())],
                     pass_fds=(sock.fileno(),), env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                 )  # fmt: skip
+            # If this task's worker process is killed (force-cancel, its node's raylet dying), no
+            # `finally` runs here: the janitor sees the lifeline end, kills the worker's session
+            # (it calls setsid) and removes the folder (the session's copy of the target).
+            subprocess.Popen(
+                ["/bin/sh", "-c", JANITOR, "janitor", str(worker.pid), str(folder)],
+                stdin=lifeline, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            )  # fmt: skip
+            os.close(lifeline)  # the janitor's now
+            lifeline = -1
         code = worker.wait()
         files = {
             name: _read(folder / name, MAX_FILE_BYTES) for name in names.values() if (folder / name).is_file()
         }
         return {"node": here, "exit": code, "files": files}
     finally:
+        os.close(held)
+        if lifeline >= 0:
+            os.close(lifeline)
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -92,7 +92,7 @@ def _connect(config: ExecutorConfig) -> str:
     global _users
     with _lock:
         if not ray.is_initialized():
-            ray.init(address=config.address, log_to_driver=False, logging_level="warning")
+            ray.init(address=config.address, log_to_driver=False, logging_level="error")  # nothing on the TUI
         _users += 1
     try:
         _check_resources(config, ray.cluster_resources())
