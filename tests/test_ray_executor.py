@@ -289,3 +289,19 @@ async def test_resources_the_cluster_lacks_end_sessions_as_retryable_errors_not_
     (record,) = journal(prep.run_dir).values()
     assert (record["state"], record["retryable"]) == ("error", True)
     assert "lacks node_z=0.01 (cluster: 0)" in record["reason"] and not up.calls
+
+
+@pytest.mark.trio
+async def test_a_cluster_nobody_serves_ends_sessions_at_once_as_retryable_errors(tmp_path):
+    # ray.init on such an address retries for minutes: a TCP probe refuses it first.
+    require("Ray", ray is not None, "pip install -e '.[ray]'")
+    from ray_support import free_port
+
+    executor = {"kind": "ray", "address": f"127.0.0.1:{free_port()}", "num_cpus": 0}
+    with ScriptedUpstream(hunt) as up:
+        path = write_campaign(tmp_path, up.url, executor=executor, models=("openai/scripted-a",))
+        with trio.fail_after(30):
+            prep, _ = await run_campaign(path, tmp_path / "state")
+    (record,) = journal(prep.run_dir).values()
+    assert (record["state"], record["retryable"]) == ("error", True)
+    assert "cannot reach the Ray cluster at 127.0.0.1:" in record["reason"] and not up.calls

@@ -11,6 +11,7 @@ like any other, with what it spent kept in the ledger.
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -23,6 +24,7 @@ from runners.executors import ExecutorConfig
 from runners.executors import node as node_side
 
 CANCEL_WAIT_S = 2.0
+PROBE_TIMEOUT_S = 5.0
 _lock = threading.Lock()
 _users = 0
 _remote: dict[Callable[..., Any], Any] = {}  # functions made Ray remote functions, once each
@@ -88,8 +90,22 @@ async def _result(ref: Any) -> Any:
         raise RemoteFailed(f"ray: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}") from None
 
 
+def _reachable(address: str) -> None:
+    """A quick TCP connect first: `ray.init` on an address nobody serves retries for minutes."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "://" in address:
+        return  # "auto", "ray://…": left to Ray
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ExecutorUnavailable(
+            f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}"
+        ) from None
+
+
 def _connect(config: ExecutorConfig) -> str:
     global _users
+    _reachable(str(config.address))
     with _lock:
         if not ray.is_initialized():
             ray.init(address=config.address, log_to_driver=False, logging_level="error")  # nothing on the TUI
