@@ -125,6 +125,20 @@ class LocalCluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def node_folders() -> set[Path]:
+    """The sessions' private folders on the nodes (all nodes here share this machine's /tmp)."""
+    tmp = Path(tempfile.gettempdir())
+    return {*tmp.glob("benchtui-node-*"), *tmp.glob("benchtui-mini-*")}
+
+
+def left_behind(before: set[Path], wait_s: float = 5.0) -> set[Path]:
+    """Folders made since `before` that are still there after `wait_s` (the janitors' job)."""
+    deadline = time.monotonic() + wait_s
+    while (new := node_folders() - before) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return new
+
+
 def _processes() -> dict[int, tuple[int, int, str]]:
     """pid -> (parent pid, process group, command line) of every process."""
     table = {}

@@ -16,7 +16,7 @@ from decimal import Decimal
 import pytest
 import trio
 from minisweagent_support import journal, outcome_rows, pred_on_path, price, run_campaign
-from ray_support import LocalCluster, write_campaign
+from ray_support import LocalCluster, left_behind, node_folders, write_campaign
 from real_parts import require
 from scripted_upstream import Answer, Call, ScriptedUpstream
 from support import check_accounts, popen
@@ -144,6 +144,7 @@ async def test_killing_a_session_on_node_b_stops_its_agent_within_a_second(tmp_p
             await trio.sleep(0.01)
         recorder.kill_s = time.monotonic() - killed_at
 
+    before = node_folders()
     with ScriptedUpstream(lambda call: Answer(text="RUN: " + marker)) as up:
         path = write_campaign(tmp_path, up.url, executor=on(cluster), models=("openai/scripted-a",))
         with trio.fail_after(180):
@@ -151,12 +152,14 @@ async def test_killing_a_session_on_node_b_stops_its_agent_within_a_second(tmp_p
     (record,) = journal(prep.run_dir).values()
     assert record["state"] == "killed" and recorder.kill_s < 1.0, recorder.kill_s
     assert pids_matching(marker) == []
+    assert left_behind(before) == set()  # the node's copy of the target is gone too
     assert Decimal(repr(record["cost_usd"])) == price(1000, 50)  # the call it made stays charged
 
 
 @pytest.mark.trio
 async def test_node_b_dying_ends_its_sessions_as_retryable_errors_and_resume_finishes(tmp_path, cluster):
     marker, stalled = "sleep 614.5", {"yes": True}
+    before = node_folders()
 
     def script(call: Call) -> Answer:
         return Answer(text="RUN: " + marker) if stalled["yes"] else hunt(call)
@@ -188,6 +191,7 @@ async def test_node_b_dying_ends_its_sessions_as_retryable_errors_and_resume_fin
             while pids_matching(marker) and time.monotonic() < deadline:
                 time.sleep(0.05)
             assert pids_matching(marker) == []  # the agents died with their node
+            assert left_behind(before) == set()
             cluster.kill("node_b")
             cluster.start_node_b()  # a new node_b joins; --resume retries the three sessions there
             stalled["yes"] = False
@@ -204,6 +208,7 @@ async def test_node_b_dying_ends_its_sessions_as_retryable_errors_and_resume_fin
 def test_sigkill_of_the_engine_leaves_no_agent_on_any_node(tmp_path, cluster):
     # Ray notices its driver gone and kills the job's workers; each agent's lifeline does the rest.
     marker = "sleep 615.5"
+    before = node_folders()
     with ScriptedUpstream(lambda call: Answer(text="RUN: " + marker)) as up:
         path = write_campaign(tmp_path, up.url, executor=on(cluster), repeats=2)
         engine = popen(path, "--no-ui", "--state-dir", tmp_path / "state", cwd=tmp_path)
@@ -222,6 +227,7 @@ def test_sigkill_of_the_engine_leaves_no_agent_on_any_node(tmp_path, cluster):
             time.sleep(0.02)
         gone_s = time.monotonic() - killed_at
     assert pids_matching(marker) == []
+    assert left_behind(before) == set()
     print(f"every agent gone {gone_s:.2f} s after the engine's SIGKILL")  # README figure (pytest -s)
 
 
@@ -269,6 +275,7 @@ async def test_killing_a_mini_session_on_node_b_stops_its_worker_within_a_second
             await trio.sleep(0.01)
         recorder.kill_s = time.monotonic() - killed_at
 
+    before = node_folders()
     with ScriptedLLM([Reply(marker, 1000, 50)]) as llm:
         path = mini_campaign(tmp_path, llm.url, runner={"environment": "bubblewrap"}, executor=on(cluster))
         with trio.fail_after(180):
@@ -276,6 +283,7 @@ async def test_killing_a_mini_session_on_node_b_stops_its_worker_within_a_second
     (record,) = journal(prep.run_dir).values()
     assert record["state"] == "killed" and recorder.kill_s < 1.0, recorder.kill_s
     assert Decimal(repr(record["cost_usd"])) == price(1000, 50)
+    assert left_behind(before) == set()
 
 
 @pytest.mark.trio

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from runners.executors.node import JANITOR, MAX_FILE_BYTES, _read, where
+from runners.executors.node import MAX_FILE_BYTES, _read, start_janitor, where
 from runners.minisweagent.forkserver import PROJECT_ROOT, SETTINGS
 
 CONNECT_TIMEOUT_S = 30.0
@@ -58,10 +58,7 @@ def run_worker(engine: tuple[str, int], token: str) -> dict[str, object]:
             # If this task's worker process is killed (force-cancel, its node's raylet dying), no
             # `finally` runs here: the janitor sees the lifeline end, kills the worker's session
             # (it calls setsid) and removes the folder (the session's copy of the target).
-            subprocess.Popen(
-                ["/bin/sh", "-c", JANITOR, "janitor", str(worker.pid), str(folder)],
-                stdin=lifeline, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-            )  # fmt: skip
+            start_janitor(lifeline, worker.pid, folder)
             os.close(lifeline)  # the janitor's now
             lifeline = -1
         code = worker.wait()

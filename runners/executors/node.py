@@ -29,7 +29,7 @@ from benchtui import environment
 
 MAX_LOG_BYTES = 32 << 20  # what comes back of an agent's log (the rest is cut, and said so)
 MAX_FILE_BYTES = 8 << 20
-JANITOR = 'cat >/dev/null; kill -KILL -- "-$1" 2>/dev/null; rm -rf -- "$2"'
+JANITOR = 'cat <&{fd} >/dev/null; kill -KILL -- "-$1" 2>/dev/null; rm -rf -- "$2"'
 # The relay: the sandbox's unix socket -> the gateway's TCP listener on the engine's machine.
 RELAY = (
     'socat UNIX-LISTEN:"$1",fork TCP:"$2" & for i in $(seq 500); do [ -S "$1" ] && break; sleep 0.01; done;'
@@ -100,10 +100,7 @@ def _run(
             argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir,
             start_new_session=True, pass_fds=(lifeline,),
         )  # fmt: skip
-    subprocess.Popen(
-        ["/bin/sh", "-c", JANITOR, "janitor", str(agent.pid), str(folder)],
-        stdin=lifeline, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+    start_janitor(lifeline, agent.pid, folder)
     code = agent.wait()
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(agent.pid, signal.SIGKILL)  # the relay, and what the agent left in its group
@@ -116,6 +113,21 @@ def _run(
         certificate_lines=_lines(workdir / "certificates.jsonl"),
         agent_started=started,
     )
+
+
+def start_janitor(lifeline: int, group: int, folder: Path) -> None:
+    """A process that, once the lifeline's write end closes, kills `group` and removes `folder`.
+
+    Started through a shell that exits at once, so the janitor is not a child of this worker:
+    Ray kills a dying worker's children, which would take the janitor along before it cleans up.
+    bash, not sh: the lifeline's descriptor may be above 9."""
+    janitor = JANITOR.format(fd=lifeline)
+    launcher = subprocess.Popen(
+        ["/bin/bash", "-c", f"/bin/bash -c '{janitor}' janitor \"$1\" \"$2\" &", "launch", str(group), str(folder)],
+        pass_fds=(lifeline,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    launcher.wait()
 
 
 def _read(path: Path, limit: int) -> bytes:
