@@ -28,6 +28,7 @@ from benchtui.keys import BINDING_IDS
 from benchtui.money import fmt_exact, usd_floor
 from runners import registry
 from runners.base import LogicalLimits, ModelSpec, RunnerProfile
+from runners.executors import ExecutorConfig, supported
 
 # The TOML file's data while a Campaign is being built (the lowest-precedence settings source).
 _toml_data: ContextVar[dict[str, Any] | None] = ContextVar("_toml_data", default=None)
@@ -178,6 +179,8 @@ class Campaign(BaseSettings):
     """The models compared; each gets the same sessions, prompt and budget."""
     environment: Environment
     """The target every session works on (a fresh copy each, for real runners)."""
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    """Where the agents run: this machine (default) or a Ray cluster (not part of the identity)."""
     ui: Ui = Field(default_factory=Ui)
     """Terminal UI options (not part of the campaign's identity: free to change on resume)."""
 
@@ -238,6 +241,12 @@ class Campaign(BaseSettings):
             raise ValueError(f"models {', '.join(clash)} map to the same file name (/ and : become _)")
         if self.runner not in self.runners:
             raise ValueError(f"runner {self.runner!r} is not one of [runners.*]: {', '.join(self.runners)}")
+        active = registry.runner_class(self.runners[self.runner].kind)
+        if not supported(active, self.executor.kind):
+            raise ValueError(
+                f"runner {self.runner!r} (kind {self.runners[self.runner].kind!r}) cannot run on "
+                f"[executor] kind = {self.executor.kind!r}"
+            )
         if self.per_model_usd > self.budget.total_usd:
             raise ValueError(
                 f"per_model_usd {fmt_exact(self.per_model_usd)} exceeds total_usd "
@@ -289,6 +298,8 @@ class Campaign(BaseSettings):
     def to_toml(self) -> str:
         """The campaign as TOML (the frozen copy in the run dir)."""
         data = self.model_dump(mode="python", exclude_none=True)
+        if not self.executor.remote:
+            data.pop("executor")  # the default: frozen copies stay as they were
         data["runners"] = {n: p.model_dump(exclude_none=True) for n, p in self.runners.items()}
         return tomli_w.dumps(_plain(data))
 

@@ -242,7 +242,7 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
         try:
             async with trio.open_nursery() as services:
                 await services.start(store.serve)
-                runners = RunnerPool(campaign.runners, prep.run_dir, services)
+                runners = RunnerPool(campaign.runners, prep.run_dir, services, campaign.executor)
                 scheduler = Scheduler(
                     campaign,
                     prep.run_dir,

@@ -15,11 +15,19 @@ import trio
 
 from runners import registry
 from runners.base import AgentRunner, RunnerProfile
+from runners.executors import ExecutorConfig
 
 
 class RunnerPool:
-    def __init__(self, profiles: Mapping[str, RunnerProfile], run_dir: Path, nursery: trio.Nursery) -> None:
+    def __init__(
+        self,
+        profiles: Mapping[str, RunnerProfile],
+        run_dir: Path,
+        nursery: trio.Nursery,
+        executor: ExecutorConfig | None = None,
+    ) -> None:
         self._profiles = profiles
+        self._executor = executor
         self._run_dir = run_dir
         self._nursery = nursery
         self._open: dict[str, AgentRunner] = {}
@@ -36,7 +44,7 @@ class RunnerPool:
         return self._open[profile]
 
     async def _keep(self, profile: str, *, task_status: trio.TaskStatus[AgentRunner]) -> None:
-        runner = registry.create(self._profiles[profile], run_dir=self._run_dir)
+        runner = registry.create(self._profiles[profile], run_dir=self._run_dir, executor=self._executor)
         if not isinstance(runner, AbstractAsyncContextManager):
             task_status.started(runner)
             await trio.sleep_forever()

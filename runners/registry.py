@@ -11,6 +11,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from runners.base import AgentRunner, RunnerProfile
+from runners.executors import ExecutorConfig, supported
 
 ENTRY_POINT_GROUP = "benchtui.runners"
 
@@ -59,6 +60,12 @@ def validate_profile(table: dict) -> RunnerProfile:
     return runner_class(kind).Profile.model_validate(table)
 
 
-def create(profile: RunnerProfile, *, run_dir: Path) -> AgentRunner:
-    """Instantiate the runner for a validated profile."""
-    return runner_class(profile.kind)(profile, run_dir=run_dir)
+def create(profile: RunnerProfile, *, run_dir: Path, executor: ExecutorConfig | None = None) -> AgentRunner:
+    """Instantiate the runner for a validated profile; a remote `executor` goes to runners that
+    declare it in their `executors` (the others never see the keyword)."""
+    cls = runner_class(profile.kind)
+    if executor is None or not executor.remote:
+        return cls(profile, run_dir=run_dir)
+    if not supported(cls, executor.kind):
+        raise UnknownRunner(f"runner kind {profile.kind!r} cannot run on [executor] kind = {executor.kind!r}")
+    return cls(profile, run_dir=run_dir, executor=executor)  # type: ignore[call-arg]

@@ -24,6 +24,7 @@ from benchtui import environment
 from runners.base import Meter, RunnerProfile, SessionOutcome, SessionSpec
 from runners.command import sandbox
 from runners.command.profile import CommandProfile
+from runners.executors import ExecutorConfig
 from runners.gate import counting
 from runners.gateway import Gateway, open_gateway
 from runners.gateway.session import upstream_model
@@ -39,9 +40,14 @@ class CommandRunner:
     #: CLI runs commands and shows their output its own way: shell_actions and observation_chars
     #: cannot be applied from outside.
     enforces = frozenset({"model_calls", "submits", "tools"})
+    executors: ClassVar[tuple[str, ...]] = ("local", "ray")
 
-    def __init__(self, profile: CommandProfile, *, run_dir: Path) -> None:
+    def __init__(
+        self, profile: CommandProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
+    ) -> None:
         self.profile = profile
+        self.executor = executor
+        self.remote: Any = None  # a RayExecutor once entered with [executor] kind = "ray"
         found = resolve_pred(profile.pred)
         self.pred = found if os.path.isabs(found) else None
         self.gateway: Gateway | None = None
@@ -49,8 +55,14 @@ class CommandRunner:
         self._stack = contextlib.AsyncExitStack()
 
     async def __aenter__(self) -> CommandRunner:
+        host = "127.0.0.1"
+        if self.executor is not None and self.executor.remote:  # the nodes reach the gateway over TCP
+            from runners.executors.ray_cluster import open_ray
+
+            self.remote = await self._stack.enter_async_context(open_ray(self.executor))
+            host = self.remote.gateway_host
         self.gateway = await self._stack.enter_async_context(
-            open_gateway(request_timeout_s=self.profile.request_timeout_s)
+            open_gateway(request_timeout_s=self.profile.request_timeout_s, host=host)
         )
         self._ready.set()
         return self
@@ -62,6 +74,10 @@ class CommandRunner:
     async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
         await self._ready.wait()  # the engine enters the runner before (or as) its first session starts
         assert self.gateway is not None
+        if self.remote is not None:
+            from runners.command.remote import run_remote
+
+            return await run_remote(self.profile, self.gateway, self.pred, self.remote, session, meter)
         argv0 = sandbox.resolve(self.profile.command[0])
         if argv0 is None:
             return _infra(f"agent CLI {self.profile.command[0]!r} not found (see the README: agent CLIs)")

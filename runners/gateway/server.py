@@ -28,7 +28,7 @@ from runners.gateway.session import PROMPT_OVERHEAD_TOKENS, Binding
 class Gateway:
     def __init__(self, url: str, socket_path: Path, bindings: dict[str, Binding]) -> None:
         self.url = url
-        """http://127.0.0.1:<port> (OpenAI clients add /v1, Anthropic ones add /v1/messages)."""
+        """http://<host>:<port> (OpenAI clients add /v1, Anthropic ones add /v1/messages)."""
         self.socket_path = socket_path
         self._bindings = bindings
 
@@ -52,11 +52,14 @@ class Gateway:
 
 
 @contextlib.asynccontextmanager
-async def open_gateway(*, request_timeout_s: float = 600.0) -> AsyncIterator[Gateway]:
+async def open_gateway(
+    *, request_timeout_s: float = 600.0, host: str = "127.0.0.1"
+) -> AsyncIterator[Gateway]:
+    """`host`: the address the TCP listener binds (another machine's agents need a reachable one)."""
     folder = Path(tempfile.mkdtemp(prefix="benchtui-gw-"))  # short: a socket path has 107 bytes
     socket_path = folder / "gateway.sock"
     config = Config()
-    config.bind = ["127.0.0.1:0", f"unix:{socket_path}"]
+    config.bind = [f"{host}:0", f"unix:{socket_path}"]
     config.accesslog = None
     config.errorlog = None
     config.graceful_timeout = 1.0
@@ -75,7 +78,7 @@ async def open_gateway(*, request_timeout_s: float = 600.0) -> AsyncIterator[Gat
             urls = await nursery.start(
                 partial(serve, GatewayApp(client, bindings), config, shutdown_trigger=shutdown.wait)
             )
-            url = next(u for u in urls if u.startswith("http://127.0.0.1"))
+            url = next(u for u in urls if u.startswith(f"http://{host}:"))
             try:
                 yield Gateway(url, socket_path, bindings)
             finally:

@@ -41,6 +41,8 @@ class Report:
     """The worker's pids cgroup, removed once it is gone."""
     worst_case: list[str] = field(default_factory=list)
     """Why each attempt charged its worst case (usage missing, unusable, timed out, …)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """More for the session's details (e.g. the node a remote worker ran on)."""
 
 
 def _base(fingerprint: str) -> str:
@@ -89,6 +91,7 @@ async def judge(
         "environment": fingerprint,
         "copy_fingerprint": report.copy_fingerprint,
         "prompt_sha256": report.prompt_sha256,
+        **report.extra,
     }
     if report.worst_case:  # F6: each charge above the usage reported, and why
         extra["worst_case_charges"] = len(report.worst_case)

@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Self
 import trio
 
 from runners.base import Meter, RunnerProfile, SessionOutcome, SessionSpec, Usage
+from runners.executors import ExecutorConfig
 from runners.gate import counting
 from runners.minisweagent import forkserver, keys, processes, reaper
 from runners.minisweagent import preflight as checks
@@ -100,8 +101,14 @@ class MiniSweRunner:
     #: Logical budgets it applies (`[budget.per_session]`): all of them.
     enforces = frozenset({"model_calls", "shell_actions", "submits", "observation_chars", "tools"})
 
-    def __init__(self, profile: MiniSweProfile, *, run_dir: Path) -> None:
+    executors: ClassVar[tuple[str, ...]] = ("local", "ray")
+
+    def __init__(
+        self, profile: MiniSweProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
+    ) -> None:
         self.profile = profile
+        self.executor = executor
+        self.remote: Any = None  # (RayExecutor, CallbackListener) once entered with kind = "ray"
         found = resolve_pred(profile.pred)
         self.pred = found if os.path.isabs(found) else None
         self._forkserver: forkserver.Forkserver | None = None
@@ -111,6 +118,14 @@ class MiniSweRunner:
         nursery = await self._services.enter_async_context(trio.open_nursery())
         self._services.callback(nursery.cancel_scope.cancel)  # runs first on exit: stops the zygote
         self._forkserver = forkserver.Forkserver(nursery)
+        if self.executor is not None and self.executor.remote:  # workers run on nodes, calling back
+            from runners.executors.ray_cluster import open_ray
+            from runners.minisweagent.remote import CallbackListener
+
+            executor = await self._services.enter_async_context(open_ray(self.executor))
+            listener = CallbackListener()
+            await nursery.start(listener.serve, executor.gateway_host)
+            self.remote = (executor, listener)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -202,6 +217,10 @@ class MiniSweRunner:
         }
 
     async def _run_worker(self, request: dict[str, Any], meter: Meter, report: Report) -> None:
+        if self.remote is not None:
+            from runners.minisweagent.remote import run_remote_worker
+
+            return await run_remote_worker(self, *self.remote, request, meter, report)
         try:
             if self._forkserver is None:
                 raise forkserver.WorkerStartFailed("the runner was not entered (`async with runner:`)")
