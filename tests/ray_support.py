@@ -92,10 +92,12 @@ class LocalCluster:
     def start_node_b(self) -> None:
         self._start("node_b", "--address", self.address)
 
-    def pids(self, name: str | None = None) -> list[int]:
+    def pids(
+        self, name: str | None = None, table: dict[int, tuple[int, int, str]] | None = None
+    ) -> list[int]:
         """Every live process of the cluster (or of one node), descendants included."""
         groups = {pgid for n, pgid in self.groups.items() if name in (None, n)}
-        table = _processes()
+        table = _processes() if table is None else table
         found = {pid for pid, (_, pgid, _) in table.items() if pgid in groups}
         while True:
             more = {pid for pid, (ppid, _, _) in table.items() if ppid in found} - found
@@ -104,7 +106,8 @@ class LocalCluster:
             found |= more
 
     def raylet(self, name: str) -> int:
-        (pid,) = [p for p in self.pids(name) if "raylet/raylet" in _processes()[p][2]]
+        table = _processes()  # one snapshot: processes come and go (Ray's workers)
+        (pid,) = [p for p in self.pids(name, table) if "raylet/raylet" in table[p][2]]
         return pid
 
     def kill_raylet(self, name: str) -> None:
