@@ -46,13 +46,16 @@ def unenforced(campaign: Campaign) -> list[str]:
         return []
     kind = campaign.runners[campaign.runner].kind
     can = {"model_calls", *getattr(registry.runner_class(kind), "enforces", ())}
+    if campaign.executor.remote:  # the tool gate is a unix socket of this machine
+        can.discard("tools")
     named = [*limits.counters, *(["observation_chars"] if limits.observation_chars else [])]
     missing = [c for c in named if c not in can and not (c.startswith("tools.") and "tools" in can)]
     if not missing:
         return []
+    where = " on a Ray cluster" if campaign.executor.remote else ""
     return [
-        f"runner {campaign.runner} ({kind}) cannot enforce {', '.join(missing)}: those limits are "
-        "not applied to its sessions (the same for every model)"
+        f"runner {campaign.runner} ({kind}){where} cannot enforce {', '.join(missing)}: those limits "
+        "are not applied to its sessions (the same for every model)"
     ]
 
 

@@ -313,3 +313,36 @@ async def test_a_cluster_nobody_serves_ends_sessions_at_once_as_retryable_errors
     (record,) = journal(prep.run_dir).values()
     assert (record["state"], record["retryable"]) == ("error", True)
     assert "cannot reach the Ray cluster at 127.0.0.1:" in record["reason"] and not up.calls
+
+
+@pytest.mark.trio
+async def test_logical_budgets_hold_for_a_mini_session_on_node_b(tmp_path, cluster):
+    """model_calls and shell_actions go through the channel to this engine's meter, submits and
+    observation_chars are applied here and in the worker; the tool gate is a unix socket of this
+    machine, so tool counters are named at start as not applied on a cluster."""
+    from minisweagent_support import write_campaign as mini_campaign
+    from scripted_llm import Reply, ScriptedLLM
+
+    from benchtui import preflight
+    from benchtui.campaign import load
+
+    steps = [Reply("echo one"), Reply("echo two"), Reply("echo three"), Reply("echo four")]
+    limits = {"model_calls": 4, "shell_actions": 2, "tools": {"pred": 1}}
+    with ScriptedLLM(steps) as llm:
+        path = mini_campaign(
+            tmp_path,
+            llm.url,
+            runner={"environment": "bubblewrap", "step_limit": 10},
+            budget={"per_session": limits},
+            executor=on(cluster),
+        )
+        (warning,) = preflight.unenforced(load(path))
+        assert "on a Ray cluster cannot enforce tools.pred" in warning
+        with trio.fail_after(180):
+            prep, _ = await run_campaign(path, tmp_path / "runs")
+    (record,) = journal(prep.run_dir).values()
+    assert len(llm.requests) == 4 and record["exhausted"] == ["shell_actions", "model_calls"]
+    assert record["counters"] == {"model_calls": 4, "shell_actions": 2, "tools": {"pred": 0}}
+    last = str(llm.requests[-1].messages[-1]["content"])
+    assert "budget of 2 shell actions is spent" in last
+    assert record["reason"] == "model_calls: the session's 4 model calls are spent"

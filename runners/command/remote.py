@@ -21,6 +21,7 @@ from runners.base import Meter, SessionOutcome, SessionSpec
 from runners.command import sandbox
 from runners.command.profile import CommandProfile
 from runners.executors.node import Launch, NodeResult
+from runners.gate import counting
 from runners.gateway.session import upstream_model
 from runners.minisweagent import keys
 from runners.minisweagent.outcome import Report, judge
@@ -93,7 +94,9 @@ async def run_remote(
         timeout=profile.verify_timeout_s,
         max_certificates=profile.max_certificates,
         certificates_file=files / f"attempt-{session.attempt}.certificates.json",
+        admit=counting.submits(session.limits, meter),
     )
+    outcome = counting.explain(outcome, session.limits, meter)
     return dataclasses.replace(outcome, extra={**outcome.extra, **where})
 
 

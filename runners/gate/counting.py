@@ -49,12 +49,13 @@ def describe(limits: LogicalLimits) -> str:
 
 @asynccontextmanager
 async def tool_gate(
-    session: SessionSpec, meter: Meter, environment: str, pred: str | None
+    session: SessionSpec | None, meter: Meter, environment: str, pred: str | None
 ) -> AsyncIterator[dict[str, Any] | None]:
     """Serve the session's tool gate while the agent runs; yields what the sandbox needs (the
-    shims, the shim program, the socket, the interpreter's prefix), None without counted tools."""
-    names = gate.tool_names(session.limits)
-    if not names:
+    shims, the shim program, the socket, the interpreter's prefix), None without counted tools
+    (or without a session: its agent runs where the gate cannot be reached)."""
+    names = gate.tool_names(session.limits) if session is not None else []
+    if session is None or not names:
         yield None
         return
     folder = Path(tempfile.mkdtemp(prefix="benchtui-gate-"))  # short: a unix socket path is <108 bytes

@@ -149,7 +149,10 @@ class MiniSweRunner:
         report = Report(max_output_tokens=session.model.max_output_tokens)
         request = self._request(session, files, secrets, key_name)
         try:
-            async with counting.tool_gate(session, meter, self.profile.environment, self.pred) as gate:
+            # On a Ray node the gate's unix socket is out of reach: tools are not counted there
+            # (said at start, see preflight.unenforced).
+            gated = session if self.remote is None else None
+            async with counting.tool_gate(gated, meter, self.profile.environment, self.pred) as gate:
                 request["paths"]["gate"] = gate
                 await self._run_worker(request, meter, report)
             outcome = await judge(
