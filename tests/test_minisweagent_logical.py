@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 import trio
 from minisweagent_support import RULE, journal, pred_on_path, run_campaign, write_campaign
-from real_parts import require_pred
 from scripted_llm import SUBMIT, Reply, ScriptedLLM
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,9 +147,11 @@ async def test_sixteen_greedy_agents_at_once_each_stop_at_exactly_every_limit(tm
 
 
 @pytest.mark.trio
-async def test_the_shipped_protocol_counts_real_pred_calls_in_bubblewrap(tmp_path, monkeypatch):
+async def test_the_shipped_protocol_counts_real_pred_calls_in_bubblewrap(
+    tmp_path, monkeypatch, real_pred_path
+):
     """The logical campaign's own limits (P = 24, P_solve = 10), the REAL pred, in bubblewrap."""
-    real = require_pred()
+    real = real_pred_path
     (tmp_path / "path-bin").mkdir()
     (tmp_path / "path-bin" / "pred").symlink_to(real)  # the campaign fingerprints this pred
     monkeypatch.setenv("PATH", f"{tmp_path / 'path-bin'}:{os.environ['PATH']}")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import trio
 from minisweagent_support import STAND_IN_PRED, journal, outcome_rows, run_campaign, write_campaign
-from real_parts import require, require_pred
+from real_parts import require
 from scripted_llm import SUBMIT, Reply, ScriptedLLM
 
 from runners.minisweagent.profile import DEFAULT_TEMPLATES
@@ -75,9 +75,9 @@ def observation(llm: ScriptedLLM, turn: int) -> str:
 
 @pytest.mark.trio
 async def test_a_scripted_agent_in_bubblewrap_gets_real_pred_answers_and_its_certificate_verified(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, real_pred_path
 ):
-    real = require_pred()
+    real = real_pred_path
     pred_first_on_path(real, monkeypatch, tmp_path)
     # A correct rule, with the real pred: the certificate is rejected, definitively.
     steps = agent(
@@ -112,9 +112,9 @@ def prompt_commands() -> list[str]:
 
 @pytest.mark.trio
 async def test_every_command_the_prompt_names_gets_a_non_error_answer_from_the_real_pred(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, real_pred_path
 ):
-    real = require_pred()
+    real = real_pred_path
     pred_first_on_path(real, monkeypatch, tmp_path)
     commands = prompt_commands()
     assert {c.split()[1] for c in commands} >= {
