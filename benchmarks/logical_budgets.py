@@ -100,6 +100,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args()
     pred = shutil.which("pred") or str(ROOT.parent / "shared/tools/pred/bin/pred")
+    if not os.access(pred, os.X_OK):
+        sys.exit("benchmarks/logical_budgets.py: needs the real pred: put it on PATH")
     trio.run(shim_overhead, pred, args.calls)
     durable_units(100)
 

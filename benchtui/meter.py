@@ -9,9 +9,8 @@ from benchtui import events as ev
 from benchtui.accounts import Accounts
 from benchtui.ledger import InFlight
 from benchtui.money import token_cost, usd
-from runners.base import LogicalLimits, ModelSpec, Usage
+from runners.base import MODEL_CALLS, LogicalLimits, ModelSpec, Usage
 
-MODEL_CALLS = "model_calls"
 UNLIMITED = LogicalLimits()
 
 

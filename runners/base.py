@@ -52,7 +52,8 @@ class ModelSpec:
     litellm: dict[str, Any] = field(default_factory=dict)
 
 
-COUNTERS = ("model_calls", "shell_actions", "submits")
+MODEL_CALLS = "model_calls"
+COUNTERS = (MODEL_CALLS, "shell_actions", "submits")
 """Logical counters every runner may meet; tool counters are named `tools.<command prefix>`."""
 TOOLS = "tools."
 

@@ -35,14 +35,15 @@ async def serve(tmp_path, nursery, limits=LIMITS):
     return meter, server, env
 
 
+async def shell(script: str, env: dict[str, str]):
+    return await trio.run_process(["bash", "-c", script], env=env, capture_stdout=True, capture_stderr=True)
+
+
 @pytest.mark.trio
 async def test_twenty_shims_at_once_run_exactly_the_limit(tmp_path):
     async with trio.open_nursery() as nursery:
         meter, server, env = await serve(tmp_path, nursery)
-        script = "for i in $(seq 20); do pred --version & done; wait"
-        done = await trio.run_process(
-            ["bash", "-c", script], env=env, capture_stdout=True, capture_stderr=True
-        )
+        done = await shell("for i in $(seq 20); do pred --version & done; wait", env)
         nursery.cancel_scope.cancel()
     assert done.stdout.decode().count("pred 0.5.0-stand-in") == 5
     assert done.stderr.decode().count("budget of 5 `pred` calls is spent (counter tools.pred)") == 15
@@ -54,9 +55,8 @@ async def test_twenty_shims_at_once_run_exactly_the_limit(tmp_path):
 async def test_a_refused_prefix_takes_nothing_from_the_wider_one(tmp_path):
     async with trio.open_nursery() as nursery:
         meter, _, env = await serve(tmp_path, nursery)
-        script = "for i in 1 2 3; do pred -q solve none.json; echo rc=$?; done; pred --version"
-        done = await trio.run_process(
-            ["bash", "-c", script], env=env, capture_stdout=True, capture_stderr=True
+        done = await shell(
+            "for i in 1 2 3; do pred -q solve none.json; echo rc=$?; done; pred --version", env
         )
         nursery.cancel_scope.cancel()
     assert done.stdout.decode().count("rc=126") == 1  # the third solve (options before it count too)

@@ -77,3 +77,24 @@ class CommandProfile(RunnerProfile):
 
     def render_prompt(self, task: str | None) -> str:
         return (self.prompt_template or DEFAULT_PROMPT).read_text().replace("{task}", task or "any rule")
+
+    def invocation(self, argv0: Path, values: dict[str, str], token: str) -> tuple[list[str], dict[str, str]]:
+        """The agent's argv and environment, placeholders filled (`values["{gateway}"]` is the
+        gateway's address as the agent reaches it); the same locally and on a node."""
+        url = values["{gateway}"]
+        argv = [str(argv0), *(_fill(a, values) for a in self.command[1:])]
+        env = {
+            "OPENAI_BASE_URL": f"{url}/v1",
+            "OPENAI_API_BASE": f"{url}/v1",
+            "OPENAI_API_KEY": token,
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": token,
+            **{k: _fill(v, values) for k, v in self.env.items()},
+        }
+        return argv, env
+
+
+def _fill(text: str, values: dict[str, str]) -> str:
+    for key, value in values.items():
+        text = text.replace(key, value)
+    return text

@@ -113,16 +113,7 @@ def agent_command(
 ) -> tuple[list[str], dict[str, str] | None]:
     """The agent's argv and environment on the node (the same as a local session's)."""
     values = {**values, "{prompt_file}": str(prompt_file), "{workdir}": str(workdir)}
-    url = values["{gateway}"]
-    argv = [str(argv0), *(_fill(a, values) for a in profile.command[1:])]
-    env = {
-        "OPENAI_BASE_URL": f"{url}/v1",
-        "OPENAI_API_BASE": f"{url}/v1",
-        "OPENAI_API_KEY": token,
-        "ANTHROPIC_BASE_URL": url,
-        "ANTHROPIC_API_KEY": token,
-        **{k: _fill(v, values) for k, v in profile.env.items()},
-    }
+    argv, env = profile.invocation(argv0, values, token)
     if profile.environment != "bubblewrap":
         home = workdir.parent / "home"
         home.mkdir(exist_ok=True)
@@ -132,12 +123,6 @@ def agent_command(
         argv, workdir=workdir, socket_dir=socket_dir, env=env, pred=pred, binds=binds, lifeline=lifeline
     )
     return wrapped, {}
-
-
-def _fill(text: str, values: dict[str, str]) -> str:
-    for key, value in values.items():
-        text = text.replace(key, value)
-    return text
 
 
 def _keep(found: NodeResult, files: Path, log: Path, secrets: dict[str, str]) -> None:

@@ -151,15 +151,7 @@ class CommandRunner:
             "{gateway}": url,
             "{model}": upstream_model(session.model.name),
         }
-        argv = [str(argv0), *(_fill(a, values) for a in self.profile.command[1:])]
-        env = {
-            "OPENAI_BASE_URL": f"{url}/v1",
-            "OPENAI_API_BASE": f"{url}/v1",
-            "OPENAI_API_KEY": token,
-            "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": token,
-            **{k: _fill(v, values) for k, v in self.profile.env.items()},
-        }
+        argv, env = self.profile.invocation(argv0, values, token)
         if not bwrap:
             (files / "home").mkdir(parents=True, exist_ok=True)
             shims = [Path(gate["shims"])] if gate else []
@@ -183,12 +175,6 @@ class CommandRunner:
             shutil.rmtree(files / "workdir", ignore_errors=True)
             shutil.rmtree(files / "home", ignore_errors=True)
             shutil.rmtree(files / "bin", ignore_errors=True)
-
-
-def _fill(text: str, values: dict[str, str]) -> str:
-    for key, value in values.items():
-        text = text.replace(key, value)
-    return text
 
 
 def _infra(reason: str) -> SessionOutcome:

@@ -13,9 +13,7 @@ from typing import Any
 import trio
 
 from runners import gate
-from runners.base import TOOLS, LogicalLimits, Meter, SessionOutcome, SessionSpec
-
-MODEL_CALLS = "model_calls"
+from runners.base import MODEL_CALLS, TOOLS, LogicalLimits, Meter, SessionOutcome, SessionSpec
 
 
 def refusal(limits: LogicalLimits, counter: str | None) -> str:
