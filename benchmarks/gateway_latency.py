@@ -92,10 +92,10 @@ async def serve_provider(port_file: str) -> None:
 
 async def serve_gateway(provider_url: str, sessions: int, out_file: str) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
-    from gateway_support import open_meter
+    from support.gateway import open_meter
 
-    from runners.base import ModelSpec
-    from runners.gateway import open_gateway
+    from benchtui.core.contract import ModelSpec
+    from benchtui.runners.command.gateway import open_gateway
 
     model = ModelSpec("openai/m", Decimal(3), Decimal(15), 1000, f"{provider_url}/v1")
     async with open_gateway() as gateway, contextlib.AsyncExitStack() as stack:

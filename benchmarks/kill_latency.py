@@ -18,11 +18,11 @@ from pathlib import Path
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from minisweagent_support import STAND_IN_PRED, run_campaign, write_campaign  # noqa: E402
-from scripted_llm import Reply, ScriptedLLM  # noqa: E402
+from support.mini import STAND_IN_PRED, run_campaign, write_campaign  # noqa: E402
+from support.scripted_llm import Reply, ScriptedLLM  # noqa: E402
 from test_minisweagent_kill import alive, pids_matching  # noqa: E402
 
-from benchtui import events as ev  # noqa: E402
+from benchtui.engine import events as ev  # noqa: E402
 
 
 async def measure(tmp: Path, sandbox: str, rounds: int) -> list[float]:

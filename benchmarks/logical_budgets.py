@@ -23,8 +23,8 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from runners import gate  # noqa: E402
-from runners.base import LogicalLimits  # noqa: E402
+from benchtui.core.contract import LogicalLimits  # noqa: E402
+from benchtui.runners.kit import toolgate as gate  # noqa: E402
 
 
 class Granting:
@@ -77,9 +77,7 @@ def durable_units(rounds: int) -> None:
         tmp_path = Path(tmp)
         log = tmp_path / "performed.log"
         limits = f"[budget.per_session]\nshell_actions = {rounds}\n"
-        runner = (
-            f'[runners.count]\nkind = "stub_runners:Counting"\nlog = "{log}"\ntries = {rounds}\npause_s = 0\n'
-        )
+        runner = f'[runners.count]\nkind = "support.stub_runners:Counting"\nlog = "{log}"\ntries = {rounds}\npause_s = 0\n'
         path = write_campaign(
             tmp_path, sessions=4, parallelism=8, total="10", per_session="1", extra_runners=runner + limits
         )

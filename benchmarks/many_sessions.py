@@ -22,8 +22,8 @@ from pathlib import Path
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from minisweagent_support import STAND_IN_PRED, journal, run_campaign, write_campaign  # noqa: E402
-from scripted_llm import SUBMIT, Reply, ScriptedLLM  # noqa: E402
+from support.mini import STAND_IN_PRED, journal, run_campaign, write_campaign  # noqa: E402
+from support.scripted_llm import SUBMIT, Reply, ScriptedLLM  # noqa: E402
 
 
 async def sessions_at_once(tmp: Path, n: int) -> None:
@@ -47,11 +47,11 @@ async def sessions_at_once(tmp: Path, n: int) -> None:
 
 
 def per_command(tmp: Path) -> None:
-    from runners.minisweagent.forkserver import SETTINGS
+    from benchtui.runners.mini.forkserver import SETTINGS
 
     # What the zygote sets before importing mini-swe-agent (else it prints and reads ~/.config).
     os.environ.update({**SETTINGS, "MSWEA_GLOBAL_CONFIG_DIR": str(tmp)})
-    from runners.minisweagent.limits import Limits, Watched
+    from benchtui.runners.mini.resources import Limits, Watched
 
     limits = Limits(256, 1024, 2 << 20, 32 << 20, 10_000)
     watched = Watched(limits, [tmp], None)

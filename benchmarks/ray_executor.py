@@ -23,12 +23,12 @@ from pathlib import Path
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from minisweagent_support import STAND_IN_PRED, journal, outcome_rows, run_campaign  # noqa: E402
-from ray_support import LocalCluster, write_campaign  # noqa: E402
-from scripted_upstream import Answer, ScriptedUpstream  # noqa: E402
+from support.mini import STAND_IN_PRED, journal, outcome_rows, run_campaign  # noqa: E402
+from support.ray import LocalCluster, write_campaign  # noqa: E402
+from support.scripted_upstream import Answer, ScriptedUpstream  # noqa: E402
 from test_minisweagent_kill import pids_matching  # noqa: E402
 
-from benchtui import events as ev  # noqa: E402
+from benchtui.engine import events as ev  # noqa: E402
 
 
 def executors(cluster: LocalCluster) -> dict[str, dict | None]:

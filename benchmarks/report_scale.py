@@ -52,8 +52,8 @@ path = "target"
 def run_campaign(path: Path, state_dir: Path) -> Path:
     import trio
 
-    from benchtui import engine
-    from benchtui import events as ev
+    from benchtui.engine import events as ev
+    from benchtui.engine import run as engine
 
     prep = engine.prepare(engine.Options(path, state_dir, fresh=True))
     try:

@@ -48,9 +48,9 @@ path = "target"
 def run_one(path: Path, state_dir: Path) -> dict:
     import trio
 
-    from benchtui import engine
-    from benchtui import events as ev
-    from benchtui.cli import tune_gc
+    from benchtui.cli.main import tune_gc
+    from benchtui.engine import events as ev
+    from benchtui.engine import run as engine
 
     tune_gc()  # as the CLI does
     prep = engine.prepare(engine.Options(path, state_dir, fresh=True))
@@ -79,8 +79,8 @@ def run_one(path: Path, state_dir: Path) -> dict:
 
 def resume_load(path: Path, state_dir: Path) -> dict:
     start = time.perf_counter()
-    from benchtui import engine
-    from benchtui.cli import tune_gc
+    from benchtui.cli.main import tune_gc
+    from benchtui.engine import run as engine
 
     tune_gc()
     imported = time.perf_counter()

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from textual import events
 
-from benchtui import engine
-from benchtui import events as ev
-from benchtui.cli import tune_gc
+from benchtui.cli.main import tune_gc
+from benchtui.engine import events as ev
+from benchtui.engine import run as engine
 from benchtui.ui.app import BenchApp, make_app
 from benchtui.ui.widgets import StatusLine
 

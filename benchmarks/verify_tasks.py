@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runners.problem_reductions import verify  # noqa: E402
-from runners.problem_reductions.tasks import TASK_RULES, canonical_certificate  # noqa: E402
+from benchtui.targets.problem_reductions import verify  # noqa: E402
+from benchtui.targets.problem_reductions.tasks import TASK_RULES, canonical_certificate  # noqa: E402
 
 
 def main() -> int:

@@ -30,10 +30,10 @@ import trio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from minisweagent_support import outcome_rows, pred_on_path, run_campaign, write_campaign  # noqa: E402
-from scripted_llm import SUBMIT, Reply, ScriptedLLM  # noqa: E402
+from support.mini import outcome_rows, pred_on_path, run_campaign, write_campaign  # noqa: E402
+from support.scripted_llm import SUBMIT, Reply, ScriptedLLM  # noqa: E402
 
-from benchtui import events as ev  # noqa: E402
+from benchtui.engine import events as ev  # noqa: E402
 
 IMPORTS = (
     "import litellm; from minisweagent.agents.default import DefaultAgent; "

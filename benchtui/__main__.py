@@ -1,5 +1,5 @@
 import sys
 
-from benchtui.cli import main
+from benchtui.cli.main import main
 
 sys.exit(main())

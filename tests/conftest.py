@@ -22,6 +22,6 @@ def hang_guard():
 def real_pred_path():
     """The real `pred`, checked before a Trio test starts: a skip raised inside a Trio run
     reaches pytest without its reason."""
-    from real_parts import require_pred
+    from support.real_parts import require_pred
 
     return require_pred()

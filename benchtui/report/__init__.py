@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchtui.atomic import gc_paused
-from benchtui.money import ZERO
+from benchtui.core.atomic import gc_paused
+from benchtui.core.money import ZERO
 from benchtui.report.audit import Audit, audit
 from benchtui.report.leaderboard import Comparison, ModelStats, found_bug, leaderboard, rule_of
 from benchtui.report.runs import Run, identity_key, read_runs

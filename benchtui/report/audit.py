@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from benchtui.campaign import Model
+from benchtui.engine.campaign import Model
 from benchtui.report.findings import share_gap, spread
 from benchtui.report.logical import LogicalAudit, has_logical, logical_audit
 from benchtui.report.runs import Run, SessionView, sessions_by_model

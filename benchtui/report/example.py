@@ -15,8 +15,8 @@ from pathlib import Path
 
 import trio
 
-from benchtui import engine
-from benchtui import events as ev
+from benchtui.engine import events as ev
+from benchtui.engine import run as engine
 from benchtui.report import build
 from benchtui.report.browser import screenshot
 from benchtui.report.html import render
@@ -56,7 +56,7 @@ total_usd = 12.0
 per_session_usd = 0.25
 
 [runners.demo]
-kind = "benchtui.ui.demo:DemoRunner"
+kind = "benchtui.runners.demo:DemoRunner"
 step_s = 0.15
 bug_sessions = {{ {bugs} }}
 {models}

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from statistics import fmean
 from typing import Any
 
-from benchtui.counters import label, ordered
+from benchtui.core.contract import LogicalLimits
+from benchtui.core.counters import label, ordered
 from benchtui.report.runs import Run, SessionView
-from runners.base import LogicalLimits
 
 OBSERVATION = "observation_chars"
 

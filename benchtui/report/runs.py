@@ -16,16 +16,17 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from benchtui import campaign as campaign_file
-from benchtui import counters, rundir
-from benchtui.campaign import Campaign
-from benchtui.checkpoint import CRASHED, read_journal
-from benchtui.errors import BadInput
-from benchtui.money import ZERO, usd
-from benchtui.plan import PlannedSession, build_plan
-from benchtui.records import JournalRecord
-from benchtui.results import read_details
-from benchtui.store import JOURNAL, LEDGER
+from benchtui.core import counters
+from benchtui.core.errors import BadInput
+from benchtui.core.money import ZERO, usd
+from benchtui.engine import campaign as campaign_file
+from benchtui.engine import rundir
+from benchtui.engine.campaign import Campaign
+from benchtui.engine.checkpoint import CRASHED, read_journal
+from benchtui.engine.plan import PlannedSession, build_plan
+from benchtui.engine.records import JournalRecord
+from benchtui.engine.results import read_details
+from benchtui.engine.store import JOURNAL, LEDGER
 
 RAN = ("done", "error", "killed")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from decimal import Decimal
 
-from benchtui.money import fmt
+from benchtui.core.money import fmt
 from benchtui.report import Report
 from benchtui.report.leaderboard import ModelStats
 from benchtui.report.logical import LogicalAudit, limits_line, table_rows

@@ -16,10 +16,10 @@ import outcome
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
-from benchtui import engine
-from benchtui import events as ev
-from benchtui.errors import BenchtuiError, first_error
-from benchtui.scheduler import Scheduler
+from benchtui.core.errors import BenchtuiError, first_error
+from benchtui.engine import events as ev
+from benchtui.engine import run as engine
+from benchtui.engine.scheduler import Scheduler
 from benchtui.ui.bridge import TrioGuest
 from benchtui.ui.messages import CampaignDone, RedrawNow, Toast
 from benchtui.ui.model import ViewModel

@@ -9,10 +9,10 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
-from benchtui import counters
-from benchtui.money import fmt
-from benchtui.plan import slug
-from benchtui.store import OUTCOMES
+from benchtui.core import counters
+from benchtui.core.money import fmt
+from benchtui.engine.plan import slug
+from benchtui.engine.store import OUTCOMES
 from benchtui.ui.model import SessionView
 from benchtui.ui.sessions import STATE_STYLES
 

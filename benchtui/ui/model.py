@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from benchtui import events as ev
-from benchtui.counters import Usage, flat, usage
-from benchtui.money import ZERO
-from benchtui.plan import PlannedSession
-from benchtui.records import JournalRecord, run_state
-from runners.base import LogicalLimits
+from benchtui.core.contract import LogicalLimits
+from benchtui.core.counters import Usage, flat, usage
+from benchtui.core.money import ZERO
+from benchtui.engine import events as ev
+from benchtui.engine.plan import PlannedSession
+from benchtui.engine.records import JournalRecord, run_state
 
 UNLIMITED = LogicalLimits()
 LOG_LINES = 500

@@ -18,13 +18,13 @@ from typing import Any
 
 from textual.pilot import Pilot
 
-from benchtui import engine
-from benchtui import events as ev
+from benchtui.engine import events as ev
+from benchtui.engine import run as engine
 from benchtui.ui.app import BenchApp, make_app
 
 SIZE = (132, 40)
 MODELS = (("acme/coder-xl", 3.0, 15.0), ("acme/coder-mini", 0.25, 1.25), ("open/hunter-7b", 0.6, 2.4))
-RUNNER = "benchtui.ui.demo:DemoRunner"
+RUNNER = "benchtui.runners.demo:DemoRunner"
 
 
 def campaign_toml(hold_from: int) -> str:

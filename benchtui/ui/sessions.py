@@ -16,7 +16,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from benchtui.money import fmt
+from benchtui.core.money import fmt
 from benchtui.ui.model import SessionView, ViewModel
 
 STATE_STYLES = {

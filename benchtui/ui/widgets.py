@@ -12,8 +12,8 @@ from typing import Any
 from rich.text import Text
 from textual.widget import Widget
 
-from benchtui import events as ev
-from benchtui.money import ZERO, fmt
+from benchtui.core.money import ZERO, fmt
+from benchtui.engine import events as ev
 from benchtui.ui.model import ViewModel
 
 STATE_STYLES = {

@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from runners.base import RunnerProfile
+from benchtui.core.contract import RunnerProfile
 
 FAIRNESS = (
     "Sessions already running keep their runner; only sessions not yet started use the "

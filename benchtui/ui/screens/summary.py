@@ -13,9 +13,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 
-from benchtui import events as ev
-from benchtui.errors import BenchtuiError
-from benchtui.money import fmt
+from benchtui.core.errors import BenchtuiError
+from benchtui.core.money import fmt
+from benchtui.engine import events as ev
 from benchtui.report import Report, build
 from benchtui.report.text import COLUMNS as REPORT_COLUMNS
 from benchtui.report.text import leaderboard_row

@@ -1,0 +1,65 @@
+"""`benchtui check CAMPAIGN.toml [--ping]`: every preflight check, with `--ping` one tiny metered
+call per model (ping.py), as a table; exit 0, or 2 with one line per problem."""
+
+from __future__ import annotations
+
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+from benchtui.cli.args import OneLineParser
+from benchtui.core.contract import Check
+from benchtui.core.money import fmt
+from benchtui.engine import campaign as campaign_file
+from benchtui.engine.campaign import Campaign
+from benchtui.engine.preflight import runner_checks, target_check, unenforced, worst_case
+
+EXIT_OK, EXIT_PROBLEMS = 0, 2
+
+
+def run_checks(campaign: Campaign, *, ping: bool) -> list[Check]:
+    checks = [target_check(campaign)]
+    for name, profile in campaign.runners.items():
+        checks += runner_checks(name, profile, campaign.tasks, full=True)
+    if ping:
+        from benchtui.cli import ping as pinging
+
+        checks += pinging.ping_models(campaign)
+    return checks
+
+
+def table(campaign: Campaign, checks: list[Check]) -> str:
+    width = max(len(c.what) for c in checks) + 2
+    lines = [f"{'check':<{width}}result", "-" * (width + 40)]
+    lines += [
+        f"{c.what:<{width}}{'ok' if c.ok else 'PROBLEM'}: {c.detail if c.ok else c.problem}" for c in checks
+    ]
+    sessions = campaign.sessions_per_model_count
+    lines += [
+        "",
+        f"{'model':<40}{'worst case':>12}{'cap':>12}   ({sessions} sessions × {fmt(campaign.per_session_usd)})",
+    ]
+    for model, amount in worst_case(campaign).items():
+        lines.append(f"{model:<40}{fmt(amount):>12}{fmt(campaign.per_model_usd):>12}")
+    total = sum(worst_case(campaign).values(), Decimal(0))
+    lines.append(
+        f"{'total':<40}{fmt(min(total, campaign.budget.total_usd)):>12}{fmt(campaign.budget.total_usd):>12}"
+    )
+    return "\n".join(lines)
+
+
+def main_check(argv: list[str]) -> int:
+    """Check a campaign before spending money; exit 0, or 2 with one line per problem."""
+    p = OneLineParser(prog="benchtui check", description=main_check.__doc__)
+    p.add_argument("campaign", type=Path, help="campaign TOML file")
+    p.add_argument("--ping", action="store_true", help="one tiny metered call per model (costs a little)")
+    args = p.parse_args(argv)
+    campaign = campaign_file.load(args.campaign, require_target=False)  # BadInput: one line, exit 2
+    checks = run_checks(campaign, ping=args.ping)
+    print(table(campaign, checks))
+    for warning in [*campaign.warnings(), *unenforced(campaign)]:
+        print(f"warning: {warning}")
+    problems = [c for c in checks if not c.ok]
+    for c in problems:
+        print(f"benchtui check: {c.what}: {c.problem}", file=sys.stderr)
+    return EXIT_PROBLEMS if problems else EXIT_OK

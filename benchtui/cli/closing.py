@@ -1,0 +1,62 @@
+"""What a campaign says when a front end closes, and what a run dir says when nothing runs it.
+
+Headless and the TUI print the same closing lines (the per-model table, where the results are,
+how to continue); `benchtui ctl status` on a run that is not running reads the same from disk.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections import Counter
+from pathlib import Path
+
+from benchtui.cli.headless import summary_table
+from benchtui.core.errors import BadInput, BenchtuiError
+from benchtui.engine import events as ev
+from benchtui.engine import rundir
+from benchtui.engine.store import LEDGER
+
+
+def resume_command(run_dir: Path) -> str:
+    """The command that continues this run (the latest run of its state dir)."""
+    state_dir = run_dir.parent
+    default = rundir.state_dir()
+    same = state_dir.resolve() == default.resolve()
+    return "benchtui --resume" + ("" if same else f" --state-dir {state_dir}")
+
+
+def closing_text(run_dir: Path, accounts: ev.AccountsCommitted | None, finished: bool) -> str:
+    """The per-model table, where the results are, and (when unfinished) how to resume."""
+    lines = [summary_table(accounts)] if accounts is not None else []
+    lines.append(f"results: {run_dir / 'results'}/ (one JSON file per model); run dir: {run_dir}")
+    if not finished:
+        lines.append(f"not finished: `{resume_command(run_dir)}` continues it")
+    return "\n".join(lines)
+
+
+def run_dir_status(run_dir: Path) -> str:
+    """`ctl status` of a run nobody runs: its accounts rebuilt from the journal and the saved
+    ledger (read-only: an interrupted attempt shows as the error `--resume` will record)."""
+    from benchtui.engine import campaign as campaign_file
+    from benchtui.engine import checkpoint
+    from benchtui.engine.plan import build_plan
+    from benchtui.engine.run import accounts_event
+
+    try:
+        campaign = campaign_file.load(run_dir / rundir.CAMPAIGN)
+        plan = build_plan(campaign)
+        check = checkpoint.load(run_dir, campaign, plan)
+    except BenchtuiError as exc:
+        raise BadInput(
+            f"the campaign in {run_dir} is not running, and its state cannot be read: {exc}"
+        ) from None
+    unfinished = len(check.pending(plan))
+    ended = sum(1 for s in plan if (r := check.journal.get(s.id)) is not None and r.ended)
+    saved = tomllib.loads((run_dir / LEDGER).read_text())  # readable: checkpoint.load read it
+    state = "finished" if not unfinished else f"stopped, {unfinished} of {len(plan)} sessions to run"
+    head = (
+        f"campaign {campaign.name}: {state} (not running), runner {saved.get('runner', campaign.runner)}, "
+        f"{ended}/{len(plan)} sessions ended"
+    )
+    table = accounts_event(check.ledger, Counter(s.model for s in plan))
+    return head + "\n" + closing_text(run_dir, table, finished=not unfinished)

@@ -1,0 +1,181 @@
+"""`benchtui ctl [RUN_DIR] COMMAND`: steer a running campaign (TUI or headless) from another terminal.
+
+A blocking client of the run's control socket (see `benchtui.engine.control`): one request, one reply.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from benchtui.cli.args import OneLineParser, add_state_dir
+from benchtui.core.bounds import MAX_PARALLELISM
+from benchtui.core.errors import BadInput
+from benchtui.engine import rundir
+
+COMMANDS = {"pause": 0, "resume": 0, "stop": 0, "status": 0, "kill": 1, "runner": 1, "parallelism": 1}
+TIMEOUT_S = 10.0
+MAX_REPLY = 16 * 1024 * 1024
+"""A status reply of a campaign with many models is a few KB; anything past this is not benchtui."""
+
+
+def parser() -> OneLineParser:
+    p = OneLineParser(
+        prog="benchtui ctl",
+        usage="benchtui ctl [--state-dir DIR] [RUN_DIR] COMMAND [ARG] [--now]",
+        description="Act on a running campaign through its control socket.",
+        epilog="Commands: pause | resume | stop [--now] | status | kill SESSION_ID | "
+        "runner PROFILE | parallelism N. RUN_DIR defaults to the latest run.",
+    )
+    p.add_argument("words", nargs="+", metavar="[RUN_DIR] COMMAND [ARG]", help=argparse.SUPPRESS)
+    p.add_argument("--now", action="store_true", help="with stop: interrupt running sessions too")
+    add_state_dir(p)
+    return p
+
+
+def request_for(command: str, args: list[str], now: bool) -> dict[str, Any]:
+    if len(args) != COMMANDS[command]:
+        raise BadInput(f"ctl {command} takes {COMMANDS[command] or 'no'} argument(s)")
+    if command == "kill":
+        return {"cmd": "kill", "session": args[0]}
+    if command == "runner":
+        return {"cmd": "runner", "profile": args[0]}
+    if command == "parallelism":
+        if not args[0].isdigit() or not 1 <= int(args[0]) <= MAX_PARALLELISM:
+            raise BadInput(f"ctl parallelism takes a whole number from 1 to {MAX_PARALLELISM}")
+        return {"cmd": "parallelism", "n": int(args[0])}
+    return {"cmd": command, "now": now} if command == "stop" else {"cmd": command}
+
+
+def find_run_dir(given: str | None, state_dir: Path | None) -> Path:
+    if given is not None:
+        run_dir = Path(given)
+        if not (run_dir / rundir.CAMPAIGN).exists():
+            raise BadInput(f"no such run: {run_dir}")
+        return run_dir
+    state_dir = rundir.state_dir(state_dir)
+    try:
+        return rundir.latest(state_dir)
+    except BadInput:
+        raise BadInput(f"no run under {state_dir} (give RUN_DIR or --state-dir)") from None
+
+
+class NotRunning(BadInput):
+    """Nothing answers on the run's control socket."""
+
+
+def ask(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
+    """Send one request to the run's control socket; BadInput when nothing answers."""
+    from benchtui.core.inputs import loads_json
+    from benchtui.engine.control import socket_address
+
+    path = run_dir / rundir.CONTROL_SOCKET
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(TIMEOUT_S)
+        try:
+            with socket_address(path) as address:
+                sock.connect(address)
+        except TimeoutError:  # its backlog is full: many clients at once
+            raise BadInput(f"the campaign in {run_dir} is busy: no answer in {TIMEOUT_S:g} s") from None
+        except OSError:  # no socket, or a stale one left by a killed process
+            raise NotRunning(f"the campaign in {run_dir} is not running") from None
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            while not chunks or not chunks[-1].endswith(b"\n"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > MAX_REPLY:
+                    raise BadInput(f"{path} answered more than {MAX_REPLY} bytes: not a benchtui campaign")
+        except OSError as exc:
+            raise BadInput(f"the campaign in {run_dir} did not answer: {exc}") from None
+    reply = b"".join(chunks)
+    if not reply.endswith(b"\n"):
+        raise BadInput(f"the campaign in {run_dir} stopped before answering")
+    try:
+        answer = loads_json(reply.split(b"\n", 1)[0])
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise BadInput(f"{path} answered something that is not a benchtui reply")
+    return answer
+
+
+def running_counters(run_dir: Path, running: list[str]) -> list[str]:
+    """The logical budget each running session has taken (campaigns with `[budget.per_session]`),
+    from the saved ledger's in-flight tables: the units that are durable, as a crash would keep them."""
+    from benchtui.core.counters import line, usage
+    from benchtui.engine import campaign as campaign_file
+    from benchtui.engine.ledger import Ledger
+    from benchtui.engine.store import LEDGER
+
+    limits = campaign_file.load(run_dir / rundir.CAMPAIGN, require_target=False).logical_limits
+    if not limits or not running:
+        return []
+    path = run_dir / LEDGER
+    try:
+        flights = {f.session: f for f in Ledger.running_from_toml(tomllib.loads(path.read_text()))}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise BadInput(f"{path}: unreadable ({exc})") from None
+    width = max(map(len, running))
+    return ["logical budget used:"] + [
+        f"  {sid:<{width}}  {line(usage(f.counters if (f := flights.get(sid)) else {}, limits))}"
+        for sid in running
+    ]
+
+
+def show_status(reply: dict[str, Any], run_dir: Path | None = None) -> str:
+    from benchtui.cli.headless import summary_table
+    from benchtui.engine.control import accounts_from_json
+
+    running = reply.get("running") or []
+    lines = [
+        f"campaign {reply['campaign']}: {reply['state']}, runner {reply['runner']}, "
+        f"parallelism {reply['parallelism']}, {len(running)} running"
+        + (f" ({', '.join(running)})" if running else "")
+    ]
+    if run_dir is not None:
+        lines += running_counters(run_dir, [str(sid) for sid in running])
+    if reply.get("accounts"):
+        lines.append(summary_table(accounts_from_json(reply["accounts"])))
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    words = list(args.words)
+    given = words.pop(0) if words[0] not in COMMANDS else None
+    if not words or words[0] not in COMMANDS:
+        raise BadInput(f"ctl: expected a command ({' | '.join(COMMANDS)})")
+    command = words.pop(0)
+    request = request_for(command, words, args.now)
+    run_dir = find_run_dir(given, args.state_dir)
+    try:
+        reply = ask(run_dir, request)
+    except NotRunning:
+        if command != "status":
+            raise
+        from benchtui.cli.closing import run_dir_status
+
+        print(run_dir_status(run_dir))
+        return 0
+    if not reply.get("ok"):
+        raise BadInput(str(reply.get("error") or "the campaign refused"))
+    try:
+        print(show_status(reply, run_dir) if command == "status" else str(reply.get("message", "ok")))
+    except (KeyError, TypeError, ValueError, ArithmeticError):
+        raise BadInput(f"{run_dir / rundir.CONTROL_SOCKET} answered a malformed {command} reply") from None
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

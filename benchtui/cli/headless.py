@@ -1,0 +1,144 @@
+"""The headless front end: a line per session start/end, a final per-model table.
+
+Ctrl-C (or SIGTERM) once: stop launching, let running sessions finish. Twice: interrupt them.
+Either way the state is saved and `--resume` continues. When stdin is a terminal, the keys
+`p` (pause launching), `r` (resume) and `q` (stop launching) work too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import termios
+import tty
+from collections.abc import Callable
+from typing import TextIO
+
+import trio
+
+from benchtui.core.errors import BenchtuiError, first_error
+from benchtui.core.money import fmt
+from benchtui.engine import events as ev
+from benchtui.engine import run as engine
+from benchtui.engine.scheduler import Scheduler
+
+
+class LinePrinter:
+    """Turns events into log-friendly lines (the same text as the TUI's event pane)."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self.out = out
+        self.accounts: ev.AccountsCommitted | None = None
+        self.ended: ev.CampaignEnded | None = None
+        self.broken = False
+        self.on_broken: Callable[[], None] = lambda: None
+        """Called once if the output goes away (`| head`): the headless run then stops launching."""
+
+    def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.AccountsCommitted):
+            self.accounts = event
+            return
+        if isinstance(event, ev.CampaignEnded):
+            self.ended = event
+        if isinstance(event, ev.CampaignStarted):
+            for warning in event.warnings:
+                self.write(f"note: {warning}")
+        line = ev.describe(event)
+        if line:
+            self.write(line)
+
+    def write(self, line: str) -> None:
+        if self.broken:
+            return
+        try:
+            print(line, file=self.out, flush=True)
+        except BrokenPipeError:
+            self.broken = True
+            with contextlib.suppress(AttributeError, OSError, ValueError):  # quiet at exit, too
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self.out.fileno())
+            self.on_broken()
+
+    def table(self) -> str:
+        return summary_table(self.accounts) if self.accounts else ""
+
+
+def summary_table(acc: ev.AccountsCommitted) -> str:
+    head = f"{'model':<28} {'done':>5} {'skip':>5} {'error':>5} {'killed':>6} {'certs':>5} {'spent':>10} {'cap':>10}"
+    rows = [head, "-" * len(head)]
+    for m in acc.models:
+        rows.append(
+            f"{m.name:<28} {m.done:>5} {m.skipped:>5} {m.errors:>5} {m.killed:>6} "
+            f"{m.certificates:>5} {fmt(m.spent_usd):>10} {fmt(m.cap_usd):>10}"
+        )
+    rows.append(
+        f"{'total':<28} {'':>5} {'':>5} {'':>5} {'':>6} {'':>5} {fmt(acc.spent_usd):>10} "
+        f"{fmt(acc.budget_usd):>10}   (wasted {fmt(acc.wasted_usd)})"
+    )
+    return "\n".join(rows)
+
+
+async def _watch_signals(scheduler: Scheduler, printer: LinePrinter) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        count = 0
+        async for _ in signals:
+            count += 1
+            if count == 1:
+                printer.write(
+                    "stopping: no new sessions; running ones finish (Ctrl-C again to interrupt them)"
+                )
+                scheduler.stop()
+            else:
+                printer.write("interrupting running sessions (they are retried on --resume)")
+                scheduler.stop(now=True)
+
+
+def keys_available(fd: int = 0) -> bool:
+    """Is `fd` a terminal whose foreground we own? (Else reading keys would stop the process.)"""
+    try:
+        return os.isatty(fd) and os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
+
+
+async def _watch_keys(scheduler: Scheduler, printer: LinePrinter, fd: int = 0) -> None:
+    """`p` / `r` / `q` on the terminal: cbreak mode (keys arrive one by one, Ctrl-C stays a signal)."""
+    saved = termios.tcgetattr(fd)
+    tty.setcbreak(fd)
+    try:
+        printer.write("keys: p pause launching, r resume, q stop launching (running sessions finish)")
+        while True:
+            # Wait, then read: the fd stays blocking (it is shared with stdout on a terminal).
+            await trio.lowlevel.wait_readable(fd)
+            data = os.read(fd, 64)
+            if not data:
+                return
+            for key in data.decode(errors="ignore").lower():
+                if key == "p":
+                    scheduler.pause()
+                elif key == "r":
+                    scheduler.resume()
+                elif key == "q" and not scheduler.stopping:
+                    printer.write("stopping: no new sessions; running ones finish")
+                    scheduler.stop()
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+async def main(prep: engine.PreparedRun, printer: LinePrinter, keys: bool = False) -> ev.CampaignEnded:
+    """Run the campaign headless, to its end. `keys`: read p/r/q from stdin."""
+    bus = ev.EventBus()
+    bus.subscribe(printer)
+    try:
+        async with engine.open_run(prep, bus) as run, trio.open_nursery() as front:
+            printer.on_broken = run.scheduler.stop
+            front.start_soon(_watch_signals, run.scheduler, printer)
+            if keys:
+                front.start_soon(_watch_keys, run.scheduler, printer)
+            await run.until_done()
+            front.cancel_scope.cancel()
+    except* BenchtuiError as group:
+        raise first_error(group) from None
+    assert printer.ended is not None
+    return printer.ended

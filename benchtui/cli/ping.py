@@ -1,0 +1,83 @@
+"""`benchtui check --ping`: one tiny metered call per model, as a throwaway campaign.
+
+The ping runs through the same engine as a campaign (plan, reservations, meter, ledger, journal)
+in a temporary run dir: each model gets one session of the active profile's ping runner, with
+`max_output_tokens` cut to PING_MAX_TOKENS so the hold is tiny. Its cost is read back from that
+run's ledger and reported; the run dir is then thrown away.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+import trio
+
+from benchtui.core import registry
+from benchtui.core.contract import Check
+from benchtui.core.money import token_cost, usd
+from benchtui.engine import events as ev
+from benchtui.engine import run as engine
+from benchtui.engine.campaign import Campaign
+
+PING_MAX_TOKENS = 16
+PING_PROMPT_TOKENS = 1000  # a bound on any ping runner's prompt (the mini one authorises 64)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    return float(value) if isinstance(value, Decimal) else value
+
+
+def throwaway_campaign(campaign: Campaign, ping_table: dict[str, Any], target: Path) -> dict[str, Any]:
+    models = [{**_plain(m.model_dump()), "max_output_tokens": PING_MAX_TOKENS} for m in campaign.models]
+    worst = max(
+        token_cost(PING_PROMPT_TOKENS, m.input_usd_per_mtok)
+        + token_cost(PING_MAX_TOKENS, m.output_usd_per_mtok)
+        for m in campaign.models
+    )
+    per_session = max(usd(worst), Decimal("1e-6"))  # a budget must be positive, even for free models
+    return {
+        "name": "ping",
+        "sessions_per_model": 1,
+        "parallelism": len(models),
+        "runner": "ping",
+        "budget": {"total_usd": float(per_session * len(models)), "per_session_usd": float(per_session)},
+        "runners": {"ping": ping_table},
+        "models": models,
+        "environment": {"path": str(target)},
+    }
+
+
+def ping_models(campaign: Campaign) -> list[Check]:
+    profile = campaign.runners[campaign.runner]
+    make = getattr(registry.runner_class(profile.kind), "ping_profile", None)
+    if make is None:
+        return [Check(f"ping ({campaign.runner})", f"runner kind {profile.kind!r} cannot ping models")]
+    with tempfile.TemporaryDirectory(prefix="benchtui-ping-") as tmp:
+        root = Path(tmp)
+        (root / "target").mkdir()
+        path = root / "ping.toml"
+        path.write_text(tomli_w.dumps(throwaway_campaign(campaign, make(profile), root / "target")))
+        with engine.prepare(engine.Options(path, root / "runs")) as prep:
+            trio.run(engine.run, prep, ev.EventBus())
+        ledger = prep.checkpoint.ledger
+        ends = {rec.model: rec.to_json() for rec in prep.checkpoint.journal.values()}
+    checks = []
+    for model in campaign.models:
+        end, spent = ends.get(model.name, {}), ledger.models[model.name].spent
+        what = f"ping {model.name}"
+        if end.get("state") == "done":
+            checks.append(Check(what, detail=f"{end.get('reason', '')} (ledger: ${spent.normalize():f})"))
+        else:
+            checks.append(
+                Check(
+                    what,
+                    f"{end.get('reason') or end.get('state', 'did not run')} (ledger: ${spent.normalize():f})",
+                )
+            )
+    return checks

@@ -1,0 +1,90 @@
+"""`benchtui schema`: the campaign file's JSON Schema, shaped for editors and validators.
+
+pydantic's schema is the starting point; three changes make it useful in an editor (taplo,
+VS Code's Even Better TOML, check-jsonschema):
+- each `[runners.*]` table is checked against the profile its `kind` names (an if/then per
+  installed kind), so a typo gets that profile's error, not "not valid under any of the schemas";
+- money is a number (pydantic also allows any string for a Decimal: "lots of money" passed);
+- `$schema` says which draft it is written in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from benchtui.core import registry
+from benchtui.core.contract import RunnerProfile
+from benchtui.engine.campaign import Campaign
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+
+
+def _profiles() -> dict[str, type[RunnerProfile]]:
+    """The installed kinds' profiles (a broken third-party runner must not hide the others)."""
+    found = {}
+    for kind in registry.available():
+        try:
+            found[kind] = registry.runner_class(kind).Profile
+        except Exception:  # noqa: BLE001
+            continue
+    return found
+
+
+def runner_table_schema(defs: dict[str, Any]) -> dict[str, Any]:
+    """A `[runners.*]` table: a `kind`, then the keys of that kind's profile (added to `defs`)."""
+    branches = []
+    for kind, profile in _profiles().items():
+        schema = profile.model_json_schema(ref_template="#/$defs/{model}")
+        defs.update(schema.pop("$defs", {}))
+        defs[profile.__name__] = schema
+        branches.append(
+            {
+                "if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
+                "then": {"$ref": f"#/$defs/{profile.__name__}"},
+            }
+        )
+    kind_doc = RunnerProfile.model_fields["kind"].description
+    return {
+        "type": "object",
+        "required": ["kind"],
+        "properties": {
+            "kind": {
+                "type": "string",
+                "description": kind_doc,
+                "examples": sorted(_profiles()),
+            }
+        },
+        "allOf": branches,
+    }
+
+
+def _numbers_for_money(node: Any) -> Any:
+    """Decimal fields: keep the number branch, drop pydantic's any-string one."""
+    if isinstance(node, list):
+        return [_numbers_for_money(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _numbers_for_money(value) for key, value in node.items()}
+    branches = node.get("anyOf")
+    if isinstance(branches, list) and any(b.get("type") == "number" for b in branches):
+        kept = [b for b in branches if b.get("type") != "string"]
+        if len(kept) < len(branches):
+            node.pop("anyOf")
+            if len(kept) == 1:
+                node.update(kept[0])
+            else:
+                node["anyOf"] = kept
+            if isinstance(node.get("default"), str):
+                with contextlib.suppress(InvalidOperation):
+                    node["default"] = float(Decimal(node["default"]))
+    return node
+
+
+def json_schema() -> dict[str, Any]:
+    schema = Campaign.model_json_schema(ref_template="#/$defs/{model}")
+    defs = schema.setdefault("$defs", {})
+    defs.pop("RunnerProfile", None)
+    schema["properties"]["runners"]["additionalProperties"] = runner_table_schema(defs)
+    return {"$schema": DRAFT, **_numbers_for_money(schema)}

@@ -1,0 +1,170 @@
+"""One attempt of one session: start it durably, run the runner within its limits, judge what
+came back, then end it in the ledger, the results details and the journal, in that order.
+
+An attempt acts only through `Accounts` and returns its end record to the launch loop, which
+hands its slot and unused reservation back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, get_args
+
+import trio
+
+from benchtui.core import counters
+from benchtui.core.contract import Result, SessionOutcome, SessionSpec
+from benchtui.core.errors import StorageFailed
+from benchtui.engine import events as ev
+from benchtui.engine.accounts import Accounts
+from benchtui.engine.ledger import InFlight
+from benchtui.engine.meter import SessionMeter
+from benchtui.engine.records import JournalRecord, SessionState, now
+from benchtui.engine.runner_pool import RunnerPool
+
+RESULTS = set(get_args(Result))
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    state: SessionState  # done | error | killed
+    result: str | None
+    reason: str = ""
+    retryable: bool = False
+    outcome: SessionOutcome | None = None
+
+
+KILLED = Ending("killed", None, "killed by the user")
+OVERSPENT = Ending("error", "error", "killed: charges exceeded the session's reservation")
+STOPPED_NOW = Ending("error", "error", "interrupted: campaign stopped", retryable=True)
+
+
+def ending_of(outcome: Any) -> Ending:
+    """What a runner returned, as an ending; garbage is an infrastructure error."""
+    if (
+        not isinstance(outcome, SessionOutcome)
+        or outcome.result not in RESULTS
+        or not isinstance(outcome.reason, str)
+        or not (outcome.certificate is None or isinstance(outcome.certificate, dict))
+    ):
+        return Ending("error", "error", f"runner returned garbage: {outcome!r:.200}", retryable=True)
+    if outcome.infra_error:
+        return Ending("error", "error", outcome.reason or "infrastructure error", True, outcome)
+    return Ending("done", outcome.result, outcome.reason, False, outcome)
+
+
+class Attempt:
+    def __init__(
+        self,
+        accounts: Accounts,
+        runners: RunnerPool,
+        spec: SessionSpec,
+        flight: InFlight,
+        *,
+        wall_time_s: float | None,
+    ) -> None:
+        self.accounts = accounts
+        self.runners = runners
+        self.spec = spec
+        self.flight = flight
+        self.wall_time_s = wall_time_s
+        self.meter = SessionMeter(
+            accounts,
+            flight,
+            spec.model,
+            spec.budget_usd,
+            limits=spec.limits,
+            on_overspent=lambda: self.cancel(OVERSPENT),
+        )
+        self.scope = trio.CancelScope()
+        self.stopped_by: Ending | None = None
+
+    def cancel(self, why: Ending) -> None:
+        """Stop the attempt now (kill, overspend, stop-now); the first reason given wins."""
+        if self.stopped_by is None:
+            self.stopped_by = why
+            self.scope.cancel()
+
+    def _line(self, state: SessionState, **fields: Any) -> JournalRecord:
+        s, f = self.spec, self.flight
+        return JournalRecord(
+            session=s.id,
+            model=s.model.name,
+            index=s.index,
+            task=s.task,
+            state=state,
+            attempt=f.attempt,
+            runner=f.runner,
+            t=now(),
+            **fields,
+        )
+
+    async def run(self) -> JournalRecord:
+        """Run to the end, whatever happens; returns the attempt's end record (durable)."""
+        s, flight = self.spec, self.flight
+        self.accounts.record(
+            self._line("running", reserved_usd=flight.reservation, environment=s.environment_fingerprint)
+        )
+        ending = None
+        try:
+            with self.scope:
+                await self.accounts.commit()
+                self.accounts.emit(
+                    ev.SessionStarted(
+                        session=s.id,
+                        model=s.model.name,
+                        index=s.index,
+                        task=s.task,
+                        attempt=flight.attempt,
+                        runner=flight.runner,
+                    )
+                )
+                runner = await self.runners.get(flight.runner)
+                with trio.move_on_after(self.wall_time_s or math.inf) as wall:
+                    outcome = await runner.run(s, self.meter)
+                ending = (
+                    ending_of(outcome)
+                    if not wall.cancelled_caught
+                    else Ending("error", "error", f"wall-clock limit of {self.wall_time_s:g} s reached")
+                )
+        except StorageFailed:
+            raise
+        except Exception as exc:  # a crashing runner is an infrastructure error: retried on resume
+            ending = Ending("error", "error", f"runner failed: {type(exc).__name__}: {exc}", retryable=True)
+        return await self._end(self.stopped_by or ending or STOPPED_NOW)
+
+    async def _end(self, ending: Ending) -> JournalRecord:
+        outcome, meter = ending.outcome, self.meter
+        certificate = bool(outcome and outcome.certificate)
+        cost = self.accounts.close(self.flight, ending.state, certificate=certificate, tokens=meter.tokens)
+        if outcome and (outcome.certificate or outcome.verify_details or outcome.extra):
+            self.accounts.record_details(
+                self.spec.model.name,
+                {
+                    "session": self.spec.id,
+                    "attempt": self.flight.attempt,
+                    "certificate": outcome.certificate,
+                    "verify_details": outcome.verify_details,
+                    **outcome.extra,
+                },
+            )
+        end = self._line(
+            ending.state,
+            cost_usd=cost,
+            result=ending.result,
+            reason=ending.reason,
+            retryable=ending.retryable,
+            steps=outcome.steps if outcome else 0,
+            calls=meter.calls,
+            tokens=meter.tokens,
+            certificate=certificate,
+            counters=counters.nest(self.flight.counters, self.spec.limits.counters)
+            if self.spec.limits
+            else None,
+            exhausted=tuple(meter.exhausted),
+        )
+        self.accounts.record(end)
+        with trio.CancelScope(shield=True):
+            await self.accounts.commit()
+        return end

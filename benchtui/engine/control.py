@@ -1,0 +1,249 @@
+"""The control endpoint: `<run dir>/control.sock`, so `benchtui ctl` can steer a running campaign.
+
+Protocol: JSON lines. Each request is one object, e.g. `{"cmd": "pause"}`, `{"cmd": "kill",
+"session": "m-0001"}`, `{"cmd": "runner", "profile": "mini"}`, `{"cmd": "parallelism", "n": 8}`,
+`{"cmd": "stop", "now": false}`, `{"cmd": "status"}`; each reply is one object with `"ok": true`
+(plus `message`, or the status fields) or `"ok": false, "error": "..."`. Commands are the
+scheduler's own control calls, run in the engine's Trio thread like the UI's keys.
+
+Anyone who can reach the socket is a client, so the campaign must never notice a bad one: a
+line is at most MAX_LINE bytes and its JSON is parsed safely (deep nesting is an error reply);
+at most MAX_CLIENTS connections are served at once (the others wait in the kernel's backlog, so
+file descriptors stay bounded); a client that sends nothing, or does not read its replies, for
+IDLE_S is dropped. The socket is 0600 in a 0700 run dir.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import asdict
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from benchtui.core.bounds import MAX_PARALLELISM
+from benchtui.core.inputs import loads_json
+from benchtui.engine import events as ev
+from benchtui.engine.rundir import CONTROL_SOCKET
+from benchtui.engine.scheduler import Scheduler
+
+MAX_LINE = 64 * 1024
+MAX_CLIENTS = 32
+IDLE_S = 10.0
+UNIX_PATH_MAX = 100  # sun_path is 108 bytes on Linux; leave room for the terminator
+
+
+@contextlib.contextmanager
+def socket_address(path: Path) -> Iterator[str]:
+    """An address for `path` that fits sun_path: long paths go through /proc/self/fd (Linux)."""
+    if len(os.fsencode(path)) < UNIX_PATH_MAX:
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)
+
+
+def accounts_to_json(acc: ev.AccountsCommitted) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(json.dumps(asdict(acc), default=str))
+    return data
+
+
+def accounts_from_json(data: dict[str, Any]) -> ev.AccountsCommitted:
+    money = {k: Decimal(v) for k, v in data.items() if k.endswith("_usd")}
+    models = tuple(
+        ev.ModelTotals(**{k: Decimal(v) if k.endswith("_usd") else v for k, v in m.items()})  # type: ignore[arg-type]
+        for m in data["models"]
+    )
+    return ev.AccountsCommitted(models=models, **money)
+
+
+class Controller:
+    """Answers requests with the scheduler's control calls; remembers the last committed accounts."""
+
+    def __init__(self, scheduler: Scheduler) -> None:
+        self.scheduler = scheduler
+        self.accounts: ev.AccountsCommitted | None = None
+
+    def listen(self, event: ev.Event) -> None:
+        if isinstance(event, ev.AccountsCommitted):
+            self.accounts = event
+
+    def answer(self, request: Any) -> dict[str, Any]:
+        if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
+            return {"ok": False, "error": 'a request is a JSON object with a "cmd"'}
+        s, cmd = self.scheduler, request["cmd"]
+        try:
+            if cmd == "status":
+                return {
+                    "ok": True,
+                    "campaign": s.campaign.name,
+                    "state": s.state,
+                    "runner": s.runner,
+                    "parallelism": s.parallelism,
+                    "running": sorted(s.running_sessions()),
+                    "accounts": accounts_to_json(self.accounts) if self.accounts else None,
+                }
+            if cmd == "pause":
+                s.pause()
+                return {"ok": True, "message": "paused: no new session starts; running ones go on"}
+            if cmd == "resume":
+                if s.stopping:
+                    return {"ok": False, "error": "the campaign is stopping; resume it with --resume"}
+                s.resume()
+                return {"ok": True, "message": "resumed: sessions launch again"}
+            if cmd == "stop":
+                now = bool(request.get("now"))
+                s.stop(now=now)
+                return {
+                    "ok": True,
+                    "message": "stopping: "
+                    + ("running sessions interrupted" if now else "running sessions finish first"),
+                }
+            if cmd == "kill":
+                session = request.get("session")
+                if not isinstance(session, str):
+                    return {"ok": False, "error": 'kill needs a "session" string'}
+                if not s.kill(session):
+                    return {"ok": False, "error": f"no running session {session!r}"}
+                return {"ok": True, "message": f"killed {session}"}
+            if cmd == "runner":
+                if not isinstance(request.get("profile"), str):
+                    return {"ok": False, "error": 'runner needs a "profile" string'}
+                s.set_runner(request["profile"])
+                return {"ok": True, "message": f"runner {s.runner} for sessions not yet started"}
+            if cmd == "parallelism":
+                n = request.get("n")
+                if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_PARALLELISM:
+                    return {
+                        "ok": False,
+                        "error": f"parallelism needs an integer n from 1 to {MAX_PARALLELISM}",
+                    }
+                s.set_parallelism(n)
+                return {"ok": True, "message": f"parallelism {n}"}
+        except ValueError as exc:
+            return {"ok": False, "error": str(exc)}
+        return {"ok": False, "error": f"unknown command {cmd[:100]!r}"}
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        """One client connection; a client that goes away or misbehaves never disturbs the campaign."""
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            async with stream:
+                await self._converse(stream)
+
+    async def _converse(self, stream: trio.SocketStream) -> None:
+        buffer = b""
+        while True:
+            with trio.move_on_after(IDLE_S) as idle:  # a request must arrive whole in time
+                while b"\n" not in buffer and len(buffer) <= MAX_LINE:
+                    chunk = await stream.receive_some(MAX_LINE)
+                    if not chunk:
+                        return
+                    buffer += chunk
+            if idle.cancelled_caught:
+                return
+            if b"\n" not in buffer:
+                await self._send(
+                    stream, {"ok": False, "error": f"a request line is at most {MAX_LINE} bytes"}
+                )
+                return
+            line, buffer = buffer.split(b"\n", 1)
+            try:
+                reply = self.answer(loads_json(line))
+            except ValueError:
+                reply = {"ok": False, "error": "not a JSON line"}
+            if not await self._send(stream, reply):
+                return
+
+    @staticmethod
+    async def _send(stream: trio.SocketStream, reply: dict[str, Any]) -> bool:
+        with trio.move_on_after(IDLE_S):  # a client that does not read its replies is dropped
+            await stream.send_all(json.dumps(reply).encode() + b"\n")
+            return True
+        return False
+
+    async def serve_clients(self, listener: trio.SocketListener) -> None:
+        """Accept a client only when one of MAX_CLIENTS slots is free."""
+        slots = trio.Semaphore(MAX_CLIENTS)
+
+        async def one(stream: trio.SocketStream) -> None:
+            try:
+                await self.handle(stream)
+            finally:
+                slots.release()
+
+        async with trio.open_nursery() as nursery:
+            while True:
+                await slots.acquire()
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:
+                    slots.release()
+                    if exc.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                        raise
+                    await trio.sleep(0.1)  # out of descriptors: the campaign's own files come first
+                    continue
+                nursery.start_soon(one, stream)
+
+
+async def serve(
+    run_dir: Path,
+    scheduler: Scheduler,
+    bus: ev.EventBus,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve `<run dir>/control.sock` until cancelled, then remove it.
+
+    The run dir lock is ours, so a socket file left by a crashed run is stale: replace it. If the
+    socket cannot be created or breaks, say so and go on: the campaign must not depend on remote
+    control.
+    """
+    path = run_dir / CONTROL_SOCKET
+    controller = Controller(scheduler)
+    unsubscribe = bus.subscribe(controller.listen)
+    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    bound: int | None = None
+    try:
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            with socket_address(path) as address:
+                await sock.bind(address)
+            os.chmod(path, 0o600)  # the run dir is 0700 already; the socket too, whatever the umask
+            bound = path.stat().st_ino
+            sock.listen()
+        except OSError as exc:
+            bus.emit(
+                ev.Notice(
+                    level="warning",
+                    message=f"no control socket ({exc}): `benchtui ctl` cannot reach this run",
+                )
+            )
+            task_status.started()
+            return
+        task_status.started()
+        try:
+            await controller.serve_clients(trio.SocketListener(sock))
+        except OSError as exc:
+            bus.emit(
+                ev.Notice(
+                    level="warning",
+                    message=f"control socket failed ({exc}): `benchtui ctl` cannot reach this run",
+                )
+            )
+    finally:
+        sock.close()
+        unsubscribe()
+        with contextlib.suppress(OSError):  # only our own socket: never a file someone put there
+            if bound is not None and path.lstat().st_ino == bound:
+                path.unlink()

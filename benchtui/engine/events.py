@@ -1,0 +1,189 @@
+"""The event stream: the only way engine state reaches the UI, the headless printer and `ctl`.
+
+Listeners are plain callables, called synchronously in the engine's (Trio) thread; they must
+return quickly (front ends coalesce and redraw on their own clock).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from benchtui.core.money import fmt
+from benchtui.engine.records import JournalRecord, RunState, SessionState, run_state
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelTotals:
+    """A model's account as last committed to the ledger."""
+
+    name: str
+    cap_usd: Decimal
+    spent_usd: Decimal
+    reserved_usd: Decimal
+    wasted_usd: Decimal
+    done: int
+    skipped: int
+    errors: int
+    killed: int
+    running: int
+    certificates: int
+    planned: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CampaignStarted:
+    name: str
+    run_dir: str
+    runner: str
+    parallelism: int
+    sessions: int
+    remaining: int
+    resumed: bool
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionStarted:
+    session: str
+    model: str
+    index: int
+    task: str | None
+    attempt: int
+    runner: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionProgress:
+    session: str
+    note: str = ""
+    calls: int = 0
+    cost_usd: Decimal = Decimal(0)
+    counters: tuple[tuple[str, int, int], ...] = ()
+    """(counter, used, limit) of each logical budget the campaign sets (`[budget.per_session]`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionEnded:
+    session: str
+    model: str
+    index: int
+    attempt: int
+    state: SessionState  # done | skipped_budget | error | killed
+    result: str | None
+    reason: str
+    cost_usd: Decimal
+    retryable: bool = False
+    certificate: bool = False
+    counters: dict[str, Any] | None = None
+    """As on the journal's end line (campaigns with logical budgets)."""
+    exhausted: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, end: JournalRecord) -> SessionEnded:
+        return cls(
+            session=end.session,
+            model=end.model,
+            index=end.index,
+            attempt=end.attempt,
+            state=end.state,
+            result=end.result,
+            reason=end.reason,
+            cost_usd=end.cost_usd,
+            retryable=end.retryable,
+            certificate=end.certificate,
+            counters=end.counters,
+            exhausted=end.exhausted,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AccountsCommitted:
+    """After each durable commit: what the ledger on disk now says."""
+
+    budget_usd: Decimal
+    spent_usd: Decimal
+    reserved_usd: Decimal
+    wasted_usd: Decimal
+    models: tuple[ModelTotals, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControlChanged:
+    paused: bool
+    stopping: bool
+    runner: str
+    parallelism: int
+
+    @property
+    def state(self) -> RunState:
+        return run_state(paused=self.paused, stopping=self.stopping)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notice:
+    level: str  # info | warning | error
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CampaignEnded:
+    finished: bool
+    """True when every session reached a final state."""
+    stopped: bool = False
+    """Stopped or interrupted by the user (or a signal): resumable."""
+    retry: int = 0
+    """Not stopped, yet not finished: sessions that ended in infrastructure errors (retried on resume)."""
+    message: str = ""
+
+
+Event = (
+    CampaignStarted
+    | SessionStarted
+    | SessionProgress
+    | SessionEnded
+    | AccountsCommitted
+    | ControlChanged
+    | Notice
+    | CampaignEnded
+)
+Listener = Callable[[Event], None]
+
+
+def describe(event: Event) -> str | None:
+    """The one line headless prints and the TUI's event pane shows (None: not worth a line)."""
+    match event:
+        case CampaignStarted():
+            verb = "resuming" if event.resumed else "starting"
+            return (
+                f"{verb} campaign {event.name}: {event.remaining} of {event.sessions} sessions to run, "
+                f"runner {event.runner}, parallelism {event.parallelism}, run dir {event.run_dir}"
+            )
+        case SessionStarted():
+            return f"start {event.session} (attempt {event.attempt}, runner {event.runner})"
+        case SessionEnded():
+            what = f"done {event.result}" if event.state == "done" else event.state
+            why = f" - {event.reason}" if event.reason and event.state != "done" else ""
+            return f"end   {event.session} {what} {fmt(event.cost_usd)}{why}"
+        case Notice():
+            return f"{event.level}: {event.message}"
+        case ControlChanged():
+            return f"control: {event.state}, runner {event.runner}, parallelism {event.parallelism}"
+        case CampaignEnded():
+            return "campaign finished" if event.finished else f"campaign {event.message}"
+    return None
+
+
+@dataclass
+class EventBus:
+    listeners: list[Listener] = field(default_factory=list)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self.listeners.append(listener)
+        return lambda: self.listeners.remove(listener)
+
+    def emit(self, event: Event) -> None:
+        for listener in self.listeners:
+            listener(event)

@@ -1,0 +1,136 @@
+"""The per-session meter handed to a runner: authorise before each call, charge after it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+
+from benchtui.core.contract import MODEL_CALLS, LogicalLimits, ModelSpec, Usage
+from benchtui.core.money import token_cost, usd
+from benchtui.engine import events as ev
+from benchtui.engine.accounts import Accounts
+from benchtui.engine.ledger import InFlight
+
+UNLIMITED = LogicalLimits()
+
+
+class SessionMeter:
+    """Implements `benchtui.core.contract.Meter` against the accounts; costs use the campaign's prices (F6).
+
+    `on_overspent` is called when charges pass the session's reservation (a provider ignoring
+    `max_tokens`): the attempt that owns this meter then stops its session. Logical budget units
+    (`limits`) live in the in-flight account too, so the commit that makes a call's hold durable
+    makes its `model_calls` unit durable as well.
+    """
+
+    def __init__(
+        self,
+        accounts: Accounts,
+        flight: InFlight,
+        model: ModelSpec,
+        budget: Decimal,
+        *,
+        limits: LogicalLimits = UNLIMITED,
+        on_overspent: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._accounts = accounts
+        self._flight = flight
+        self._model = model
+        self._budget = budget
+        self._on_overspent = on_overspent
+        self.limits = limits
+        self._exhausted: list[str] = []
+        self.calls = 0
+        self.tokens = 0
+
+    @property
+    def budget_usd(self) -> Decimal:
+        return self._budget
+
+    @property
+    def remaining_usd(self) -> Decimal:
+        return self._budget - self._flight.spent - self._flight.held
+
+    def worst_case_usd(self, prompt_tokens: int) -> Decimal:
+        return token_cost(prompt_tokens, self._model.input_usd_per_mtok) + token_cost(
+            self._model.max_output_tokens, self._model.output_usd_per_mtok
+        )
+
+    def price(self, usage: Usage) -> Decimal:
+        return (
+            token_cost(usage.input_tokens, self._model.input_usd_per_mtok)
+            + token_cost(usage.output_tokens, self._model.output_usd_per_mtok)
+            + usd(usage.flat_usd)
+        )
+
+    async def authorise(self, worst_case_usd: Decimal) -> bool:
+        """Hold the worst case and take a `model_calls` unit; returns once both are on disk, or
+        False if either does not fit."""
+        if self._spent(MODEL_CALLS) or not self._accounts.authorise(self._flight, usd(worst_case_usd)):
+            return False
+        self.calls += 1
+        if self.limits:  # campaigns without logical budgets keep no counters (their ledger is as it was)
+            self._take(MODEL_CALLS)
+        await self._accounts.commit()
+        self._progress("")
+        return True
+
+    async def use(self, *counters: str) -> str | None:
+        """Take a unit of each counter, all or none; None once they are on disk, else the
+        counter whose limit is spent."""
+        spent = next((c for c in counters if self._spent(c)), None)
+        if spent is not None:
+            return spent
+        for counter in counters:
+            self._take(counter)
+        if any(self.limits.limit(c) is not None for c in counters):
+            await self._accounts.commit()  # durable before the action it allows
+        else:
+            self._accounts.mark_dirty()  # counted only: nothing was granted against a limit
+        self._progress("")
+        return None
+
+    def used(self, counter: str) -> int:
+        return self._flight.counters.get(counter, 0)
+
+    @property
+    def exhausted(self) -> list[str]:
+        return self._exhausted
+
+    def _spent(self, counter: str) -> bool:
+        limit = self.limits.limit(counter)
+        if limit is None or self.used(counter) < limit:
+            return False
+        if counter not in self._exhausted:
+            self._exhausted.append(counter)
+        return True
+
+    def _take(self, counter: str) -> None:
+        self._flight.counters[counter] = self.used(counter) + 1
+
+    def charge(self, usage: Usage, *, settles: Decimal | None = None, served: bool = True) -> Decimal:
+        """Charge `usage`, settling the hold of `settles` (None: every open hold of the session);
+        a call that surely was not served gives its `model_calls` unit back."""
+        if not served and self.used(MODEL_CALLS):
+            self._flight.counters[MODEL_CALLS] -= 1
+        cost = self.price(usage)
+        self._accounts.charge(self._flight, cost, settles=None if settles is None else usd(settles))
+        self.tokens += usage.input_tokens + usage.output_tokens
+        self._progress("")
+        if self._accounts.enforce and self._flight.spent > self._flight.reservation:
+            self._on_overspent()
+        return cost
+
+    def progress(self, note: str) -> None:
+        self._progress(note)
+
+    def _progress(self, note: str) -> None:
+        self._accounts.emit(
+            ev.SessionProgress(
+                session=self._flight.session,
+                note=note,
+                calls=self.calls,
+                cost_usd=self._flight.spent,
+                counters=tuple((c, self.used(c), self.limits.limit(c) or 0) for c in self.limits.counters),
+            )
+        )

@@ -1,0 +1,194 @@
+"""The session journal's record: one typed, frozen line of `sessions.jsonl` (a state change).
+
+Every module that reads or writes the journal (the scheduler, the checkpoint, results, the UI
+model, `ctl status`, the report) goes through `JournalRecord`, so a field has one name and one
+type. Keys this version does not know are kept in `extra` and written back unchanged.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, fields, replace
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, Literal, get_args
+
+from benchtui.core.money import ZERO, to_float, usd
+
+SessionState = Literal["pending", "running", "done", "skipped_budget", "error", "killed"]
+STATES: frozenset[str] = frozenset(get_args(SessionState))
+ENDED: frozenset[str] = frozenset({"done", "skipped_budget", "error", "killed"})
+RAN: frozenset[str] = frozenset({"done", "error", "killed"})
+"""States of sessions that ran (they have a results row); skips never ran."""
+
+RunState = Literal["running", "paused", "stopping"]
+
+
+def run_state(*, paused: bool, stopping: bool) -> RunState:
+    """The one place that says what a campaign is doing, for every front end."""
+    return "stopping" if stopping else "paused" if paused else "running"
+
+
+@dataclass(frozen=True, slots=True)
+class JournalRecord:
+    """One line of `sessions.jsonl`; the last line of a session id is its current state."""
+
+    session: str
+    model: str
+    index: int
+    task: str | None
+    state: SessionState
+    attempt: int
+    runner: str
+    cost_usd: Decimal = ZERO
+    t: float = 0.0
+    # On `running` lines:
+    reserved_usd: Decimal | None = None
+    environment: str | None = None
+    # On end lines:
+    result: str | None = None
+    reason: str = ""
+    retryable: bool = False
+    steps: int = 0
+    calls: int = 0
+    tokens: int = 0
+    certificate: bool = False
+    counters: dict[str, Any] | None = None
+    """Logical budget used by the attempt (campaigns with `[budget.per_session]`):
+    {"model_calls": n, "shell_actions": n, "submits": n, "tools": {"pred": n, …}}."""
+    exhausted: tuple[str, ...] = ()
+    """Counters whose limit refused something in the attempt (`model_calls`, `tools.pred solve`)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Keys written by other versions or runners: kept, and written back as they were."""
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ENDED
+
+    @property
+    def is_final(self) -> bool:
+        """Final states are never re-run; infrastructure errors (retryable) are, on resume."""
+        return self.state in ENDED and not (self.state == "error" and self.retryable)
+
+    def but(self, **changes: Any) -> JournalRecord:
+        """A copy with some fields changed (records are immutable)."""
+        return replace(self, **changes)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "session": self.session,
+            "model": self.model,
+            "index": self.index,
+            "task": self.task,
+            "state": self.state,
+            "attempt": self.attempt,
+            "runner": self.runner,
+            "cost_usd": to_float(self.cost_usd),
+            "t": self.t,
+        }
+        if self.reserved_usd is not None:
+            out["reserved_usd"] = to_float(self.reserved_usd)
+        if self.environment is not None:
+            out["environment"] = self.environment
+        if self.state != "running":
+            out.update(
+                result=self.result,
+                reason=self.reason,
+                retryable=self.retryable,
+                steps=self.steps,
+                calls=self.calls,
+                tokens=self.tokens,
+                certificate=self.certificate,
+            )
+            if self.counters is not None:
+                out["counters"] = self.counters
+            if self.exhausted:
+                out["exhausted"] = list(self.exhausted)
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> JournalRecord:
+        """Parse one journal line's object; raises ValueError naming what is wrong."""
+        if not isinstance(data, dict):
+            raise ValueError("a journal line is not a JSON object")
+        try:
+            state, cost = data["state"], data["cost_usd"]
+            if state not in STATES:
+                raise ValueError(f"unknown state {state!r}")
+            if not _number(cost) or cost < 0:
+                raise ValueError(f"bad cost_usd {cost!r}")
+            record = cls(
+                session=_text(data["session"]),
+                model=_text(data["model"]),
+                index=_int(data["index"]),
+                task=data.get("task") if isinstance(data.get("task"), str) else None,
+                state=state,
+                attempt=_int(data["attempt"]),
+                runner=str(data.get("runner") or ""),
+                cost_usd=_amount(cost),
+                t=float(data.get("t") or 0.0),
+                reserved_usd=_amount(data["reserved_usd"]) if _number(data.get("reserved_usd")) else None,
+                environment=data.get("environment") if isinstance(data.get("environment"), str) else None,
+                result=data.get("result") if isinstance(data.get("result"), str) else None,
+                reason=str(data.get("reason") or ""),
+                retryable=data.get("retryable") is True,
+                steps=_count(data.get("steps")),
+                calls=_count(data.get("calls")),
+                tokens=_count(data.get("tokens")),
+                certificate=bool(data.get("certificate")),
+                counters=_counters(data["counters"]) if data.get("counters") is not None else None,
+                exhausted=tuple(map(_text, data.get("exhausted") or ())),
+                extra={k: data[k] for k in unknown} if (unknown := data.keys() - _KNOWN) else {},
+            )
+        except KeyError as exc:
+            raise ValueError(f"missing {exc.args[0]!r}") from None
+        except (TypeError, ArithmeticError) as exc:
+            raise ValueError(str(exc)) from None
+        return record
+
+
+def now() -> float:
+    return round(time.time(), 3)
+
+
+_KNOWN = frozenset(f.name for f in fields(JournalRecord)) - {"extra"}
+
+
+@lru_cache(maxsize=4096)
+def _amount(x: float) -> Decimal:
+    """`usd(x)`, cached: a journal repeats a few amounts (a reservation, a fake session's cost)
+    thousands of times, and resuming 100,000 sessions parses each line's amounts."""
+    return usd(x)
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and x == x  # not NaN
+
+
+def _int(x: Any) -> int:
+    if not isinstance(x, int) or isinstance(x, bool):
+        raise TypeError(f"not an integer: {x!r}")
+    return x
+
+
+def _count(x: Any) -> int:
+    """A count that may be absent (older lines, running lines), never anything but a count."""
+    if x is None:
+        return 0
+    if not isinstance(x, int) or isinstance(x, bool) or x < 0:
+        raise TypeError(f"not a count: {x!r}")
+    return x
+
+
+def _counters(x: Any) -> dict[str, Any]:
+    """Counts by counter name, tool counts nested under "tools"."""
+    if not isinstance(x, dict):
+        raise TypeError(f"not counters: {x!r:.80}")
+    return {_text(k): _counters(v) if k == "tools" else _count(v) for k, v in x.items()}
+
+
+def _text(x: Any) -> str:
+    if not isinstance(x, str):
+        raise TypeError(f"not a string: {x!r}")
+    return x

@@ -1,0 +1,154 @@
+"""Per-model results files in the target benchmark's schema, derived from the journal.
+
+Rows are the current attempt of every session that ran (done, error, killed), keyed by session
+id, so a row can never appear twice; bulky details (certificates) come from
+`outcomes/<model>.jsonl`, read one model at a time to keep memory flat. The files are written
+from a `Snapshot` (immutable records and copied numbers), so a worker thread can write them
+while the campaign goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from benchtui.core.atomic import atomic_write, gc_paused
+from benchtui.core.workspace import library_commit
+from benchtui.engine.ledger import Ledger
+from benchtui.engine.plan import PlannedSession, slug
+from benchtui.engine.records import RAN, JournalRecord
+from benchtui.engine.store import JOURNAL, OUTCOMES
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRun:
+    """One model's sessions that ran (current records, in plan order) and its totals."""
+
+    spent: Decimal
+    tokens: int
+    records: tuple[JournalRecord, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    models: dict[str, ModelRun]
+    fingerprint: str
+
+    @classmethod
+    def of(
+        cls, plan: list[PlannedSession], journal: dict[str, JournalRecord], ledger: Ledger, fingerprint: str
+    ) -> Snapshot:
+        ran: dict[str, list[JournalRecord]] = {model: [] for model in ledger.models}
+        for planned in plan:
+            rec = journal.get(planned.id)
+            if rec is not None and rec.state in RAN:
+                ran[planned.model].append(rec)
+        models = {
+            name: ModelRun(account.spent, account.tokens, tuple(ran[name]))
+            for name, account in ledger.models.items()
+        }
+        return cls(models, fingerprint)
+
+
+def results_path(run_dir: Path, model: str) -> Path:
+    return run_dir / "results" / f"{slug(model)}.json"
+
+
+def up_to_date(run_dir: Path, models: list[str]) -> bool:
+    """Every results file exists and was written after the journal's last change (like make)."""
+    try:
+        written = min(results_path(run_dir, m).stat().st_mtime_ns for m in models)
+        return written >= (run_dir / JOURNAL).stat().st_mtime_ns
+    except OSError:  # missing, or a results dir someone replaced with a file: rewrite (or say why not)
+        return False
+
+
+def read_details(run_dir: Path, model: str) -> dict[tuple[str, int], dict[str, Any]]:
+    details: dict[tuple[str, int], dict[str, Any]] = {}
+    try:
+        lines = (run_dir / OUTCOMES / f"{slug(model)}.jsonl").read_bytes().split(b"\n")
+    except FileNotFoundError:
+        return details
+    for line in lines:
+        try:
+            rec = json.loads(line)
+            details[rec["session"], rec["attempt"]] = rec
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn last line
+    return details
+
+
+def is_schema_certificate(cert: Any) -> bool:
+    """The shape the results schema requires; which violation names exist is the runner's business
+    (its verifier rejects unknown ones as malformed and never hands them on as certificates)."""
+    return (
+        isinstance(cert, dict)
+        and isinstance(cert.get("rule"), str)
+        and isinstance(cert.get("violation"), str)
+        and isinstance(cert.get("source"), dict)
+        and isinstance(cert.get("bundle"), dict)
+    )
+
+
+def _row(rec: JournalRecord, detail: dict[str, Any] | None) -> dict[str, Any]:
+    result = rec.result or "error"
+    cert = (detail or {}).get("certificate")
+    row = {
+        "rule": rec.task or (cert or {}).get("rule") or "library",
+        "result": result,
+        "cost": float(rec.cost_usd),
+        "tokens_k": rec.tokens / 1000,
+        "steps": rec.steps,
+        "session": rec.session,
+        "attempt": rec.attempt,
+        "state": rec.state,
+        "reason": rec.reason,
+    }
+    if result in ("bug_found", "rejected") and is_schema_certificate(cert):
+        row["certificate"] = cert
+    if detail and detail.get("verify_details"):
+        row["verify_details"] = detail["verify_details"]
+    if result == "rejected":
+        row["reject_reason"] = (detail or {}).get("reject_reason") or rec.reason
+    return row
+
+
+def build(
+    model: str, rows: list[dict[str, Any]], spent: Decimal, tokens: int, fingerprint: str
+) -> dict[str, Any]:
+    bugs = {
+        json.dumps({k: r["certificate"].get(k) for k in ("rule", "violation", "source")}, sort_keys=True)
+        for r in rows
+        if r["result"] == "bug_found" and "certificate" in r
+    }
+    cost, tokens_k = float(spent), tokens / 1000
+    return {
+        "model": model,
+        "library_commit": library_commit(fingerprint),
+        "bugs_found": len(bugs),
+        "total_cost_usd": cost,
+        "total_tokens_k": tokens_k,
+        "efficiency_bugs_per_ktok": len(bugs) / tokens_k if tokens_k else 0.0,
+        "efficiency_bugs_per_dollar": len(bugs) / cost if cost else 0.0,
+        "rules_tested": len({r["rule"] for r in rows}),
+        "results": rows,
+    }
+
+
+def write_all(run_dir: Path, snapshot: Snapshot) -> list[Path]:
+    """Rewrite every model's results file atomically; returns the paths written."""
+    (run_dir / "results").mkdir(exist_ok=True)
+    paths = []
+    for model, ran in snapshot.models.items():
+        with gc_paused():
+            details = read_details(run_dir, model) if ran.records else {}
+            rows = [_row(rec, details.get((rec.session, rec.attempt))) for rec in ran.records]
+            del details
+            data = json.dumps(build(model, rows, ran.spent, ran.tokens, snapshot.fingerprint)).encode()
+        path = results_path(run_dir, model)
+        atomic_write(path, data)
+        paths.append(path)
+    return paths

@@ -1,0 +1,293 @@
+"""Opening a run (fresh, or resumed from its checkpoint) and running it to the end.
+
+`prepare` does every check before it writes anything, so bad input never overwrites a file;
+it returns the run with its directory locked (`with prepare(opts) as prep:` releases it).
+`open_run` then owns everything a running campaign needs (store, control socket, runners,
+result refreshes) for the life of an `async with` block, and saves and releases it all on exit.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import trio
+
+from benchtui.core import workspace as environment
+from benchtui.core.errors import BadInput, StorageFailed, first_error
+from benchtui.engine import campaign as campaign_file
+from benchtui.engine import checkpoint, control, preflight, results, rundir
+from benchtui.engine import events as ev
+from benchtui.engine.accounts import Accounts
+from benchtui.engine.campaign import Campaign, identity_digest
+from benchtui.engine.ledger import ControlState, Ledger
+from benchtui.engine.plan import PlannedSession, build_plan
+from benchtui.engine.records import JournalRecord
+from benchtui.engine.runner_pool import RunnerPool
+from benchtui.engine.scheduler import Scheduler
+from benchtui.engine.store import LEDGER, Store
+
+
+@dataclass
+class Options:
+    campaign: Path | None = None
+    state_dir: Path = Path("runs")
+    resume: bool = False
+    fresh: bool = False
+    runner: str | None = None
+    parallelism: int | None = None
+
+
+@dataclass
+class PreparedRun:
+    campaign: Campaign
+    run_dir: Path
+    lock: rundir.RunLock
+    plan: list[PlannedSession]
+    checkpoint: checkpoint.Checkpoint
+    fingerprint: str
+    runner: str
+    resumed: bool
+    notes: list[str] = field(default_factory=list)
+
+    def __enter__(self) -> PreparedRun:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.lock.release()
+
+
+def prepare(opts: Options) -> PreparedRun:
+    """Validate, lock and open the run dir; raises BadInput / RunDirBusy with one clear line."""
+    overrides: dict[str, Any] = {"runner": opts.runner, "parallelism": opts.parallelism}
+    if opts.campaign is None:
+        if not opts.resume:
+            raise BadInput("give a campaign file, or --resume to continue the latest run")
+        run_dir = rundir.latest(opts.state_dir)
+        campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, **overrides)
+        if campaign.name != run_dir.name:  # an edited frozen copy: .latest would point elsewhere
+            raise BadInput(
+                f"{run_dir / rundir.CAMPAIGN}: names the run {campaign.name!r}, not {run_dir.name!r}"
+            )
+    else:
+        campaign = campaign_file.load(opts.campaign, **overrides)
+        run_dir = opts.state_dir / campaign.name
+    preflight.cheap(campaign)  # e.g. a missing `pred`: exit 2 before anything is written
+    notes = [*campaign.warnings(), *preflight.unenforced(campaign)]
+    fingerprint = environment.fingerprint(campaign.environment.path, campaign.environment.tools)
+    if "+dirty" in fingerprint.split()[0]:
+        notes.append(
+            f"{campaign.environment.path} has uncommitted changes: sessions get copies of "
+            "its last commit, without them"
+        )
+    digest = identity_digest(campaign.identity_parts(fingerprint))
+    plan = build_plan(campaign)
+    runner = campaign.runner
+    if opts.resume and (run_dir / rundir.CAMPAIGN).exists():
+        lock = rundir.RunLock(run_dir)
+        try:
+            stored = rundir.read_identity(run_dir)
+            changed = [key for key in digest if stored.get(key) != digest[key]]
+            if changed:
+                raise BadInput(
+                    f"cannot resume {run_dir}: changed since it started: "
+                    f"{', '.join(changed)} (use --fresh to start over)"
+                )
+            check = checkpoint.load(run_dir, campaign, plan)
+        except BaseException:
+            lock.release()
+            raise
+        saved_runner = check.saved_runner
+        if opts.runner is None and saved_runner in campaign.runners:
+            runner = saved_runner
+        check.ledger.control = ControlState(campaign.name, runner, False, campaign.parallelism)
+        resumed = True
+    else:
+        if opts.resume:
+            notes.append(f"no run to resume in {run_dir}: starting one")
+        if run_dir.exists():
+            notes.append(f"previous run moved to {rundir.move_aside(run_dir)}")
+        check = checkpoint.Checkpoint(checkpoint.new_ledger(campaign))
+        check.ledger.control = ControlState(campaign.name, runner, False, campaign.parallelism)
+        lock = rundir.create(
+            run_dir,
+            {
+                rundir.CAMPAIGN: campaign.to_toml().encode(),
+                rundir.IDENTITY: json.dumps(digest, indent=1).encode(),
+                LEDGER: check.ledger.to_toml(),
+            },
+        )
+        resumed = False
+    rundir.set_latest(opts.state_dir, campaign.name)
+    return PreparedRun(campaign, run_dir, lock, plan, check, fingerprint, runner, resumed, notes)
+
+
+def accounts_event(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitted:
+    models = tuple(
+        ev.ModelTotals(
+            name=name,
+            cap_usd=m.cap,
+            spent_usd=m.spent,
+            reserved_usd=m.reserved,
+            wasted_usd=m.wasted,
+            done=m.done,
+            skipped=m.skipped,
+            errors=m.errors,
+            killed=m.killed,
+            running=m.running,
+            certificates=m.certificates,
+            planned=planned[name],
+        )
+        for name, m in ledger.models.items()
+    )
+    return ev.AccountsCommitted(
+        budget_usd=ledger.budget,
+        spent_usd=ledger.spent,
+        reserved_usd=ledger.reserved,
+        wasted_usd=ledger.wasted,
+        models=models,
+    )
+
+
+@dataclass
+class Run:
+    """A campaign run that is open: `scheduler` takes the control calls, `until_done` runs it."""
+
+    prep: PreparedRun
+    scheduler: Scheduler
+    journal: dict[str, JournalRecord]
+    ledger: Ledger
+    store: Store
+    finished: bool = False
+
+    async def until_done(self) -> bool:
+        """Launch every pending session; True when all sessions of the plan reached a final state."""
+        await self.scheduler.run()
+        self.finished = all((r := self.journal.get(s.id)) is not None and r.is_final for s in self.prep.plan)
+        return self.finished
+
+    def retry_later(self) -> int:
+        """Sessions whose current attempt ended in an infrastructure error (`--resume` retries)."""
+        return sum(
+            1 for s in self.prep.plan if (r := self.journal.get(s.id)) and r.state == "error" and r.retryable
+        )
+
+    def ending(self) -> ev.CampaignEnded:
+        if self.finished:
+            return ev.CampaignEnded(finished=True)
+        if self.scheduler.stopping:
+            return ev.CampaignEnded(finished=False, stopped=True, message="stopped: resume with --resume")
+        n = self.retry_later()
+        return ev.CampaignEnded(
+            finished=False,
+            retry=n,
+            message=f"not finished: {n} session{'s' if n != 1 else ''} ended in infrastructure errors; "
+            "--resume retries them",
+        )
+
+    async def write_results(self) -> None:
+        """Rewrite the results files in a worker thread, from a snapshot (never on the event loop:
+        in the TUI that loop is shared with the screen and with every `authorise`)."""
+        snapshot = results.Snapshot.of(self.prep.plan, self.journal, self.ledger, self.prep.fingerprint)
+        try:
+            await trio.to_thread.run_sync(results.write_all, self.prep.run_dir, snapshot)
+        except OSError as exc:
+            raise StorageFailed(
+                f"cannot write results in {self.prep.run_dir}: {exc.strerror or exc}; the "
+                "campaign state is saved: fix this, then --resume rewrites them"
+            ) from None
+
+
+async def _refresh_results(run: Run, bus: ev.EventBus, interval: float = 30.0) -> None:
+    """Rewrite the results files now and then while a long campaign runs (exactly at its end).
+
+    The interval grows to 20x the time a rewrite takes, so huge campaigns spend under 5% on it.
+    """
+    written = 0
+    while True:
+        await trio.sleep(interval)
+        if run.scheduler.ended != written:
+            written, start = run.scheduler.ended, time.perf_counter()
+            try:
+                await run.write_results()
+            except StorageFailed as exc:  # the journal stays the truth; try again later
+                bus.emit(ev.Notice(level="warning", message=str(exc)))
+            interval = max(interval, 20 * (time.perf_counter() - start))  # the real cost of a rewrite
+
+
+@asynccontextmanager
+async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
+    """Open a prepared run: its store, control socket, runners and result refreshes.
+
+    On exit (normal, stopped, or cancelled) every change is flushed, the results files are
+    rewritten, the lock is released and `CampaignEnded` is emitted. Storage failures come out
+    as one `StorageFailed`, not as an exception group.
+    """
+    campaign, ledger = prep.campaign, prep.checkpoint.ledger
+    journal = prep.checkpoint.journal
+    planned = Counter(s.model for s in prep.plan)
+    store = Store(prep.run_dir, ledger, snapshot=lambda: accounts_event(ledger, planned), on_commit=bus.emit)
+    accounts = Accounts(ledger, store, bus, journal)
+    queue = prep.checkpoint.pending(prep.plan)
+    run: Run | None = None
+    try:
+        try:
+            async with trio.open_nursery() as services:
+                await services.start(store.serve)
+                runners = RunnerPool(campaign.runners, prep.run_dir, services, campaign.executor)
+                scheduler = Scheduler(
+                    campaign,
+                    prep.run_dir,
+                    queue,
+                    accounts,
+                    runners,
+                    ledger.control,
+                    fingerprint=prep.fingerprint,
+                )
+                run = Run(prep, scheduler, journal, ledger, store)
+                await services.start(control.serve, prep.run_dir, scheduler, bus)  # for `benchtui ctl`
+                services.start_soon(_refresh_results, run, bus)
+                for end in prep.checkpoint.reconciled:
+                    store.append(end.to_json())
+                await store.commit()
+                bus.emit(
+                    ev.CampaignStarted(
+                        name=campaign.name,
+                        run_dir=str(prep.run_dir),
+                        runner=scheduler.runner,
+                        parallelism=scheduler.parallelism,
+                        sessions=len(prep.plan),
+                        remaining=len(queue),
+                        resumed=prep.resumed,
+                        warnings=tuple(prep.notes),
+                    )
+                )
+                yield run
+                services.cancel_scope.cancel()
+        except* StorageFailed as group:
+            raise first_error(group) from None
+        with trio.CancelScope(shield=True):
+            await store.flush()
+            # A resume that ran nothing keeps results that are current (100k rows take seconds).
+            if not results.up_to_date(prep.run_dir, list(ledger.models)):
+                await run.write_results()
+    finally:
+        store.close()
+        prep.lock.release()
+    assert run is not None
+    bus.emit(run.ending())
+
+
+async def run(prep: PreparedRun, bus: ev.EventBus) -> bool:
+    """Run a prepared campaign to its end, with no front end; True when it finished."""
+    async with open_run(prep, bus) as opened:
+        return await opened.until_done()

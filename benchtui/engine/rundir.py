@@ -1,0 +1,209 @@
+"""The run dir: layout, the single-owner lock, moving an old run aside, the latest-run pointer."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+import stat
+import time
+from pathlib import Path
+
+from benchtui.core import inputs
+from benchtui.core.atomic import atomic_write
+from benchtui.core.errors import BadInput, RunDirBusy
+
+CAMPAIGN = "campaign.toml"
+IDENTITY = "identity.json"
+LOCK = ".lock"
+LATEST = ".latest"
+CONTROL_SOCKET = "control.sock"
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+PRIVATE = 0o700
+"""The run dir holds the control socket and the accounts: the user's alone, whatever the umask."""
+
+
+class RunLock:
+    """An exclusive flock on `<run dir>/.lock`, held for the life of the process."""
+
+    def __init__(self, run_dir: Path) -> None:
+        try:
+            self.fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:  # moved aside by another benchtui between our look and our lock
+            raise RunDirBusy(f"{run_dir} was just taken over by another benchtui") from None
+        except NotADirectoryError:
+            raise BadInput(f"{run_dir} is not a run dir (a file where a directory should be)") from None
+        except IsADirectoryError:
+            raise BadInput(f"{run_dir / LOCK} is a directory: not a run dir benchtui made") from None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self.fd)
+            raise RunDirBusy(f"{run_dir} is in use by another benchtui") from None
+        os.ftruncate(self.fd, 0)
+        os.write(self.fd, f"{os.getpid()}\n".encode())
+        with contextlib.suppress(OSError):  # a run dir made before it was private, or by an old version
+            os.chmod(run_dir, PRIVATE)
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def move_aside(run_dir: Path) -> Path:
+    """Rename an old run out of the way (never delete it); refuses if it is in use."""
+    lock = RunLock(run_dir)
+    try:
+        aside = run_dir.with_name(f"{run_dir.name}.{time.strftime('%Y%m%d-%H%M%S')}")
+        n = 1
+        while aside.exists():
+            aside = run_dir.with_name(f"{run_dir.name}.{time.strftime('%Y%m%d-%H%M%S')}-{n}")
+            n += 1
+        run_dir.rename(aside)
+    finally:
+        lock.release()
+    return aside
+
+
+def create(run_dir: Path, files: dict[str, bytes]) -> RunLock:
+    """Create a run dir whole (built aside, locked, then renamed into place), private to the user.
+
+    Staging folders that a killed start-up left behind are removed first. If another benchtui
+    renames its own new run dir into place first, this one is the loser: RunDirBusy (exit 3).
+    """
+    remove_stale_staging(run_dir)
+    staging = run_dir.with_name(f".{run_dir.name}.new-{os.getpid()}")
+    try:
+        staging.parent.mkdir(parents=True, exist_ok=True)
+        staging.mkdir(PRIVATE)
+    except (FileExistsError, NotADirectoryError):
+        raise BadInput(f"the state dir {run_dir.parent} is not a directory") from None
+    try:
+        lock = RunLock(staging)  # first: a locked staging folder is never taken for a stale one
+        for name, data in files.items():
+            atomic_write(staging / name, data)
+        try:
+            staging.rename(run_dir)
+        except OSError:
+            lock.release()
+            if run_dir.is_dir() and not run_dir.is_symlink():
+                raise RunDirBusy(f"{run_dir} was just created by another benchtui") from None
+            if os.path.lexists(run_dir):
+                raise BadInput(
+                    f"{run_dir} is not a run dir (a file or a link where a directory should be)"
+                ) from None
+            raise
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return lock
+
+
+def remove_stale_staging(run_dir: Path) -> None:
+    """Remove `.<name>.new-<pid>` folders whose creator is gone (its lock is free, or it is dead)."""
+    prefix = f".{run_dir.name}.new-"
+    try:
+        candidates = [p for p in run_dir.parent.iterdir() if p.name.startswith(prefix)]
+    except OSError:
+        return
+    for staging in candidates:
+        pid = staging.name[len(prefix) :]
+        if not pid.isdigit() or staging.is_symlink():
+            continue
+        if int(pid) == os.getpid() or _lock_is_free(staging) or not _alive(int(pid)):
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _lock_is_free(staging: Path) -> bool:
+    try:
+        fd = os.open(staging / LOCK, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False  # no lock yet: its creator may be between mkdir and lock
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def state_dir(given: Path | None = None) -> Path:
+    """Where run dirs live: `--state-dir`, else $BENCHTUI_STATE_DIR, else `runs`."""
+    return given or Path(os.environ.get("BENCHTUI_STATE_DIR", "runs"))
+
+
+def set_latest(state_dir: Path, name: str) -> None:
+    atomic_write(state_dir / LATEST, (name + "\n").encode())
+
+
+def latest(state_dir: Path) -> Path:
+    """The most recently started run under the state dir (for `--resume` without a campaign)."""
+    try:
+        name = inputs.read_text(state_dir / LATEST, inputs.SMALL_MAX_BYTES, "the latest-run pointer").strip()
+    except FileNotFoundError:
+        raise BadInput(f"nothing to resume: no run under {state_dir}") from None
+    except NotADirectoryError:
+        raise BadInput(f"nothing to resume: {state_dir} is not a directory") from None
+    if not RUN_NAME.fullmatch(name):  # it must name a run dir here, not a path elsewhere
+        raise BadInput(f"{state_dir / LATEST}: corrupted (not a run name); give the campaign file")
+    run_dir = state_dir / name
+    if not (run_dir / CAMPAIGN).exists():
+        raise BadInput(f"nothing to resume: {run_dir} has no {CAMPAIGN}")
+    return run_dir
+
+
+def read_identity(run_dir: Path) -> dict[str, str]:
+    path = run_dir / IDENTITY
+    try:
+        identity = inputs.loads_json(inputs.read_text(path, inputs.SMALL_MAX_BYTES, "the identity"))
+    except FileNotFoundError:
+        raise BadInput(f"{path}: missing; use --fresh") from None
+    except ValueError as exc:
+        raise BadInput(f"{path}: unreadable ({exc}); use --fresh") from None
+    if not isinstance(identity, dict) or not all(isinstance(v, str) for v in identity.values()):
+        raise BadInput(f"{path}: corrupted (not a table of hashes); use --fresh")
+    return identity
+
+
+APPENDED = ("sessions.jsonl",)
+"""Files appended to in place (outcomes/* too): a link there would make benchtui write elsewhere."""
+FOLDERS = ("outcomes", "results", "sessions")
+
+
+def check_layout(run_dir: Path) -> None:
+    """Before resuming: every file benchtui will read or append to is a regular file (a FIFO would
+    block it, a link would redirect its writes), every folder a folder. Missing ones are fine."""
+    entries = [run_dir / name for name in APPENDED]
+    for folder in FOLDERS:
+        path = run_dir / folder
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            raise BadInput(f"{path}: not a folder; use --fresh")
+    for folder in ("outcomes", "results"):
+        with contextlib.suppress(FileNotFoundError):
+            entries += list((run_dir / folder).iterdir())
+    for path in entries:
+        try:
+            mode = path.lstat().st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(mode):
+            raise BadInput(f"{path}: not a regular file (a link, a FIFO or a folder); use --fresh")
+    # A runner cleans its session folder (workdir/, bin/, tmp/): through a link, that is elsewhere.
+    with contextlib.suppress(FileNotFoundError):
+        for path in (run_dir / "sessions").iterdir():
+            if path.is_symlink() or not path.is_dir():
+                raise BadInput(f"{path}: not a session folder (a link or a file); use --fresh")

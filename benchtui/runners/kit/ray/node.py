@@ -1,0 +1,155 @@
+"""The node's side of a remote attempt: runs inside a Ray task (a worker process on some node).
+
+It makes the session's copy of the target in a private folder of the node, checks its
+fingerprint before anything starts (F1), starts the agent in its own process group (with a
+relay from the sandbox to the engine's gateway), waits for it, and hands back its log and
+certificate lines by value, so nothing needs a filesystem shared with the engine.
+
+Whatever ends the task, the agent dies with it: the task's worker holds the only write end of
+a lifeline pipe. A janitor process (its own process group) and the sandbox's own watcher read
+it; when the worker exits in any way (a force-cancel kills it, its node's raylet dies, the
+engine dies and Ray reaps the job's workers), they see the end of the pipe, kill the agent's
+group, and remove the folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchtui.core import workspace as environment
+
+MAX_LOG_BYTES = 32 << 20  # what comes back of an agent's log (the rest is cut, and said so)
+MAX_FILE_BYTES = 8 << 20
+JANITOR = 'cat <&{fd} >/dev/null; kill -KILL -- "-$1" 2>/dev/null; rm -rf -- "$2"'
+# The relay: the sandbox's unix socket -> the gateway's TCP listener on the engine's machine.
+RELAY = (
+    'socat UNIX-LISTEN:"$1",fork TCP:"$2" & for i in $(seq 500); do [ -S "$1" ] && break; sleep 0.01; done;'
+    ' shift 2; exec "$@"'
+)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What the agent runs, as a function of where the node put things (built on the engine's side)."""
+
+    build: Callable[[Path, Path, Path, int], tuple[list[str], dict[str, str] | None]]
+    """(workdir, prompt_file, socket_dir, lifeline fd) -> (argv, env)."""
+    prompt: str
+    relay_to: str | None
+    """`host:port` of the gateway when the agent runs in a sandbox (its only way out), else None."""
+    needs: tuple[str, ...] = ()
+    """Executables the agent needs on the node (absolute paths), checked before the copy."""
+
+
+@dataclass
+class NodeResult:
+    node: dict[str, str]
+    fingerprint: str = ""
+    status: str = ""
+    error: str = ""
+    """Set when the node could not start the agent (a missing tool, a copy that is not the target)."""
+    log: bytes = b""
+    files: dict[str, bytes] = field(default_factory=dict)
+    """Top-level files the agent left beside its workdir (e.g. a trajectory), by name."""
+    certificate_lines: list[str] = field(default_factory=list)
+    agent_started: float = 0.0
+    """time.time() on the node when the agent's process started."""
+
+
+def run_agent(launch: Launch, target: str, expected: str) -> NodeResult:
+    here = where()
+    missing = [path for path in launch.needs if not os.access(path, os.X_OK)]
+    if missing:
+        return NodeResult(here, error=f"not on node {here['host']}: {', '.join(missing)}")
+    folder = Path(tempfile.mkdtemp(prefix="benchtui-node-"))  # short: it holds a unix socket
+    reader, writer = os.pipe()
+    try:
+        return _run(launch, Path(target), expected, folder, reader, here)
+    finally:
+        os.close(writer)  # the janitor and the sandbox's watcher see the end: all of it dies
+        with contextlib.suppress(OSError):
+            os.close(reader)
+
+
+def _run(
+    launch: Launch, target: Path, expected: str, folder: Path, lifeline: int, here: dict[str, str]
+) -> NodeResult:
+    workdir, prompt_file, socket_dir = folder / "workdir", folder / "prompt.md", folder / "gw"
+    environment.make_session_copy(target, workdir)
+    found = environment.fingerprint(workdir)
+    if found.split()[0] != expected.split()[0].removesuffix("+dirty"):
+        return NodeResult(here, found, error=f"the node's copy ({found}) is not the target ({expected})")
+    prompt_file.write_text(launch.prompt)
+    socket_dir.mkdir()
+    argv, env = launch.build(workdir, prompt_file, socket_dir, lifeline)
+    if launch.relay_to:
+        argv = ["/bin/bash", "-c", RELAY, "relay", str(socket_dir / "gateway.sock"), launch.relay_to, *argv]
+    log = folder / "agent.log"
+    with log.open("wb") as out:
+        started = time.time()
+        agent = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir,
+            start_new_session=True, pass_fds=(lifeline,),
+        )  # fmt: skip
+    start_janitor(lifeline, agent.pid, folder)
+    code = agent.wait()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(agent.pid, signal.SIGKILL)  # the relay, and what the agent left in its group
+    return NodeResult(
+        here,
+        found,
+        status=f"exit {code}",
+        log=_read(log, MAX_LOG_BYTES),
+        files={p.name: _read(p, MAX_FILE_BYTES) for p in folder.iterdir() if p.is_file() and p != log},
+        certificate_lines=_lines(workdir / "certificates.jsonl"),
+        agent_started=started,
+    )
+
+
+def start_janitor(lifeline: int, group: int, folder: Path) -> None:
+    """A process that, once the lifeline's write end closes, kills `group` and removes `folder`.
+
+    Started through a shell that exits at once, so the janitor is not a child of this worker:
+    Ray kills a dying worker's children, which would take the janitor along before it cleans up.
+    bash, not sh: the lifeline's descriptor may be above 9."""
+    janitor = JANITOR.format(fd=lifeline)
+    launcher = subprocess.Popen(
+        ["/bin/bash", "-c", f"/bin/bash -c '{janitor}' janitor \"$1\" \"$2\" &", "launch", str(group), str(folder)],
+        pass_fds=(lifeline,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    launcher.wait()
+
+
+def _read(path: Path, limit: int) -> bytes:
+    with path.open("rb") as f:
+        data = f.read(limit + 1)
+    return data if len(data) <= limit else data[:limit] + b"\n[benchtui: cut at %d bytes]\n" % limit
+
+
+def _lines(path: Path) -> list[str]:
+    if not path.is_file():
+        return []
+    return _read(path, MAX_FILE_BYTES).decode(errors="replace").splitlines()
+
+
+def where() -> dict[str, str]:
+    """This node: host name, address and Ray node id (recorded in the session's details)."""
+    found = {"host": socket.gethostname(), "ip": "", "node_id": ""}
+    try:
+        import ray  # present: this runs in a Ray worker
+
+        found["ip"] = str(ray.util.get_node_ip_address())
+        found["node_id"] = str(ray.get_runtime_context().get_node_id())
+    except Exception:  # run outside Ray
+        pass
+    return found

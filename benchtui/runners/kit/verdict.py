@@ -1,0 +1,190 @@
+"""From a worker's report to a SessionOutcome: parse the certificates, verify each with `pred`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from benchtui.core.atomic import atomic_write
+from benchtui.core.contract import SessionOutcome
+from benchtui.targets.problem_reductions import Verdict, parse_block, verify_async
+
+EXIT_REASONS = {
+    "Submitted": "submitted without a certificate",
+    "BudgetExhausted": "budget_exhausted",
+    "LimitsExceeded": "step_limit",
+    "TimeExceeded": "wall_time",
+    "RepeatedFormatError": "format_errors",
+    "ContextWindowExceeded": "context_window_exceeded",
+}
+
+
+@dataclass
+class Report:
+    """What the engine learnt from one worker."""
+
+    copy_fingerprint: str = ""
+    prompt_sha256: str = ""
+    start_error: str = ""
+    done: dict[str, Any] | None = None
+    authorisations: int = 0
+    meter_wait_s: float = 0.0
+    max_output_tokens: int = 0
+    prompt_tokens: int = 0
+    """Of the latest authorisation: with max_output_tokens, the worst case it held."""
+    cgroup: str | None = None
+    """The worker's pids cgroup, removed once it is gone."""
+    worst_case: list[str] = field(default_factory=list)
+    """Why each attempt charged its worst case (usage missing, unusable, timed out, …)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """More for the session's details (e.g. the node a remote worker ran on)."""
+
+
+def _base(fingerprint: str) -> str:
+    """The target's identity in a fingerprint: commit or content hash (a clone is never dirty)."""
+    return fingerprint.split()[0].removesuffix("+dirty") if fingerprint else ""
+
+
+def _unique(blocks: list[str]) -> list[tuple[dict[str, Any] | None, str, str]]:
+    """(certificate or None, why malformed, raw block), first occurrence of each certificate."""
+    seen, out = set(), []
+    for raw in blocks:
+        cert, problem = parse_block(raw)
+        key = json.dumps(cert, sort_keys=True) if cert is not None else raw.strip()
+        if key not in seen:
+            seen.add(key)
+            out.append((cert, problem, raw))
+    return out
+
+
+async def _verify(cert: dict[str, Any], *, pred: str, timeout: float) -> Verdict:
+    """The verifier's verdict; a certificate it cannot even handle is the model's malformed output
+    (final), never a crash of the session (retried, and paid again, on every --resume)."""
+    try:
+        return await verify_async(cert, pred=pred, timeout=timeout)
+    except Exception as exc:  # RecursionError included
+        return Verdict(
+            "rejected",
+            f"malformed certificate: {type(exc).__name__}: {str(exc)[:200]}",
+            {"cause": "malformed"},
+        )
+
+
+async def judge(
+    report: Report,
+    *,
+    fingerprint: str,
+    pred: str,
+    timeout: float,
+    max_certificates: int,
+    certificates_file: Path,
+    admit: Callable[[], Awaitable[str | None]] | None = None,
+) -> SessionOutcome:
+    """The session's outcome; `admit` takes a `submits` unit before each certificate is verified
+    (None when granted, else a refusal: that certificate and the later ones are not verified)."""
+    extra = {
+        "environment": fingerprint,
+        "copy_fingerprint": report.copy_fingerprint,
+        "prompt_sha256": report.prompt_sha256,
+        **report.extra,
+    }
+    if report.worst_case:  # F6: each charge above the usage reported, and why
+        extra["worst_case_charges"] = len(report.worst_case)
+        extra["worst_case_reasons"] = report.worst_case[:20]
+    if report.authorisations:
+        extra["meter_wait_ms"] = round(1000 * report.meter_wait_s / report.authorisations, 3)
+    if report.start_error:
+        return SessionOutcome("error", reason=report.start_error, infra_error=True, extra=extra)
+    done = report.done
+    if done is None:
+        return SessionOutcome(
+            "error", reason="the worker ended without a report (see its log)", infra_error=True, extra=extra
+        )
+    steps, status = int(done.get("steps") or 0), str(done.get("exit_status") or "")
+    extra["exit_status"] = status
+    if done.get("limits"):  # resource limits hit: output cut, processes or disk (then it ended)
+        extra["limits_hit"] = [str(hit)[:300] for hit in done["limits"]][:51]
+    if done.get("meter_rtt_ms") is not None and report.authorisations:
+        extra["meter_rtt_ms"] = done["meter_rtt_ms"]  # the worker's view: socket + engine
+    if report.copy_fingerprint and _base(report.copy_fingerprint) != _base(fingerprint):
+        return SessionOutcome(
+            "error",
+            steps=steps,
+            infra_error=True,
+            extra=extra,
+            reason=f"the session copy ({report.copy_fingerprint}) is not the target ({fingerprint})",
+        )
+    checked: list[tuple[dict[str, Any] | None, Verdict]] = []
+    refused: list[dict[str, Any]] = []
+    # Parsing megabytes of hostile blocks takes a while: never on the engine's event loop.
+    unique = await trio.to_thread.run_sync(_unique, [str(b) for b in done.get("blocks") or []])
+    for cert, problem, raw in unique[:max_certificates]:
+        why = refused[0]["refused"] if refused else (await admit() if admit else None)
+        if why is not None:  # past the session's submits: recorded, never verified
+            refused.append({"certificate": cert if cert is not None else raw[:2000], "refused": why})
+            continue
+        verdict = (
+            await _verify(cert, pred=pred, timeout=timeout)
+            if cert is not None
+            else Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
+        )
+        checked.append((cert, verdict))
+        if verdict.accepted:
+            break
+    if refused:
+        extra["certificates_refused"] = len(refused)
+    if checked or refused:
+        data = json.dumps(
+            [{"certificate": c, "verdict": v.to_json()} for c, v in checked] + refused, indent=1, default=str
+        )
+        await trio.to_thread.run_sync(atomic_write, certificates_file, data.encode())
+    summary = [{"status": v.status, "reason": v.reason} for _, v in checked]
+    for cert, verdict in checked:
+        if verdict.accepted:
+            return SessionOutcome(
+                "bug_found",
+                reason=verdict.reason,
+                steps=steps,
+                certificate=cert,
+                verify_details={**verdict.to_json(), "checked": summary},
+                extra=extra,
+            )
+    if done.get("infra_error"):
+        return SessionOutcome(
+            "error", reason=str(done.get("error")), steps=steps, infra_error=True, extra=extra
+        )
+    if checked:
+        if all(v.details.get("cause") == "pred_missing" for _, v in checked):
+            return SessionOutcome(  # the verifier's tool is missing, not the model's doing
+                "error",
+                reason=f"cannot verify: {checked[0][1].reason}",
+                steps=steps,
+                extra=extra,
+                infra_error=True,
+            )
+        # A malformed certificate is not handed on as one: the results schema admits only the
+        # benchmark's certificate shape (its own text stays in certificates.json).
+        well_formed = [(c, v) for c, v in checked if v.details.get("cause") != "malformed"]
+        cert, verdict = well_formed[0] if well_formed else (None, checked[0][1])
+        return SessionOutcome(
+            "rejected",
+            reason=verdict.reason,
+            steps=steps,
+            certificate=cert,
+            verify_details={**verdict.to_json(), "checked": summary},
+            extra={**extra, "reject_reason": verdict.reason},
+        )
+    reason = EXIT_REASONS.get(status, status or "no certificate")
+    if status == "ResourceLimit":
+        reason = f"resource_limit: {str(done.get('limits', ['?'])[-1]).split(': ', 1)[-1]}"
+    return SessionOutcome(
+        "no_certificate",
+        reason=reason,
+        steps=steps,
+        extra=extra,
+    )

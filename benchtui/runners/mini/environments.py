@@ -1,0 +1,82 @@
+"""mini-swe-agent's local and bubblewrap environments, each command run under the session's limits.
+
+Only `execute` differs from mini-swe-agent's: the same command line (bubblewrap: the same bwrap
+arguments), run by `limits.Watched` instead of `subprocess.run`, which read all output into
+memory, kept all of it, and watched nothing else. Imported only in worker processes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from minisweagent.environments.extra.bubblewrap import BubblewrapEnvironment
+from minisweagent.environments.local import LocalEnvironment
+
+from benchtui.runners.mini.resources import Watched
+
+
+def not_a_command(command: Any) -> dict[str, Any] | None:
+    """The output for a `command` that is no string (a model may send a number, a list, null):
+    nothing is run, the model is told, the session goes on (never a crash of the worker)."""
+    if isinstance(command, str):
+        return None
+    return {
+        "output": "",
+        "returncode": -1,
+        "exception_info": f"The command must be a string, not {type(command).__name__}: nothing was run.",
+    }
+
+
+Admit = Callable[[], dict[str, Any] | None]
+"""Asks for the session's `shell_actions` unit before a command runs: None, or the refusal output."""
+FINISH = "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
+
+
+def admitted(admit: Admit | None, command: Any) -> dict[str, Any] | None:
+    """None when the command may run. The command that ends the session runs nothing: it is the
+    submission, never counted as a shell action (the agent can always finish)."""
+    if (refused := not_a_command(command)) is not None:
+        return refused
+    if admit is None or command.strip() == FINISH:
+        return None
+    return admit()
+
+
+class BoundedLocalEnvironment(LocalEnvironment):
+    def __init__(self, *, watched: Watched, admit: Admit | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.watched = watched
+        self.admit = admit
+
+    def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
+        if (refused := admitted(self.admit, action.get("command", ""))) is not None:
+            return refused
+        output = self.watched.run(
+            action.get("command", ""),
+            cwd=cwd or self.config.cwd or os.getcwd(),
+            env=os.environ | self.config.env,
+            timeout=timeout or self.config.timeout,
+        )
+        self._check_finished(output)
+        return output
+
+
+class BoundedBubblewrapEnvironment(BubblewrapEnvironment):
+    def __init__(self, *, watched: Watched, admit: Admit | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.watched = watched
+        self.admit = admit
+
+    def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
+        if (refused := admitted(self.admit, action.get("command", ""))) is not None:
+            return refused
+        cwd = cwd or self.config.cwd or str(self.working_dir)
+        args = [self.config.executable, *self.config.wrapper_args, "--bind", cwd, cwd, "--chdir", cwd]
+        for key, value in self.config.env.items():
+            args += ["--setenv", key, value]
+        args += ["bash", "-c", action.get("command", "")]
+        output = self.watched.run(args, cwd=None, env=None, timeout=timeout or self.config.timeout)
+        self._check_finished(output)
+        return output

@@ -1,0 +1,185 @@
+"""The metered model: mini-swe-agent's LitellmModel with every HTTP attempt authorised and charged.
+
+Each attempt of a call: count the prompt (litellm.token_counter × margin), ask the engine to
+authorise the worst case (F5), send it with `max_tokens` = the campaign's max_output_tokens,
+report the usage the provider returned (F6). Retries on 429/5xx/timeouts are ours, not litellm's
+or mini-swe-agent's, so that each attempt is authorised and charged on its own. An attempt the
+provider may have served (and billed) without a usable usage is charged its worst case, with the
+reason (see `billing`); one it refused costs nothing. Each attempt has a total deadline
+(`request_timeout_s`), not only a per-read one. Waits back off exponentially and honour
+Retry-After. Imported only in worker processes (it imports litellm).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import time
+from typing import Any
+
+import litellm
+import openai
+from minisweagent.exceptions import InterruptAgentFlow
+from minisweagent.models.litellm_model import LitellmModel
+from minisweagent.models.utils.actions_toolcall import BASH_TOOL
+
+from benchtui.runners.mini import billing
+from benchtui.runners.mini.protocol import ParentGone, WorkerChannel
+from benchtui.runners.mini.resources import cut
+
+# Ours to set: the worst case authorised assumes exactly max_tokens output tokens.
+OVERRIDDEN_KWARGS = ("max_tokens", "max_completion_tokens", "api_key", "num_retries", "max_retries")
+RETRY_STATUS = {408, 409, 429}
+MAX_WAIT_S = 60.0
+
+
+class BudgetExhausted(InterruptAgentFlow):
+    """The meter refused the next call: the agent loop ends cleanly."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            {
+                "role": "exit",
+                "content": "BudgetExhausted",
+                "extra": {"exit_status": "BudgetExhausted", "submission": ""},
+            }
+        )
+
+
+class MeteredModel(LitellmModel):
+    abort_exceptions = [*LitellmModel.abort_exceptions, BudgetExhausted, ParentGone]
+
+    def __init__(
+        self,
+        *,
+        channel: WorkerChannel,
+        margin: float,
+        max_output_tokens: int,
+        retries: int,
+        backoff_s: float,
+        api_key: str | None,
+        deadline_s: float,
+        observation_chars: int,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.deadline_s = deadline_s
+        self.observation_chars = observation_chars
+        self.channel = channel
+        self.margin = margin
+        self.max_output_tokens = max_output_tokens
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self.api_key = api_key  # passed per call, so it is never part of the saved config
+        self.calls = 0
+        self.prompt_sent = False
+
+    def _query(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        if not self.prompt_sent:  # F2: the rendered system + task prompt, hashed
+            prompt = "\n\0\n".join(str(m.get("content", "")) for m in messages[:2])
+            self.channel.send("prompt", sha256=hashlib.sha256(prompt.encode()).hexdigest(), chars=len(prompt))
+            self.prompt_sent = True
+        prompt_tokens = math.ceil(count_tokens(self.config.model_name, messages) * self.margin)
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        attempt = 0
+        while True:
+            if not self.channel.authorise(prompt_tokens):
+                raise BudgetExhausted()
+            billing.OBSERVED.status = None
+            try:
+                with billing.total_deadline(self.deadline_s) as hit:
+                    response = super()._query(messages, **kwargs)
+                break
+            except Exception as exc:
+                why = billing.failed_attempt_cost(exc, billing.OBSERVED.status, hit[0])
+                self._charge(prompt_tokens, why, failed=True)
+                if hit[0] and not isinstance(exc, billing.CallDeadline):
+                    exc = billing.CallDeadline(f"{why}: {type(exc).__name__}")
+                if attempt >= self.retries or not (hit[0] or retryable(exc)):
+                    exc.requests_made = attempt + 1  # type: ignore[attr-defined]  # for the error's wording
+                    raise exc from None
+                self.channel.send("step", note=f"retrying after {type(exc).__name__}")
+                time.sleep(backoff(exc, attempt, self.backoff_s))
+                attempt += 1
+        usage = billing.billable_usage(getattr(response, "usage", None))
+        if isinstance(usage, str):  # served, but its usage cannot be trusted: the worst case
+            self._charge(prompt_tokens, usage)
+        else:
+            self.channel.send("usage", input_tokens=usage[0], output_tokens=usage[1])
+        self.calls += 1
+        self.channel.send("step", note=f"call {self.calls}: {first_command(response)[:120]}")
+        return response
+
+    def format_observation_messages(
+        self, message: dict, outputs: list[dict], template_vars: dict | None = None
+    ) -> list[dict]:
+        """The model sees at most observation_chars of each output; the log keeps what was read."""
+        shown = [{**o, "output": cut(str(o.get("output", "")), self.observation_chars)} for o in outputs]
+        messages = super().format_observation_messages(message, shown, template_vars)
+        for observation, output in zip(messages, outputs, strict=False):
+            observation.setdefault("extra", {})["raw_output"] = output.get("output", "")
+        return messages
+
+    def _charge(self, prompt_tokens: int, why: str | None, failed: bool = False) -> None:
+        """The authorised worst case when the attempt may have been billed (`why`), else nothing."""
+        if why is None:
+            self.channel.send("usage", input_tokens=0, output_tokens=0, failed=failed)
+        else:
+            self.channel.send(
+                "usage", input_tokens=prompt_tokens, output_tokens=self.max_output_tokens, worst_case=why
+            )
+
+
+def retryable(exc: Exception) -> bool:
+    status = getattr(exc, "status_code", None)
+    return (
+        isinstance(exc, openai.APIConnectionError | billing.CallDeadline)
+        or status in RETRY_STATUS
+        or (status or 0) >= 500
+    )
+
+
+def backoff(exc: Exception, attempt: int, base_s: float) -> float:
+    """Retry-After (ms or s) when the provider sent one, else base × 2^attempt with jitter."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    for key, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        try:
+            wait = float(headers.get(key)) * scale
+        except (TypeError, ValueError):
+            continue
+        if 0 <= wait <= MAX_WAIT_S:
+            return wait
+    return min(base_s * 2**attempt, MAX_WAIT_S) * random.uniform(0.75, 1.25)
+
+
+def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:
+    try:
+        return litellm.token_counter(model=model, messages=messages, tools=[BASH_TOOL])
+    except Exception:  # no tokenizer for this model: a generous estimate (about 2 characters a token)
+        return (len(json.dumps(messages)) + len(json.dumps(BASH_TOOL))) // 2
+
+
+def first_command(response: Any) -> str:
+    try:
+        call = response.choices[0].message.tool_calls[0]
+        return json.loads(call.function.arguments)["command"].splitlines()[0]
+    except Exception:
+        return "(no command)"
+
+
+def model_kwargs(model: dict[str, Any], request_timeout_s: float) -> dict[str, Any]:
+    """litellm arguments: the campaign's extras, then what the budget needs (not overridable)."""
+    extra = {k: v for k, v in model["litellm"].items() if k not in OVERRIDDEN_KWARGS}
+    kwargs = {
+        "drop_params": True,
+        **extra,
+        "max_tokens": model["max_output_tokens"],
+        "max_retries": 0,
+        "timeout": request_timeout_s,
+    }
+    if model.get("api_base"):
+        kwargs["api_base"] = model["api_base"]
+    return kwargs

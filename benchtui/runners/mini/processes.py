@@ -1,0 +1,124 @@
+"""How many processes a session runs: a pids cgroup where one can be made, else a /proc scan.
+
+A pids cgroup is a hard limit (the kernel refuses the fork) and cheap to read, so a fork bomb is
+seen at once. Without one (not root, cgroup v2 without delegation), the worker's descendants are
+counted in /proc (it is a child subreaper, so orphans of its commands stay under it), at most
+SCAN_SHARE of the time: a scan costs ~2 ms per 100 processes on the machine, and hundreds of
+sessions scanning often would eat the CPU their commands need.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from pathlib import Path
+
+from benchtui.runners.kit import reaper
+
+SCAN_SHARE = 0.02
+WORKER_THREADS = 32  # a pids cgroup counts threads too: the worker's own (litellm, httpx) are allowed
+
+
+class ProcessCount:
+    """The session's processes: a pids cgroup (a hard limit, cheap to read) when one can be made,
+    else a scan of /proc for the worker's descendants (it is a child subreaper) now and then."""
+
+    def __init__(self, max_processes: int, cgroup: Path | None) -> None:
+        self.max = max_processes
+        self.cgroup = cgroup
+        self.refused = self._refused()
+        self.next_scan = 0.0
+
+    def over(self) -> str:
+        if self.cgroup is not None:
+            refused = self._refused()
+            return (
+                f"process limit: {refused - self.refused} forks refused at {self.max}"
+                if refused > self.refused
+                else ""
+            )
+        now = time.monotonic()
+        if now < self.next_scan:
+            return ""
+        count = len(reaper.descendants(os.getpid()))
+        self.next_scan = now + (time.monotonic() - now) / SCAN_SHARE
+        return (
+            f"process limit: the session ran {count} processes (at most {self.max})"
+            if count > self.max
+            else ""
+        )
+
+    def _refused(self) -> int:
+        if self.cgroup is None:
+            return 0
+        try:
+            return int((self.cgroup / "pids.events").read_text().split()[1])
+        except (OSError, ValueError, IndexError):
+            return 0
+
+
+def join_pids_cgroup(max_processes: int) -> Path | None:
+    """Move this process (the worker; its commands inherit it) into a new pids cgroup limited to
+    max_processes (+ the worker's threads). None where cgroups cannot be used (not root, v2 without
+    delegation): the caller then counts processes in /proc."""
+    if os.environ.get("BENCHTUI_PIDS_CGROUP") == "0":  # opt out: count in /proc instead
+        return None
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "pids" in controllers.split(","):
+            base = Path("/sys/fs/cgroup/pids") / path.lstrip("/")
+        elif controllers == "" and "pids" in _read(
+            Path("/sys/fs/cgroup", path.lstrip("/"), "cgroup.subtree_control")
+        ):
+            base = Path("/sys/fs/cgroup") / path.lstrip("/")
+        else:
+            continue
+        _sweep(base)
+        group = base / f"benchtui-worker-{os.getpid()}"
+        try:
+            group.mkdir()
+            (group / "pids.max").write_text(str(max_processes + WORKER_THREADS))
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            with contextlib.suppress(OSError):
+                group.rmdir()
+            continue
+        return group
+    return None
+
+
+def remove_cgroup(group: str | None, wait_s: float = 2.0) -> None:
+    """Once its processes are gone (the engine calls this after the worker died; a killed process
+    stays in its cgroup until it is reaped, a moment later)."""
+    deadline = time.monotonic() + wait_s
+    while group:
+        try:
+            os.rmdir(group)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+
+
+def _sweep(base: Path) -> None:
+    """Empty groups of workers that are gone (their engine was SIGKILLed before removing them)."""
+    for group in base.glob("benchtui-worker-*"):
+        pid = group.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not reaper.is_alive(int(pid)):
+            with contextlib.suppress(OSError):
+                group.rmdir()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""

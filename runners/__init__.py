@@ -1,1 +1,0 @@
-"""Agent runners behind the `AgentRunner` boundary (see `runners.base`)."""

@@ -1,5 +1,0 @@
-"""The `command` runner: any agent CLI, sandboxed, calling its model through the metering gateway."""
-
-from runners.command.runner import CommandRunner
-
-__all__ = ["CommandRunner"]

@@ -1,0 +1,130 @@
+"""Preflight: `benchtui check CAMPAIGN.toml [--ping]`, and its cheap part when a campaign starts.
+
+The ping goes through the scripted OpenAI-compatible server on 127.0.0.1, never a real API.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import tomli_w
+from support.mini import pred_on_path, write_campaign
+from support.real_parts import ROOT, require_pred
+from support.scripted_llm import Reply, ScriptedLLM
+
+from benchtui.cli import main as cli
+from benchtui.core.money import token_cost
+
+SHIPPED = ROOT / "campaigns" / "problem-reductions.toml"
+
+
+def shipped_campaign(tmp_path: Path, **changes) -> Path:
+    """The shipped campaign with its target (../problem-reductions) replaced by a small git repo."""
+    target = tmp_path / "problem-reductions"
+    (target / "src" / "rules").mkdir(parents=True)
+    (target / "src" / "rules" / "spinglass_maxcut.rs").write_text("// a rule\n")
+    for args in (
+        ["init", "-q"],
+        ["add", "."],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "t"],
+    ):
+        subprocess.run(["git", "-C", str(target), *args], check=True)
+    doc = tomllib.loads(SHIPPED.read_text())
+    doc["environment"]["path"] = str(target)
+    doc.update(changes)
+    path = tmp_path / "problem-reductions.toml"
+    path.write_text(tomli_w.dumps(doc))
+    return path
+
+
+def test_the_shipped_campaign_passes_with_the_real_pred(tmp_path, capsys, monkeypatch):
+    pred = require_pred()
+    monkeypatch.setenv("PATH", f"{pred.parent}{os.pathsep}{os.environ['PATH']}")
+    assert cli(["check", str(shipped_campaign(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    for task in tomllib.loads(SHIPPED.read_text())["tasks"]:
+        assert f"task {task}" in out and "canonical example rejected" in out
+    assert "bubblewrap sandbox" in out and "inside: pred 0.5.0" in out
+    assert "$20.0000" in out  # worst case per model: 10 sessions x $2, within the $20 cap
+
+
+def test_problems_are_one_line_each_and_exit_2(tmp_path, capsys, monkeypatch):
+    pred = require_pred()
+    monkeypatch.setenv("PATH", f"{pred.parent}{os.pathsep}{os.environ['PATH']}")
+    path = shipped_campaign(tmp_path, tasks=["spinglass_maxcut", "no_such_rule"])
+    doc = tomllib.loads(path.read_text())
+    doc["environment"]["path"] = str(tmp_path / "gone")
+    path.write_text(tomli_w.dumps(doc))
+    assert cli(["check", str(path)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all(line.startswith("benchtui check: ") for line in err), err
+    assert "does not exist" in err[0] and "task no_such_rule: no such rule" in err[1]
+
+
+def test_a_missing_pred_is_a_problem_of_check_and_stops_a_start_before_any_session(tmp_path, capsys):
+    path = write_campaign(tmp_path, "http://127.0.0.1:9/v1", runner={"pred": str(tmp_path / "no-pred")})
+    assert cli(["check", str(path)]) == 2
+    assert "runner mini: pred: " in capsys.readouterr().err
+    state = tmp_path / "runs"
+    assert cli([str(path), "--no-ui", "--state-dir", str(state)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pred" in err and "Traceback" not in err
+    assert not (state / "mini").exists()  # nothing written, no session started
+
+
+def test_a_sandbox_that_cannot_see_pred_is_a_problem(tmp_path, monkeypatch):
+    from benchtui.runners.mini.preflight import preflight
+    from benchtui.runners.mini.profile import MiniSweProfile
+
+    pred_on_path(tmp_path, monkeypatch)
+    profile = MiniSweProfile(kind="mini-swe-agent", environment="bubblewrap")
+    assert all(c.ok for c in preflight(profile, tasks=None, full=False))
+    monkeypatch.setattr("benchtui.runners.mini.preflight.bubblewrap_args", lambda pred: ["--bogus-option"])
+    (sandbox,) = [c for c in preflight(profile, tasks=None, full=False) if "sandbox" in c.what]
+    assert not sandbox.ok and "does not start" in sandbox.problem
+
+
+PING = Reply("echo OK", prompt_tokens=21, completion_tokens=3)
+
+
+def test_ping_makes_one_tiny_metered_call_per_model_and_reports_its_cost(tmp_path, capsys, monkeypatch):
+    pred_on_path(tmp_path, monkeypatch)
+    monkeypatch.setenv("SCRIPTED_API_KEY", "sk-test-ping-0000")
+    with ScriptedLLM([PING]) as llm:
+        path = write_campaign(
+            tmp_path, llm.url, models=("openai/ping-a", "openai/ping-b"), sessions_per_model=1
+        )
+        assert cli(["check", str(path), "--ping"]) == 0
+    out = capsys.readouterr().out
+    assert sorted(r.model for r in llm.requests) == ["ping-a", "ping-b"]
+    assert all(r.body["max_tokens"] == 16 for r in llm.requests)  # the bound the meter authorised
+    assert all(r.headers["authorization"] == "Bearer sk-test-ping-0000" for r in llm.requests)
+    cost = token_cost(21, Decimal(3)) + token_cost(3, Decimal(15))  # the campaign's prices
+    assert out.count(f"(ledger: ${cost.normalize():f})") == 2, out
+    assert "21 + 3 tokens" in out and "sk-test" not in out
+
+
+def test_ping_reports_a_refused_key_and_a_missing_one(tmp_path, capsys, monkeypatch):
+    pred_on_path(tmp_path, monkeypatch)
+    with ScriptedLLM([Reply(status=401)]) as llm:
+        path = write_campaign(tmp_path, llm.url, sessions_per_model=1)
+        monkeypatch.delenv("SCRIPTED_API_KEY", raising=False)
+        assert cli(["check", str(path), "--ping"]) == 2
+        assert "SCRIPTED_API_KEY is not set" in capsys.readouterr().err
+        monkeypatch.setenv("SCRIPTED_API_KEY", "sk-test-refused-0000")
+        assert cli(["check", str(path), "--ping"]) == 2
+    err = capsys.readouterr().err
+    assert "ping openai/scripted-a" in err and "Authentication" in err and "ledger: $0)" in err, err
+    assert len(llm.requests) == 1
+
+
+@pytest.mark.parametrize("module", ["benchtui.engine.preflight", "benchtui.cli.ping"])
+def test_preflight_imports_neither_litellm_nor_textual(module):
+    code = f"import sys, {module}; bad = [m for m in ('litellm', 'textual', 'minisweagent') if m in sys.modules]; assert not bad, bad"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)

@@ -1,0 +1,58 @@
+"""The `command` runner's profile, where its certificates come from, what its sandbox binds."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from benchtui.core import registry
+from benchtui.runners.command import sandbox
+from benchtui.runners.command.profile import CommandProfile
+from benchtui.runners.command.runner import _certificates
+
+
+def test_a_profile_needs_a_command_and_rejects_typos():
+    with pytest.raises(ValidationError):
+        registry.validate_profile({"kind": "command", "command": [], "environment": "local"})
+    with pytest.raises(ValidationError, match="comand"):
+        registry.validate_profile({"kind": "command", "comand": ["codex"], "environment": "local"})
+    profile = registry.validate_profile(
+        {"kind": "command", "command": ["codex", "{prompt}"], "environment": "local"}
+    )
+    assert isinstance(profile, CommandProfile)
+
+
+def test_the_prompt_is_part_of_the_identity(tmp_path):
+    one, two = tmp_path / "one.md", tmp_path / "two.md"
+    one.write_text("Test `{task}`.")
+    two.write_text("Test `{task}` carefully.")
+    a, b = (CommandProfile(command=["x"], environment="local", prompt_template=p) for p in (one, two))
+    assert a.prompt_sha256 != b.prompt_sha256
+    assert a.render_prompt("rule_x") == "Test `rule_x`."
+    with pytest.raises(ValidationError, match="missing.md"):
+        CommandProfile(command=["x"], environment="local", prompt_template=tmp_path / "missing.md")
+
+
+def test_certificates_come_from_the_output_and_from_certificates_jsonl(tmp_path):
+    log, workdir = tmp_path / "agent.log", tmp_path / "workdir"
+    workdir.mkdir()
+    log.write_text('chatter\nCERTIFICATE_START\n{"rule": "a"}\nCERTIFICATE_END\nmore chatter\n')
+    (workdir / "certificates.jsonl").write_text('{"rule": "b"}\nnot json\n[1, 2]\n')
+    assert [b.strip() for b in _certificates(log, workdir)] == ['{"rule": "a"}', '{"rule": "b"}']
+
+
+def test_the_sandbox_binds_an_agent_install_tree_and_its_interpreter(tmp_path):
+    node = tmp_path / "agents" / "node_modules" / "@x" / "cli" / "bin" / "cli.js"
+    node.parent.mkdir(parents=True)
+    node.write_text("#!/usr/bin/env node\n")
+    node.chmod(0o755)
+    assert sandbox.mounts_for(node) == [tmp_path / "agents"]  # /usr/bin/env is in the sandbox already
+    script = tmp_path / "venv" / "bin" / "tool"
+    script.parent.mkdir(parents=True)
+    script.write_text(f"#!{sys.executable}\n")
+    mounts = sandbox.mounts_for(script)
+    assert tmp_path / "venv" in mounts
+    assert Path(sys.executable).resolve().parent.parent in mounts  # the Python it runs on

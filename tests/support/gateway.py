@@ -1,0 +1,57 @@
+"""The engine's real SessionMeter and Accounts on a real Ledger (a store that is durable at once),
+without a campaign around it, for gateway tests."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from benchtui.core.contract import LogicalLimits, ModelSpec
+from benchtui.core.money import token_cost
+from benchtui.engine import events as ev
+from benchtui.engine.accounts import Accounts
+from benchtui.engine.ledger import Ledger
+from benchtui.engine.meter import UNLIMITED, SessionMeter
+
+IN, OUT = Decimal("3"), Decimal("15")  # $ per million tokens
+MODEL = ModelSpec("anthropic/claude-test", IN, OUT, 1000)
+
+
+class Durable:
+    def __init__(self) -> None:
+        self.commits = 0
+
+    async def commit(self) -> None:
+        self.commits += 1
+
+    def mark_dirty(self) -> None:
+        pass
+
+    def append(self, record: dict[str, Any]) -> None:
+        pass
+
+    def append_row(self, file: str, record: dict[str, Any]) -> None:
+        pass
+
+
+def open_meter(
+    reservation: Decimal,
+    model: ModelSpec = MODEL,
+    session: str = "m-0",
+    limits: LogicalLimits = UNLIMITED,
+) -> tuple[SessionMeter, Ledger, list[str]]:
+    """A meter for one session holding `reservation`; the list collects overspent sessions."""
+    ledger = Ledger(Decimal(100), {model.name: Decimal(100)})
+    flight = ledger.open(session, model.name, 0, 1, "command", reservation)
+    overspent: list[str] = []
+    accounts = Accounts(ledger, Durable(), ev.EventBus(), {})  # type: ignore[arg-type]
+    meter = SessionMeter(
+        accounts, flight, model, reservation, limits=limits, on_overspent=lambda: overspent.append(session)
+    )
+    return meter, ledger, overspent
+
+
+def cost(input_tokens: int, output_tokens: int, model: ModelSpec = MODEL) -> Decimal:
+    return token_cost(input_tokens, model.input_usd_per_mtok) + token_cost(
+        output_tokens, model.output_usd_per_mtok
+    )

@@ -1,0 +1,106 @@
+"""Misbehaving runners for the scheduler tests (registered by dotted path: `stub_runners:X`)."""
+
+from __future__ import annotations
+
+import os
+from typing import ClassVar, Literal
+
+import trio
+
+from benchtui.core.contract import RunnerProfile, SessionOutcome, Usage
+from benchtui.runners.fake import FakeProfile, FakeRunner
+
+
+class StubProfile(RunnerProfile):
+    kind: Literal[
+        "support.stub_runners:Raising",
+        "support.stub_runners:Garbage",
+        "support.stub_runners:Hanging",
+        "support.stub_runners:Greedy",
+    ]
+    every: int = 2
+    """Misbehave on every `every`-th session index (others behave like a $0.01 fake)."""
+
+
+class _Stub:
+    Profile: ClassVar[type[RunnerProfile]] = StubProfile
+
+    def __init__(self, profile: StubProfile, *, run_dir) -> None:
+        self.profile = profile
+        self.fake = FakeRunner(FakeProfile(cost_usd="0.01"), run_dir=run_dir)
+
+    async def run(self, session, meter):
+        if session.index % self.profile.every == 0:
+            return await self.misbehave(session, meter)
+        return await self.fake.run(session, meter)
+
+
+class Raising(_Stub):
+    async def misbehave(self, session, meter):
+        await meter.authorise(meter.price(Usage(flat_usd="0.01")))
+        raise RuntimeError("boom")
+
+
+class Garbage(_Stub):
+    async def misbehave(self, session, meter):
+        return {"result": "bug_found"}
+
+
+class Hanging(_Stub):
+    async def misbehave(self, session, meter):
+        await meter.authorise(meter.price(Usage(flat_usd="0.01")))
+        await trio.sleep_forever()
+
+
+class Greedy(_Stub):
+    """Reports more usage than it was authorised for (a provider ignoring max_tokens)."""
+
+    async def misbehave(self, session, meter):
+        while await meter.authorise(meter.worst_case_usd(1000)):
+            meter.charge(Usage(input_tokens=1000, output_tokens=20_000))
+            await trio.sleep(0)
+        return SessionOutcome("no_certificate", reason="budget_exhausted")
+
+
+class CountingProfile(RunnerProfile):
+    kind: Literal["support.stub_runners:Counting"]
+    log: str
+    """Where each action the meter granted is written (O_APPEND) right after the grant."""
+    tries: int = 30
+    """How many rounds of actions the agent tries (more than any limit)."""
+    pause_s: float = 0.002
+
+
+class Counting:
+    """An agent that tries to exceed every logical counter: each round a model call, a shell
+    action and a `pred` call (every other one a `pred solve`), until all of them are refused."""
+
+    Profile: ClassVar[type[RunnerProfile]] = CountingProfile
+    enforces = frozenset({"model_calls", "shell_actions", "tools", "submits"})
+
+    def __init__(self, profile: CountingProfile, *, run_dir) -> None:
+        self.profile = profile
+
+    def _performed(self, session, counter: str) -> None:
+        line = f"{session.id}\t{session.attempt}\t{counter}\n".encode()
+        fd = os.open(self.profile.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+
+    async def run(self, session, meter):
+        usage = Usage(flat_usd="0.0001")
+        for round in range(self.profile.tries):
+            if await meter.authorise(meter.price(usage)):
+                self._performed(session, "model_calls")
+                meter.charge(usage)
+            if await meter.use("shell_actions") is None:
+                self._performed(session, "shell_actions")
+            tool = ["pred", "solve"] if round % 2 else ["pred", "list"]
+            counters = session.limits.tool_counters(tool)
+            if await meter.use(*counters) is None:
+                for counter in counters:
+                    self._performed(session, counter)
+            await trio.sleep(self.profile.pause_s)
+        return SessionOutcome("no_certificate", reason="tried everything")

@@ -1,0 +1,123 @@
+"""The verifier against the REAL pred (problem-reductions 0.5.0): its rules are correct, so every
+certificate must be rejected, with a definitive verdict, never confirmed, never inconclusive.
+
+Skips where no real pred exists (a clone without ../shared and no `pred` on PATH); fails in CI.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from support.real_parts import ROOT, require_pred
+
+from benchtui.targets.problem_reductions import verify
+from benchtui.targets.problem_reductions.tasks import (
+    TASK_RULES,
+    canonical_certificate,
+    rule_list,
+    rule_of,
+    run_pred,
+)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "contracts"
+CAMPAIGN = tomllib.loads((ROOT / "campaigns" / "problem-reductions.toml").read_text())
+TIMEOUT = CAMPAIGN["runners"]["mini"]["verify_timeout_s"]
+
+
+@pytest.fixture(scope="module")
+def pred() -> str:
+    return str(require_pred())
+
+
+def build(pred: str, tmp_path: Path, create: list[str], target: str, **extra) -> dict:
+    """A certificate built the way an agent builds one, with the real pred."""
+    source = run_pred(pred, ["create", *create, "--json"], timeout=30)
+    assert not source.error, source.error
+    (tmp_path / "source.json").write_text(source.stdout)
+    bundle = run_pred(
+        pred, ["reduce", "source.json", "--to", target, "--json"], timeout=30, cwd=str(tmp_path)
+    )
+    assert not bundle.error, bundle.error
+    return {
+        "rule": "hand-made",
+        "violation": "unsound_extraction",
+        "source": json.loads(source.stdout),
+        "bundle": json.loads(bundle.stdout),
+        **extra,
+    }
+
+
+def rejected(verdict) -> None:
+    assert verdict.status == "rejected" and verdict.details["cause"] == "no_violation", verdict
+
+
+def test_every_task_of_the_shipped_campaign_is_a_rule_of_pred(pred):
+    rules, problem = rule_list(pred)
+    assert not problem and len(rules) == 260
+    missing = [task for task in CAMPAIGN["tasks"] if rule_of(task, rules) is None]
+    assert not missing, f"tasks that are no rule of pred list --rules: {missing}"
+    assert set(CAMPAIGN["tasks"]) <= set(TASK_RULES)
+
+
+@pytest.mark.parametrize("task", CAMPAIGN["tasks"])
+def test_the_canonical_example_of_every_task_is_rejected_within_its_timeout(pred, task):
+    cert, problem = canonical_certificate(TASK_RULES[task], pred, timeout=TIMEOUT)
+    assert cert is not None, problem
+    rejected(verify(cert, pred=pred, timeout=TIMEOUT))
+
+
+def test_the_contract_certificates_are_rejected(pred):
+    wrong = verify(json.loads((FIXTURES / "certificate.wrong-target.json").read_text()), pred=pred)
+    assert wrong.status == "rejected" and wrong.details["cause"] == "wrong_target", wrong
+    rejected(verify(json.loads((FIXTURES / "certificate.example.json").read_text()), pred=pred))
+
+
+def test_a_weighted_rule_gets_a_definitive_verdict(pred, tmp_path):
+    # pred reduce --to MaximumIndependentSet (no variant) finds no path from i32 weights.
+    cert = build(
+        pred,
+        tmp_path,
+        ["MinimumVertexCover/SimpleGraph/i32", "--graph", "0-1,1-2,2-3,0-3", "--weights", "3,1,4,1"],
+        "MaximumIndependentSet/SimpleGraph/i32",
+        violation="suboptimal_extraction",
+        target_config="1,0,1,0",
+    )
+    rejected(verify(cert, pred=pred))
+
+
+def test_a_multi_step_bundle_is_reduced_along_its_own_path(pred, tmp_path):
+    cert = build(pred, tmp_path, ["MIS", "--graph", "0-1,1-2"], "QUBO")
+    assert len(cert["bundle"]["path"]) > 2
+    rejected(verify(cert, pred=pred))
+
+
+@pytest.mark.parametrize(
+    "create, target",
+    [
+        (["HC", "--graph", "0-1,1-2,2-3"], "TravelingSalesman/SimpleGraph/i32"),  # Or(false) both sides
+        (["SAT", "--num-vars", "1", "--clauses", "1;-1"], "KSatisfiability/K3"),  # bundle solve exits 1
+        (["Factoring", "--target", "5", "--m", "1", "--n", "2"], "CircuitSAT"),  # no factors: no circuit
+    ],
+)
+def test_no_instances_of_correct_rules_are_rejected(pred, tmp_path, create, target):
+    rejected(verify(build(pred, tmp_path, create, target), pred=pred))
+
+
+def test_a_target_config_pred_refuses_is_rejected_not_inconclusive(pred, tmp_path):
+    cert = build(pred, tmp_path, ["MIS", "--graph", "0-1,1-2"], "MaximumClique", target_config="1,0")
+    verdict = verify(cert, pred=pred)
+    rejected(verdict)
+    assert verdict.details["extract_error"].startswith("Error: Target config has 2 values")
+
+
+def test_pred_errors_reach_the_reason_without_backtraces(pred, monkeypatch):
+    monkeypatch.setenv("RUST_BACKTRACE", "1")
+    cert = json.loads((FIXTURES / "certificate.example.json").read_text())
+    cert["source"]["data"] = {"nonsense": True}
+    verdict = verify(cert, pred=pred)
+    assert verdict.status == "inconclusive" and verdict.details["cause"] == "pred_error", verdict
+    assert verdict.reason.startswith("pred reduce failed: Error:")
+    assert "backtrace" not in verdict.reason.lower() and "\n" not in verdict.reason

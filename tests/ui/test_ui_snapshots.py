@@ -1,0 +1,115 @@
+"""Snapshot tests of the TUI (pytest-textual-snapshot): `pytest --snapshot-update` accepts changes.
+
+Deterministic by construction: a fixed clock, parallelism 1 (one event order), zero latency,
+and the run dir given relative to the test's cwd.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from support import write_campaign
+
+from benchtui.engine import run as engine
+from benchtui.ui.app import BenchApp, make_app
+from benchtui.ui.screens.quit import QuitScreen
+from benchtui.ui.screens.runner_picker import RunnerPicker
+from benchtui.ui.screens.summary import SummaryScreen
+
+SIZE = (130, 36)
+
+
+@pytest.fixture
+def app_in(tmp_path, monkeypatch):
+    def build(**kw) -> BenchApp:
+        start_paused = kw.pop("start_paused", False)
+        monkeypatch.chdir(tmp_path)
+        path = write_campaign(tmp_path, parallelism=1, **kw)
+        prep = engine.prepare(engine.Options(path.relative_to(tmp_path), Path("runs")))
+        return make_app(prep, clock=lambda: 0.0, start_paused=start_paused)
+
+    return build
+
+
+async def settle(pilot, done) -> None:
+    async with asyncio.timeout(20):
+        while not done():
+            await pilot.pause(0.02)
+    pilot.app.redraw()
+    await pilot.pause()
+
+
+class TestMainScreen:
+    def test_finished_campaign(self, app_in, snap_compare):
+        app = app_in(sessions=5)
+
+        async def run_before(pilot) -> None:
+            await settle(pilot, lambda: isinstance(app.screen, SummaryScreen))
+            app.pop_screen()
+            app.main.table.select("fake_model-b-0001")
+            await settle(pilot, lambda: app.main.certificates.get("fake_model-b-0001"))
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+    def test_paused_before_anything_started(self, app_in, snap_compare):
+        app = app_in(sessions=3, start_paused=True)
+
+        async def run_before(pilot) -> None:
+            await settle(pilot, lambda: app.view.paused and app.view.accounts is not None)
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+class TestSummary:
+    def test_finished_summary(self, app_in, snap_compare):
+        app = app_in(sessions=5)
+
+        async def run_before(pilot) -> None:
+            await settle(pilot, lambda: isinstance(app.screen, SummaryScreen) and app.screen.report)
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+class TestDialogs:
+    def test_quit_dialog(self, app_in, snap_compare):
+        app = app_in(sessions=3, start_paused=True)
+
+        async def run_before(pilot) -> None:
+            await settle(pilot, lambda: app.view.paused and app.view.accounts is not None)
+            await pilot.press("q")
+            await settle(pilot, lambda: isinstance(app.screen, QuitScreen) and app.screen.query("#finish"))
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+    def test_runner_picker(self, app_in, snap_compare):
+        app = app_in(
+            sessions=3, start_paused=True, extra_runners='[runners.slow]\nkind = "fake"\nlatency_s = 2.0\n'
+        )
+
+        async def run_before(pilot) -> None:
+            await settle(pilot, lambda: app.view.paused and app.view.accounts is not None)
+            await pilot.press("c")
+            await settle(
+                pilot, lambda: isinstance(app.screen, RunnerPicker) and app.screen.query("OptionList")
+            )
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+class TestLogicalBudgets:
+    def test_finished_campaign_with_counters(self, app_in, snap_compare):
+        """The detail pane of a campaign with `[budget.per_session]` shows the session's counters."""
+        logical = "\n[budget.per_session]\nmodel_calls = 10\nshell_actions = 12\nsubmits = 2\n"
+        app = app_in(
+            sessions=5, extra_runners=logical + '[budget.per_session.tools]\npred = 24\n"pred solve" = 10\n'
+        )
+
+        async def run_before(pilot) -> None:
+            await settle(pilot, lambda: isinstance(app.screen, SummaryScreen))
+            app.pop_screen()
+            app.main.table.select("fake_model-b-0001")
+            await settle(pilot, lambda: app.main.certificates.get("fake_model-b-0001"))
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
