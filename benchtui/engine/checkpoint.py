@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchtui.core import bounds as limits
-from benchtui.core import counters, inputs
+from benchtui.core import bounds, counters, inputs
 from benchtui.core.atomic import gc_paused
 from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO, fmt, usd
@@ -66,7 +65,7 @@ def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[Journa
         for number, value in enumerate(values, 1):
             try:
                 rec = JournalRecord.from_json(value)
-                if not limits.sane_amount(value["cost_usd"]):  # edited by hand: inf, 1e300
+                if not bounds.sane_amount(value["cost_usd"]):  # edited by hand: inf, 1e300
                     raise ValueError(f"cost_usd {value['cost_usd']!r} is not a sane amount")
                 planned = plan_ids.get(rec.session)
                 if planned is None or planned.model != rec.model:
@@ -103,7 +102,7 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
         saved = tomllib.loads(inputs.read_text(run_dir / LEDGER, inputs.LEDGER_MAX_BYTES, "the ledger"))
         in_flight = {f.session: f for f in Ledger.running_from_toml(saved)}
         amounts = [x for f in in_flight.values() for x in (f.reservation, f.spent, f.held)]
-        if not isinstance(saved.get("runner", ""), str) or not all(map(limits.sane_amount, amounts)):
+        if not isinstance(saved.get("runner", ""), str) or not all(map(bounds.sane_amount, amounts)):
             raise ValueError("a value out of range")
     except FileNotFoundError:
         raise BadInput(f"{run_dir / LEDGER}: missing; use --fresh to start over") from None

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from benchtui.core import registry
-from benchtui.core import workspace as environment
+from benchtui.core import registry, workspace
 from benchtui.core.contract import Check, RunnerProfile
 from benchtui.core.errors import BadInput
 from benchtui.engine.campaign import Campaign
@@ -69,4 +68,4 @@ def target_check(campaign: Campaign) -> Check:
     path = campaign.environment.path
     if not path.exists():
         return Check(f"target {path}", "does not exist (environment.path)")
-    return Check(f"target {path}", detail=environment.fingerprint(path, campaign.environment.tools))
+    return Check(f"target {path}", detail=workspace.fingerprint(path, campaign.environment.tools))

@@ -20,7 +20,7 @@ from typing import Any
 
 import trio
 
-from benchtui.core import workspace as environment
+from benchtui.core import workspace
 from benchtui.core.errors import BadInput, StorageFailed, first_error
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine import checkpoint, control, preflight, results, rundir
@@ -83,7 +83,7 @@ def prepare(opts: Options) -> PreparedRun:
         run_dir = opts.state_dir / campaign.name
     preflight.cheap(campaign)  # e.g. a missing `pred`: exit 2 before anything is written
     notes = [*campaign.warnings(), *preflight.unenforced(campaign)]
-    fingerprint = environment.fingerprint(campaign.environment.path, campaign.environment.tools)
+    fingerprint = workspace.fingerprint(campaign.environment.path, campaign.environment.tools)
     if "+dirty" in fingerprint.split()[0]:
         notes.append(
             f"{campaign.environment.path} has uncommitted changes: sessions get copies of "
@@ -159,7 +159,7 @@ def accounts_event(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitte
 
 
 @dataclass
-class Run:
+class OpenRun:
     """A campaign run that is open: `scheduler` takes the control calls, `until_done` runs it."""
 
     prep: PreparedRun
@@ -207,7 +207,7 @@ class Run:
             ) from None
 
 
-async def _refresh_results(run: Run, bus: ev.EventBus, interval: float = 30.0) -> None:
+async def _refresh_results(run: OpenRun, bus: ev.EventBus, interval: float = 30.0) -> None:
     """Rewrite the results files now and then while a long campaign runs (exactly at its end).
 
     The interval grows to 20x the time a rewrite takes, so huge campaigns spend under 5% on it.
@@ -225,7 +225,7 @@ async def _refresh_results(run: Run, bus: ev.EventBus, interval: float = 30.0) -
 
 
 @asynccontextmanager
-async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
+async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[OpenRun]:
     """Open a prepared run: its store, control socket, runners and result refreshes.
 
     On exit (normal, stopped, or cancelled) every change is flushed, the results files are
@@ -238,7 +238,7 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
     store = Store(prep.run_dir, ledger, snapshot=lambda: accounts_event(ledger, planned), on_commit=bus.emit)
     accounts = Accounts(ledger, store, bus, journal)
     queue = prep.checkpoint.pending(prep.plan)
-    run: Run | None = None
+    run: OpenRun | None = None
     try:
         try:
             async with trio.open_nursery() as services:
@@ -253,7 +253,7 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
                     ledger.control,
                     fingerprint=prep.fingerprint,
                 )
-                run = Run(prep, scheduler, journal, ledger, store)
+                run = OpenRun(prep, scheduler, journal, ledger, store)
                 await services.start(control.serve, prep.run_dir, scheduler, bus)  # for `benchtui ctl`
                 services.start_soon(_refresh_results, run, bus)
                 for end in prep.checkpoint.reconciled:
@@ -288,6 +288,6 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
 
 
 async def run(prep: PreparedRun, bus: ev.EventBus) -> bool:
-    """Run a prepared campaign to its end, with no front end; True when it finished."""
+    """OpenRun a prepared campaign to its end, with no front end; True when it finished."""
     async with open_run(prep, bus) as opened:
         return await opened.until_done()

@@ -1,5 +1,5 @@
 """Read run dirs for a report, never writing into them: the frozen campaign, identity, ledger,
-journal and outcome details, folded into one `SessionView` per session.
+journal and outcome details, folded into one `SessionHistory` per session.
 
 Works on finished, stopped and running campaigns alike: the journal is append-only (a torn last
 line is ignored), the ledger is replaced by rename, so a reader sees a consistent state.
@@ -32,7 +32,7 @@ RAN = ("done", "error", "killed")
 
 
 @dataclass(slots=True)
-class SessionView:
+class SessionHistory:
     """One planned session of one run, as the journal (and its outcome details) tell it."""
 
     run: str
@@ -74,13 +74,13 @@ class SessionView:
 
 
 @dataclass
-class Run:
+class RecordedRun:
     path: Path
     campaign: Campaign
     identity: dict[str, str]
     spent: dict[str, Decimal]
     wasted: dict[str, Decimal]
-    sessions: list[SessionView]
+    sessions: list[SessionHistory]
     ends: list[JournalRecord] = field(default_factory=list)
     """Every attempt's end line (cost, time), in journal order: the spend over time."""
     t0: float | None = None
@@ -97,7 +97,7 @@ def identity_key(identity: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def read_run(run_dir: Path) -> Run:
+def read_run(run_dir: Path) -> RecordedRun:
     if not (run_dir / rundir.CAMPAIGN).is_file():
         raise BadInput(f"{run_dir}: not a benchtui run dir (no {rundir.CAMPAIGN})")
     campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, require_target=False)
@@ -112,8 +112,8 @@ def read_run(run_dir: Path) -> Run:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
         raise BadInput(f"{run_dir / LEDGER}: corrupted ledger ({exc})") from None
     plan = build_plan(campaign)
-    views = {s.id: SessionView(str(run_dir), s) for s in plan}
-    run = Run(run_dir, campaign, identity, spent, wasted, list(views.values()))
+    views = {s.id: SessionHistory(str(run_dir), s) for s in plan}
+    run = RecordedRun(run_dir, campaign, identity, spent, wasted, list(views.values()))
     starts: dict[tuple[str, int], JournalRecord] = {}
     for rec in journal_records(run_dir, plan):
         view = views[rec.session]
@@ -125,7 +125,7 @@ def read_run(run_dir: Path) -> Run:
             run.ends.append(rec)
             view.tokens += rec.tokens
         _take(view, rec, starts.get((view.planned.id, rec.attempt)))
-    by_model: dict[str, list[SessionView]] = defaultdict(list)
+    by_model: dict[str, list[SessionHistory]] = defaultdict(list)
     for view in views.values():
         if view.ran:
             by_model[view.planned.model].append(view)
@@ -136,7 +136,7 @@ def read_run(run_dir: Path) -> Run:
     return run
 
 
-def _take(view: SessionView, rec: JournalRecord, start: JournalRecord | None) -> None:
+def _take(view: SessionHistory, rec: JournalRecord, start: JournalRecord | None) -> None:
     """The last line of a session is its state; its attempt's `running` line says how it started."""
     view.state, view.attempt = rec.state, rec.attempt
     view.result, view.retryable = rec.result, rec.retryable
@@ -153,7 +153,7 @@ def _take(view: SessionView, rec: JournalRecord, start: JournalRecord | None) ->
     view.submitted = ended and rec.certificate
 
 
-def _take_details(view: SessionView, detail: dict[str, Any] | None) -> None:
+def _take_details(view: SessionHistory, detail: dict[str, Any] | None) -> None:
     if not detail:
         return
     cert = detail.get("certificate")
@@ -163,7 +163,7 @@ def _take_details(view: SessionView, detail: dict[str, Any] | None) -> None:
     view.prompt_sha256 = detail.get("prompt_sha256") or None
 
 
-def read_runs(run_dirs: list[Path]) -> list[Run]:
+def read_runs(run_dirs: list[Path]) -> list[RecordedRun]:
     """Several runs of one campaign identity, to pool; refuses to mix identities."""
     runs = [read_run(path) for path in run_dirs]
     first = runs[0]
@@ -180,9 +180,9 @@ def read_runs(run_dirs: list[Path]) -> list[Run]:
     return runs
 
 
-def sessions_by_model(runs: list[Run]) -> dict[str, list[SessionView]]:
+def sessions_by_model(runs: list[RecordedRun]) -> dict[str, list[SessionHistory]]:
     """Every session of the pooled runs, by model, in campaign order of the models."""
-    grouped: dict[str, list[SessionView]] = {m.name: [] for m in runs[0].campaign.models}
+    grouped: dict[str, list[SessionHistory]] = {m.name: [] for m in runs[0].campaign.models}
     for run in runs:
         for view in run.sessions:
             grouped[view.planned.model].append(view)

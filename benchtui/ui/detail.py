@@ -13,7 +13,7 @@ from benchtui.core import counters
 from benchtui.core.money import fmt
 from benchtui.engine.plan import slug
 from benchtui.engine.store import OUTCOMES
-from benchtui.ui.model import SessionView
+from benchtui.ui.model import SessionRow
 from benchtui.ui.sessions import STATE_STYLES
 
 
@@ -40,7 +40,7 @@ def find_certificate(run_dir: Path, session: str, model: str) -> dict[str, Any] 
 class SessionDetail(Static):
     """What the selected session is doing: state, money, its latest progress notes, certificate."""
 
-    def show(self, view: SessionView | None, row: dict[str, Any] | None = None) -> None:
+    def show(self, view: SessionRow | None, row: dict[str, Any] | None = None) -> None:
         if view is None:
             self.update(Text("no session selected", style="dim"))
             return

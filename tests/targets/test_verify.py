@@ -18,7 +18,7 @@ import trio
 from support import CONTRACTS
 from support.mini import STAND_IN_PRED
 
-from benchtui.cli import main as cli
+from benchtui.cli.main import main as cli
 from benchtui.targets.problem_reductions import find_blocks, parse_block, parse_value, verify, verify_async
 
 PRED = str(STAND_IN_PRED)
@@ -217,7 +217,7 @@ def test_a_target_config_pred_refuses_shows_nothing_and_is_rejected(tmp_path):
 
 @pytest.mark.trio
 async def test_a_malformed_certificate_is_rejected_but_never_handed_on_as_a_certificate(tmp_path):
-    from benchtui.runners.kit.verdict import Report, judge
+    from benchtui.runners.kit.verdict import WorkerReport, judge
 
     made_up = {
         "rule": "R",
@@ -225,7 +225,7 @@ async def test_a_malformed_certificate_is_rejected_but_never_handed_on_as_a_cert
         "source": {"type": "A"},
         "bundle": {"target": {"type": "B"}},
     }
-    report = Report(done={"steps": 3, "exit_status": "Submitted", "blocks": [json.dumps(made_up)]})
+    report = WorkerReport(done={"steps": 3, "exit_status": "Submitted", "blocks": [json.dumps(made_up)]})
     outcome = await judge(
         report,
         fingerprint="",

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import trio
 
-from benchtui.core import workspace as environment
+from benchtui.core import workspace
 from benchtui.core.contract import Meter, RunnerProfile, SessionOutcome, SessionSpec
 from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.command import sandbox
@@ -31,7 +31,7 @@ from benchtui.runners.kit import reaper
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.bubblewrap import local_bin
 from benchtui.runners.kit.toolgate import counting
-from benchtui.runners.kit.verdict import Report, judge
+from benchtui.runners.kit.verdict import WorkerReport, judge
 from benchtui.targets.problem_reductions import find_blocks, resolve_pred
 
 
@@ -106,7 +106,7 @@ class CommandRunner:
                         status = await _run_agent(argv, env, workdir, log, lifeline)
                     finally:
                         os.close(hold)
-            report = Report(
+            report = WorkerReport(
                 copy_fingerprint=copy,
                 prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
                 done={
@@ -183,9 +183,9 @@ def _infra(reason: str) -> SessionOutcome:
 
 
 def _prepare(target: Path, workdir: Path, prompt_file: Path, prompt: str) -> str:
-    environment.make_session_copy(target, workdir)
+    workspace.make_session_copy(target, workdir)
     prompt_file.write_text(prompt)
-    return environment.fingerprint(workdir)
+    return workspace.fingerprint(workdir)
 
 
 async def _run_agent(

@@ -25,7 +25,7 @@ EXIT_REASONS = {
 
 
 @dataclass
-class Report:
+class WorkerReport:
     """What the engine learnt from one worker."""
 
     copy_fingerprint: str = ""
@@ -76,7 +76,7 @@ async def _verify(cert: dict[str, Any], *, pred: str, timeout: float) -> Verdict
 
 
 async def judge(
-    report: Report,
+    report: WorkerReport,
     *,
     fingerprint: str,
     pred: str,

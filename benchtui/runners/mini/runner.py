@@ -25,7 +25,7 @@ from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.kit import reaper
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.toolgate import counting
-from benchtui.runners.kit.verdict import Report, judge
+from benchtui.runners.kit.verdict import WorkerReport, judge
 from benchtui.runners.mini import forkserver, processes
 from benchtui.runners.mini import preflight as checks
 from benchtui.runners.mini.profile import MiniSweProfile
@@ -148,7 +148,7 @@ class MiniSweRunner:
             return SessionOutcome("error", reason=f"API key variable {key_name} is not set", infra_error=True)
         files = SessionFiles(session.session_dir.resolve(), session.attempt)
         files.dir.mkdir(parents=True, exist_ok=True)
-        report = Report(max_output_tokens=session.model.max_output_tokens)
+        report = WorkerReport(max_output_tokens=session.model.max_output_tokens)
         request = self._request(session, files, secrets, key_name)
         try:
             # On a Ray node the gate's unix socket is out of reach: tools are not counted there
@@ -221,7 +221,7 @@ class MiniSweRunner:
             "api_key": secrets.get(key_name) if key_name else None,
         }
 
-    async def _run_worker(self, request: dict[str, Any], meter: Meter, report: Report) -> None:
+    async def _run_worker(self, request: dict[str, Any], meter: Meter, report: WorkerReport) -> None:
         if self.remote is not None:
             from benchtui.runners.mini.remote import run_remote_worker
 
@@ -249,7 +249,7 @@ class MiniSweRunner:
         channel: EngineChannel,
         worker: WorkerProcess,
         meter: Meter,
-        report: Report,
+        report: WorkerReport,
     ) -> None:
         kind = message.get("t")
         if kind == "authorise":
@@ -280,7 +280,7 @@ class MiniSweRunner:
             report.done = message
 
     async def _stop(
-        self, channel: EngineChannel, worker: WorkerProcess, meter: Meter, report: Report
+        self, channel: EngineChannel, worker: WorkerProcess, meter: Meter, report: WorkerReport
     ) -> None:
         """End the worker for sure; then settle the usage it reported before it died (F6)."""
         if worker.pid is None:  # cancelled before it said hello: wait for its pid (a moment)
@@ -299,7 +299,7 @@ class MiniSweRunner:
         await channel.aclose()
 
     async def _late(
-        self, message: dict[str, Any], worker: WorkerProcess, meter: Meter, report: Report
+        self, message: dict[str, Any], worker: WorkerProcess, meter: Meter, report: WorkerReport
     ) -> None:
         if message.get("t") == "hello" and worker.pid is None:
             worker.adopt(int(message["pid"]))
@@ -319,7 +319,7 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _settle(message: dict[str, Any], meter: Meter, report: Report) -> None:
+def _settle(message: dict[str, Any], meter: Meter, report: WorkerReport) -> None:
     """Charge one attempt's usage report; one that is unreadable is charged the worst case that
     was authorised for the attempt (F6: never under), and every worst-case charge says why."""
     tokens = _count(message.get("input_tokens")), _count(message.get("output_tokens"))
