@@ -10,7 +10,7 @@ import tomllib
 from contextvars import ContextVar
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -24,9 +24,9 @@ from pydantic_settings import (
 
 from benchtui.core import bounds, inputs, registry
 from benchtui.core.bindings import BINDING_IDS
-from benchtui.core.contract import LogicalLimits, ModelSpec, RunnerProfile
+from benchtui.core.contract import PROBLEM_REDUCTIONS, LogicalLimits, ModelSpec, RunnerKind, RunnerProfile
 from benchtui.core.errors import BadInput
-from benchtui.core.executor import ExecutorConfig, supported
+from benchtui.core.executor import ExecutorConfig
 from benchtui.core.money import fmt_exact, usd_floor
 
 # The TOML file's data while a Campaign is being built (the lowest-precedence settings source).
@@ -130,6 +130,13 @@ class Environment(Strict):
         return [bounds.check_text(tool, "a tool name") for tool in value]
 
 
+class Target(Strict):
+    kind: Literal["problem-reductions", "none"] = "problem-reductions"
+    """What the target brings. `problem-reductions` (the default: campaigns before this key had
+    it): its verifier, its task inventory, its `pred` CLI. `none`: a target without them; the
+    sessions' certificates are recorded unverified."""
+
+
 class Ui(Strict):
     keys: dict[str, str] = Field(default_factory=dict)
     """Keys by binding id, replacing the defaults: `kill = "ctrl+k"` (a comma separates
@@ -178,6 +185,8 @@ class Campaign(BaseSettings):
     """The models compared; each gets the same sessions, prompt and budget."""
     environment: Environment
     """The target every session works on (a fresh copy each, for real runners)."""
+    target: Target = Field(default_factory=Target)
+    """What kind of target `environment.path` is (part of the identity when not the default)."""
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     """Where the agents run: this machine (default) or a Ray cluster (not part of the identity)."""
     ui: Ui = Field(default_factory=Ui)
@@ -240,8 +249,8 @@ class Campaign(BaseSettings):
             raise ValueError(f"models {', '.join(clash)} map to the same file name (/ and : become _)")
         if self.runner not in self.runners:
             raise ValueError(f"runner {self.runner!r} is not one of [runners.*]: {', '.join(self.runners)}")
-        active = registry.runner_class(self.runners[self.runner].kind)
-        if not supported(active, self.executor.kind):
+        active = self.kind(self.runner)
+        if not active.supports(self.executor.kind):
             raise ValueError(
                 f"runner {self.runner!r} (kind {self.runners[self.runner].kind!r}) cannot run on "
                 f"[executor] kind = {self.executor.kind!r}"
@@ -261,6 +270,11 @@ class Campaign(BaseSettings):
                 f"each session's share of {self.per_model_usd:f} rounds to $0: give per_session_usd"
             )
         return self
+
+    def kind(self, profile: str) -> type[RunnerKind]:
+        """The runner kind of a profile, resolved when the campaign was validated (its class is
+        imported once: every later ask is a lookup)."""
+        return registry.runner_class(self.runners[profile].kind)  # cached since validation
 
     @property
     def logical_limits(self) -> LogicalLimits:
@@ -299,6 +313,8 @@ class Campaign(BaseSettings):
         data = self.model_dump(mode="python", exclude_none=True)
         if not self.executor.remote:
             data.pop("executor")  # the default: frozen copies stay as they were
+        if self.target.kind == PROBLEM_REDUCTIONS:
+            data.pop("target")
         data["runners"] = {n: p.model_dump(exclude_none=True) for n, p in self.runners.items()}
         return tomli_w.dumps(_plain(data))
 
@@ -313,10 +329,15 @@ class Campaign(BaseSettings):
                     "repeats": self.repeats,
                 },
                 "budget": _budget_identity(self.budget),
-                "runners": {n: p.model_dump() for n, p in sorted(self.runners.items())},
+                "runners": {
+                    n: {**p.model_dump(), "kind": registry.identity_spelling(p.kind)}
+                    for n, p in sorted(self.runners.items())
+                },
                 "environment": environment_fingerprint,
             }
         )
+        if self.target.kind != PROBLEM_REDUCTIONS:  # the identity of older campaigns stays what it was
+            parts["target"] = self.target.kind
         return parts
 
 

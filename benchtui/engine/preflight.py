@@ -10,29 +10,23 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from benchtui.core import registry, workspace
-from benchtui.core.contract import Check, RunnerProfile
+from benchtui.core import workspace
+from benchtui.core.contract import Check
 from benchtui.core.errors import BadInput
 from benchtui.engine.campaign import Campaign
 
 
-def runner_checks(name: str, profile: RunnerProfile, tasks: list[str] | None, *, full: bool) -> list[Check]:
-    hook = getattr(registry.runner_class(profile.kind), "preflight", None)
-    if hook is None:
-        return []
-    return [
-        Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in hook(profile, tasks=tasks, full=full)
-    ]
+def runner_checks(campaign: Campaign, name: str, tasks: list[str] | None, *, full: bool) -> list[Check]:
+    """The checks the kind of runner profile `name` asks for (its `preflight`)."""
+    kind = campaign.kind(name)
+    found = kind.preflight(campaign.runners[name], tasks=tasks, full=full, target=campaign.target.kind)
+    return [Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in found]
 
 
 def cheap(campaign: Campaign) -> None:
     """The checks run before a campaign starts (the active profile's tools); BadInput on a problem,
     so a missing `pred` is exit 2 before any session starts, not N sessions ending in errors."""
-    problems = [
-        c
-        for c in runner_checks(campaign.runner, campaign.runners[campaign.runner], None, full=False)
-        if not c.ok
-    ]
+    problems = [c for c in runner_checks(campaign, campaign.runner, None, full=False) if not c.ok]
     if problems:
         raise BadInput(f"{problems[0].what}: {problems[0].problem} (`benchtui check` checks everything)")
 
@@ -44,7 +38,7 @@ def unenforced(campaign: Campaign) -> list[str]:
     if not limits:
         return []
     kind = campaign.runners[campaign.runner].kind
-    can = {"model_calls", *getattr(registry.runner_class(kind), "enforces", ())}
+    can = {"model_calls", *campaign.kind(campaign.runner).enforces}
     if campaign.executor.remote:  # the tool gate is a unix socket of this machine
         can.discard("tools")
     named = [*limits.counters, *(["observation_chars"] if limits.observation_chars else [])]

@@ -12,7 +12,15 @@ from typing import Any, ClassVar, Literal
 import trio
 from pydantic import Field
 
-from benchtui.core.contract import Meter, Result, RunnerProfile, SessionOutcome, SessionSpec, Usage
+from benchtui.core.contract import (
+    Meter,
+    Result,
+    RunnerKind,
+    RunnerProfile,
+    SessionOutcome,
+    SessionSpec,
+    Usage,
+)
 
 CANNED_CERTIFICATE = Path(__file__).with_name("data") / "fake-certificate.json"
 
@@ -39,13 +47,14 @@ def canned_certificate() -> dict[str, Any]:
     return json.loads(CANNED_CERTIFICATE.read_text())
 
 
-class FakeRunner:
+class FakeRunner(RunnerKind):
     Profile: ClassVar[type[RunnerProfile]] = FakeProfile
     #: Logical budgets it applies: its one call (the meter) and its one certificate (a submit).
-    enforces = frozenset({"model_calls", "submits"})
+    enforces: ClassVar[frozenset[str]] = frozenset({"model_calls", "submits"})
 
-    def __init__(self, profile: FakeProfile, *, run_dir: Path) -> None:
-        self.profile = profile
+    def __init__(self, profile: FakeProfile, *, run_dir: Path, executor: object = None) -> None:
+        super().__init__(profile, run_dir=run_dir, executor=executor)
+        self.profile: FakeProfile = profile
         self.call_log = run_dir / profile.call_log if profile.call_log else None
 
     def _log_call(self, session: SessionSpec) -> None:

@@ -20,7 +20,16 @@ from typing import Any, ClassVar, Self
 
 import trio
 
-from benchtui.core.contract import Meter, RunnerProfile, SessionOutcome, SessionSpec, Usage
+from benchtui.core.contract import (
+    PROBLEM_REDUCTIONS,
+    Check,
+    Meter,
+    RunnerKind,
+    RunnerProfile,
+    SessionOutcome,
+    SessionSpec,
+    Usage,
+)
 from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.kit import reaper
 from benchtui.runners.kit import secrets as keys
@@ -93,23 +102,33 @@ class WorkerProcess:
             self._pidfd = None
 
 
-class MiniSweRunner:
+class MiniSweRunner(RunnerKind):
     """Enter it (`async with runner:`) before running sessions: it owns the pre-warmed zygote."""
 
     Profile: ClassVar[type[RunnerProfile]] = MiniSweProfile
-    # Optional abilities (runners/base.py): `benchtui check` and the start of a campaign use them.
-    preflight = staticmethod(checks.preflight)
-    ping_profile = staticmethod(checks.ping_profile)
     #: Logical budgets it applies (`[budget.per_session]`): all of them.
-    enforces = frozenset({"model_calls", "shell_actions", "submits", "observation_chars", "tools"})
+    enforces: ClassVar[frozenset[str]] = frozenset(
+        {"model_calls", "shell_actions", "submits", "observation_chars", "tools"}
+    )
 
     executors: ClassVar[tuple[str, ...]] = ("local", "ray")
+
+    @classmethod
+    def preflight(
+        cls, profile: Any, *, tasks: list[str] | None, full: bool, target: str = PROBLEM_REDUCTIONS
+    ) -> list[Check]:
+        return checks.preflight(profile, tasks=tasks, full=full)
+
+    @classmethod
+    def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
+        return checks.ping_profile(profile)
 
     def __init__(
         self, profile: MiniSweProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
     ) -> None:
-        self.profile = profile
-        self.executor = executor
+        super().__init__(profile, run_dir=run_dir, executor=executor)
+        self.profile: MiniSweProfile = profile
+        self.executor: ExecutorConfig | None = executor
         self.remote: Any = None  # (RayExecutor, CallbackListener) once entered with kind = "ray"
         found = resolve_pred(profile.pred)
         self.pred = found if os.path.isabs(found) else None
