@@ -32,7 +32,7 @@ from benchtui.engine.plan import PlannedSession, build_plan
 from benchtui.engine.records import JournalRecord
 from benchtui.engine.runner_pool import RunnerPool
 from benchtui.engine.scheduler import Scheduler
-from benchtui.engine.store import LEDGER, Store
+from benchtui.engine.store import JOURNAL_FORMAT, JOURNAL_FORMAT_FILE, LEDGER, Store
 
 
 @dataclass
@@ -124,6 +124,7 @@ def prepare(opts: Options) -> PreparedRun:
                 rundir.CAMPAIGN: campaign.to_toml().encode(),
                 rundir.IDENTITY: json.dumps(digest, indent=1).encode(),
                 LEDGER: check.ledger.to_toml(),
+                JOURNAL_FORMAT_FILE: f"{JOURNAL_FORMAT}\n".encode(),
             },
         )
         resumed = False

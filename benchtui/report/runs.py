@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -18,15 +17,12 @@ from typing import Any
 
 from benchtui.core import counters
 from benchtui.core.errors import BadInput
-from benchtui.core.money import ZERO, usd
-from benchtui.engine import campaign as campaign_file
-from benchtui.engine import rundir
+from benchtui.core.money import ZERO
 from benchtui.engine.campaign import Campaign
-from benchtui.engine.checkpoint import CRASHED, read_journal
-from benchtui.engine.plan import PlannedSession, build_plan
+from benchtui.engine.checkpoint import CRASHED
+from benchtui.engine.plan import PlannedSession
+from benchtui.engine.reader import RunDir
 from benchtui.engine.records import JournalRecord
-from benchtui.engine.results import read_details
-from benchtui.engine.store import JOURNAL, LEDGER
 
 RAN = ("done", "error", "killed")
 
@@ -87,35 +83,21 @@ class RecordedRun:
     """When the run's first journal line was written."""
 
 
-def journal_records(run_dir: Path, plan: list[PlannedSession]) -> list[JournalRecord]:
-    """The journal's lines, typed (the same reader `--resume` uses)."""
-    return read_journal(run_dir / JOURNAL, {s.id: s for s in plan})
-
-
 def identity_key(identity: dict[str, str]) -> str:
     """One short string for the whole identity (its parts are hashes already)."""
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def read_run(run_dir: Path) -> RecordedRun:
-    if not (run_dir / rundir.CAMPAIGN).is_file():
-        raise BadInput(f"{run_dir}: not a benchtui run dir (no {rundir.CAMPAIGN})")
-    campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, require_target=False)
-    identity = rundir.read_identity(run_dir)
-    try:
-        ledger = tomllib.loads((run_dir / LEDGER).read_text())
-        accounts = ledger["models"]
-        spent = {m: usd(accounts[m]["spent_usd"]) for m in accounts}
-        wasted = {m: usd(accounts[m]["wasted_usd"]) for m in accounts}
-    except FileNotFoundError:
-        raise BadInput(f"{run_dir / LEDGER}: missing") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise BadInput(f"{run_dir / LEDGER}: corrupted ledger ({exc})") from None
-    plan = build_plan(campaign)
+    saved = RunDir(run_dir)
+    campaign, identity, plan = saved.campaign, saved.identity, saved.plan
+    accounts = saved.ledger.models
+    spent = {m: a.spent_usd for m, a in accounts.items()}
+    wasted = {m: a.wasted_usd for m, a in accounts.items()}
     views = {s.id: SessionHistory(str(run_dir), s) for s in plan}
     run = RecordedRun(run_dir, campaign, identity, spent, wasted, list(views.values()))
     starts: dict[tuple[str, int], JournalRecord] = {}
-    for rec in journal_records(run_dir, plan):
+    for rec in saved.journal:
         view = views[rec.session]
         if run.t0 is None:
             run.t0 = rec.t
@@ -130,7 +112,7 @@ def read_run(run_dir: Path) -> RecordedRun:
         if view.ran:
             by_model[view.planned.model].append(view)
     for model, ran in by_model.items():
-        details = read_details(run_dir, model)
+        details = saved.details(model)
         for view in ran:
             _take_details(view, details.get((view.planned.id, view.attempt)))
     return run
