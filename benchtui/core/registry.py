@@ -82,11 +82,17 @@ def _import(path: str) -> type:
     return cls
 
 
-@cache
 def runner_class(kind: str) -> type[RunnerKind]:
-    """The class implementing `kind` (resolved once per process); raises UnknownRunner naming
-    the installed kinds, or saying the class is not a runner kind."""
-    kind = canonical(kind)
+    """The class implementing `kind` (resolved once per process, whatever its spelling); raises
+    UnknownRunner naming the installed kinds, or saying the class is not a runner kind."""
+    return _resolve(canonical(kind))
+
+
+runner_class.cache_clear = lambda: _resolve.cache_clear()  # type: ignore[attr-defined]
+
+
+@cache
+def _resolve(kind: str) -> type[RunnerKind]:
     cls: Any = None
     if kind in BUILTIN:
         cls = _import(BUILTIN[kind])

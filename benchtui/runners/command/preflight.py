@@ -29,7 +29,7 @@ def preflight(profile: CommandProfile, *, target: str) -> list[Check]:
         pred = resolve_pred(profile.pred)
         checks.append(
             Check("pred", detail=pred)
-            if os.path.isabs(pred)
+            if os.path.isabs(pred) and os.access(pred, os.X_OK)
             else Check(
                 "pred", f"{profile.pred!r} not found: install it or set the profile's `pred` to its path"
             )
