@@ -88,9 +88,6 @@ def runner_class(kind: str) -> type[RunnerKind]:
     return _resolve(canonical(kind))
 
 
-runner_class.cache_clear = lambda: _resolve.cache_clear()  # type: ignore[attr-defined]
-
-
 @cache
 def _resolve(kind: str) -> type[RunnerKind]:
     cls: Any = None

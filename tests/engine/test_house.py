@@ -70,7 +70,7 @@ def test_kinds_are_resolved_once_per_process(tmp_path, monkeypatch):
     imported: list[str] = []
     real = registry._import
     monkeypatch.setattr(registry, "_import", lambda path: imported.append(path) or real(path))
-    registry.runner_class.cache_clear()
+    registry._resolve.cache_clear()
     try:
         path = write_campaign(
             tmp_path, extra_runners='\n[runners.demo]\nkind = "benchtui.ui.demo:DemoRunner"\n'
@@ -84,7 +84,7 @@ def test_kinds_are_resolved_once_per_process(tmp_path, monkeypatch):
         with engine.prepare(engine.Options(path, tmp_path / "runs")) as prep:
             trio.run(engine.run, prep, ev.EventBus())
     finally:
-        registry.runner_class.cache_clear()
+        registry._resolve.cache_clear()
     assert (
         sorted(imported)
         == sorted(set(imported))

@@ -46,7 +46,7 @@ def target_copy(tmp_path: Path) -> Path:
 
 def test_the_fixtures_are_what_the_old_release_wrote():
     for name in ("finished", "stopped"):
-        assert "kind = \"benchtui.ui.demo:DemoRunner\"" in (FIXTURES / name / rundir.CAMPAIGN).read_text()
+        assert 'kind = "benchtui.ui.demo:DemoRunner"' in (FIXTURES / name / rundir.CAMPAIGN).read_text()
         assert (FIXTURES / name / "identity.json").is_file()
         assert not (FIXTURES / name / ".lock").exists()
 
