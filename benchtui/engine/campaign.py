@@ -318,6 +318,10 @@ class Campaign(BaseSettings):
         data["runners"] = {n: p.model_dump(exclude_none=True) for n, p in self.runners.items()}
         return tomli_w.dumps(_plain(data))
 
+    def identity(self, environment_fingerprint: str) -> dict[str, str]:
+        """The identity as the run dir stores it: a short hash per part."""
+        return identity_digest(self.identity_parts(environment_fingerprint))
+
     def identity_parts(self, environment_fingerprint: str) -> dict[str, Any]:
         """Everything that makes sessions comparable; `--resume` refuses if any part changed."""
         parts: dict[str, Any] = _canonical(

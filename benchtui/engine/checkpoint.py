@@ -20,7 +20,7 @@ from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO, fmt
 from benchtui.engine import rundir
 from benchtui.engine.campaign import Campaign
-from benchtui.engine.ledger import Ledger, SavedLedger
+from benchtui.engine.ledger import ControlState, Ledger, SavedLedger
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.records import JournalRecord, now
 from benchtui.engine.store import JOURNAL, JOURNAL_FORMAT, JOURNAL_FORMAT_FILE, LEDGER
@@ -42,6 +42,22 @@ class Checkpoint:
     """End lines for interrupted attempts, to append to the journal before anything runs."""
     saved_runner: str | None = None
     """The active runner profile when the run was last saved (it may have been switched)."""
+
+    @classmethod
+    def fresh(cls, campaign: Campaign, runner: str) -> Checkpoint:
+        """A run that has not started: a new ledger, the controls as the campaign sets them."""
+        check = cls(new_ledger(campaign))
+        check.ledger.control = ControlState(campaign.name, runner, False, campaign.parallelism)
+        return check
+
+    def first_files(self, campaign: Campaign, identity: dict[str, str]) -> dict[str, bytes]:
+        """The files a new run dir is created with (rundir.create), format numbers included."""
+        return {
+            rundir.CAMPAIGN: campaign.to_toml().encode(),
+            rundir.IDENTITY: json.dumps(identity, indent=1).encode(),
+            LEDGER: self.ledger.to_toml(),
+            JOURNAL_FORMAT_FILE: f"{JOURNAL_FORMAT}\n".encode(),
+        }
 
     def pending(self, plan: list[PlannedSession]) -> list[PlannedSession]:
         return [s for s in plan if s.id not in self.journal or not self.journal[s.id].is_final]

@@ -8,6 +8,7 @@ of the target.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 
 from benchtui.core import workspace
@@ -21,6 +22,29 @@ def runner_checks(campaign: Campaign, name: str, tasks: list[str] | None, *, ful
     kind = campaign.kind(name)
     found = kind.preflight(campaign.runners[name], tasks=tasks, full=full, target=campaign.target.kind)
     return [Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in found]
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """What a campaign start learnt before writing anything: the target's fingerprint, and the
+    notes to show (warnings, limits the runner cannot enforce, a dirty checkout)."""
+
+    fingerprint: str
+    notes: list[str]
+
+
+def at_start(campaign: Campaign) -> Start:
+    """Every check before a start (BadInput on a problem), in one visit: the active runner's
+    tools, the campaign's warnings, the target's fingerprint."""
+    cheap(campaign)  # e.g. a missing `pred`: exit 2 before anything is written
+    notes = [*campaign.warnings(), *unenforced(campaign)]
+    fingerprint = workspace.fingerprint(campaign.environment.path, campaign.environment.tools)
+    if "+dirty" in fingerprint.split()[0]:
+        notes.append(
+            f"{campaign.environment.path} has uncommitted changes: sessions get copies of "
+            "its last commit, without them"
+        )
+    return Start(fingerprint, notes)
 
 
 def cheap(campaign: Campaign) -> None:

@@ -8,7 +8,6 @@ result refreshes) for the life of an `async with` block, and saves and releases 
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -20,19 +19,18 @@ from typing import Any
 
 import trio
 
-from benchtui.core import workspace
 from benchtui.core.errors import BadInput, StorageFailed, first_error
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine import checkpoint, control, preflight, results, rundir
 from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
-from benchtui.engine.campaign import Campaign, identity_digest
+from benchtui.engine.campaign import Campaign
 from benchtui.engine.ledger import ControlState, Ledger
 from benchtui.engine.plan import PlannedSession, build_plan
 from benchtui.engine.records import JournalRecord
 from benchtui.engine.runner_pool import RunnerPool
 from benchtui.engine.scheduler import Scheduler
-from benchtui.engine.store import JOURNAL_FORMAT, JOURNAL_FORMAT_FILE, LEDGER, Store
+from benchtui.engine.store import Store
 
 
 @dataclass
@@ -81,15 +79,9 @@ def prepare(opts: Options) -> PreparedRun:
     else:
         campaign = campaign_file.load(opts.campaign, **overrides)
         run_dir = opts.state_dir / campaign.name
-    preflight.cheap(campaign)  # e.g. a missing `pred`: exit 2 before anything is written
-    notes = [*campaign.warnings(), *preflight.unenforced(campaign)]
-    fingerprint = workspace.fingerprint(campaign.environment.path, campaign.environment.tools)
-    if "+dirty" in fingerprint.split()[0]:
-        notes.append(
-            f"{campaign.environment.path} has uncommitted changes: sessions get copies of "
-            "its last commit, without them"
-        )
-    digest = identity_digest(campaign.identity_parts(fingerprint))
+    start = preflight.at_start(campaign)  # every check: exit 2 before anything is written
+    fingerprint, notes = start.fingerprint, start.notes
+    digest = campaign.identity(fingerprint)
     plan = build_plan(campaign)
     runner = campaign.runner
     if opts.resume and (run_dir / rundir.CAMPAIGN).exists():
@@ -116,17 +108,8 @@ def prepare(opts: Options) -> PreparedRun:
             notes.append(f"no run to resume in {run_dir}: starting one")
         if run_dir.exists():
             notes.append(f"previous run moved to {rundir.move_aside(run_dir)}")
-        check = checkpoint.Checkpoint(checkpoint.new_ledger(campaign))
-        check.ledger.control = ControlState(campaign.name, runner, False, campaign.parallelism)
-        lock = rundir.create(
-            run_dir,
-            {
-                rundir.CAMPAIGN: campaign.to_toml().encode(),
-                rundir.IDENTITY: json.dumps(digest, indent=1).encode(),
-                LEDGER: check.ledger.to_toml(),
-                JOURNAL_FORMAT_FILE: f"{JOURNAL_FORMAT}\n".encode(),
-            },
-        )
+        check = checkpoint.Checkpoint.fresh(campaign, runner)
+        lock = rundir.create(run_dir, check.first_files(campaign, digest))
         resumed = False
     rundir.set_latest(opts.state_dir, campaign.name)
     return PreparedRun(campaign, run_dir, lock, plan, check, fingerprint, runner, resumed, notes)

@@ -219,3 +219,29 @@ def test_on_problem_reductions_a_missing_pred_stops_the_start_not_every_session(
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__]))
+
+
+# -- our results schema ---------------------------------------------------------------------------
+def test_results_files_follow_our_schema_and_the_benchmarks_where_it_is_here(tmp_path, capsys):
+    import jsonschema
+    from support import SHARED, results_schema
+
+    from benchtui.engine.results_format import ResultsFile
+
+    assert cli(["schema", "--results"]) == 0
+    assert json.loads(capsys.readouterr().out) == results_schema()
+    run_dir = finished_run(tmp_path)
+    files = sorted((run_dir / "results").glob("*.json"))
+    assert len(files) == 2
+    for path in files:
+        doc = json.loads(path.read_text())
+        jsonschema.validate(doc, results_schema())
+        ResultsFile.model_validate(doc)
+        bad = {**doc, "results": [{**doc["results"][0], "typo": 1}]}
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, results_schema())
+    shared = SHARED / "contracts" / "results.schema.json"
+    if not shared.is_file():
+        pytest.skip(f"{shared} is not here (a clone without ../shared): checked against ours only")
+    for path in files:
+        jsonschema.validate(json.loads(path.read_text()), json.loads(shared.read_text()))
