@@ -411,3 +411,19 @@ def test_every_docs_page_the_code_cites_exists() -> None:
     ]
     assert bad == []
     assert {f"f{n}" for n in range(1, 8)} <= anchors(DOCS / "design" / "invariants.md")
+
+
+def repo_paths(text: str) -> set[str]:
+    """Paths into the repository a page names (`benchtui/…`, `tests/…`, …), not absolute ones."""
+    found = re.findall(r"(?<![\w/.-])((?:benchtui|tests|benchmarks|campaigns|\.ci|docs)/[\w./-]*[\w*])", text)
+    return {p for p in found if not p.endswith("*")}  # `test_ui*.py`: a family of files
+
+
+def test_every_path_the_docs_name_exists() -> None:
+    """The move to folders-as-layers renamed most modules: a page naming an old path is stale."""
+    named = {(page.relative_to(ROOT), p) for page in [README, *pages()] for p in repo_paths(page.read_text())}
+    assert len(named) > 50
+    assert [f"{page}: {path}" for page, path in sorted(named) if not (ROOT / path).exists()] == []
+    assert repo_paths("see benchtui/limits.py, tests/ui/test_ui*.py, /opt/benchtui/shims/pred") == {
+        "benchtui/limits.py"
+    }
