@@ -140,7 +140,7 @@ class Target(Strict):
 class Ui(Strict):
     keys: dict[str, str] = Field(default_factory=dict)
     """Keys by binding id, replacing the defaults: `kill = "ctrl+k"` (a comma separates
-    alternatives: `quit = "q,ctrl+q"`). Ids: see the README's key table."""
+    alternatives: `quit = "q,ctrl+q"`). Ids: docs/guide/tui.md."""
 
     @field_validator("keys")
     @classmethod

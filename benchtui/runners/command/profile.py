@@ -33,7 +33,7 @@ class CommandProfile(RunnerProfile):
     """`bubblewrap`: read-only system, a writable session copy, no network but the gateway;
     `local`: the plain host (no isolation)."""
     prompt_template: Path | None = None
-    """The prompt (text; `{task}` is replaced by the session's task); default: runners/command/prompt.md."""
+    """The prompt (text; `{task}` is replaced by the session's task); default: benchtui/runners/command/prompt.md."""
     pred: str = "pred"
     """The `pred` executable the agent and the verifier use (a name on PATH, or a path)."""
     verify_timeout_s: float = Field(default=60.0, gt=0)

@@ -38,7 +38,7 @@ class MiniSweProfile(RunnerProfile):
     command_timeout_s: int = Field(default=120, gt=0)
     """Wall-clock limit of one agent command."""
     templates: Path | None = None
-    """Prompt templates (YAML); default: the bug-hunting templates shipped in runners/minisweagent/."""
+    """Prompt templates (YAML); default: the bug-hunting templates shipped in benchtui/runners/mini/templates.yaml."""
     pred: str = "pred"
     """The `pred` executable the agent and the verifier use (a name on PATH, or a path)."""
     verify_timeout_s: float = Field(default=60.0, gt=0)
