@@ -22,6 +22,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from benchtui.core import billable
 from benchtui.core import bounds as limits
 from benchtui.core import inputs, registry
 from benchtui.core.bindings import BINDING_IDS
@@ -109,6 +110,14 @@ class Model(Strict):
     @classmethod
     def _file_name(cls, value: str) -> str:
         return limits.check_file_name(value, "the model name")  # it names session dirs and files
+
+    @field_validator("litellm")
+    @classmethod
+    def _bounded_kwargs(cls, value: dict[str, Any]) -> dict[str, Any]:
+        problem = billable.model_kwargs_problem(value)  # the hold covers one choice, priced tokens
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("api_key_env")
     @classmethod

@@ -108,7 +108,7 @@ def plan_call(
             return Refusal("'tools' must be a list of objects")
         for tool in tools:
             kind = tool.get("type", "custom")
-            if not isinstance(kind, str) or not kind.startswith(CLIENT_TOOLS[api]):
+            if not isinstance(kind, str) or not _client_tool(api, kind):
                 return Refusal(
                     f"gateway: the tool type {kind!r} runs at the provider and is billed per use,"
                     " which the campaign's prices cannot bound; use function tools"
@@ -119,10 +119,10 @@ def plan_call(
     if isinstance(thinking, Refusal):
         return thinking
     client_wants_usage = True
+    options = body.get("stream_options") or {}
+    if not isinstance(options, dict):
+        return Refusal("'stream_options' must be an object")
     if stream and api == "chat":  # without it a stream has no usage: ask, and hide it if not asked
-        options = body.get("stream_options") or {}
-        if not isinstance(options, dict):
-            return Refusal("'stream_options' must be an object")
         client_wants_usage = options.get("include_usage") is True
         body["stream_options"] = {**options, "include_usage": True}
     try:
@@ -136,6 +136,11 @@ def plan_call(
         stream=stream,
         client_wants_usage=client_wants_usage,
     )
+
+
+def _client_tool(api: Api, kind: str) -> bool:
+    # "bash_" names a family of versions (bash_20250124); the others are exact names.
+    return any(kind.startswith(k) if k.endswith("_") else kind == k for k in CLIENT_TOOLS[api])
 
 
 def _clamp_thinking(api: Api, body: dict[str, Any], bound: int) -> int | Refusal:
