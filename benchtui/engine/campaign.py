@@ -22,9 +22,9 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from benchtui.core import billable
 from benchtui.core import bounds as limits
 from benchtui.core import inputs, registry
+from benchtui.core.billable import model_kwargs_problem
 from benchtui.core.bindings import BINDING_IDS
 from benchtui.core.contract import LogicalLimits, ModelSpec, RunnerProfile
 from benchtui.core.errors import BadInput
@@ -114,7 +114,7 @@ class Model(Strict):
     @field_validator("litellm")
     @classmethod
     def _bounded_kwargs(cls, value: dict[str, Any]) -> dict[str, Any]:
-        problem = billable.model_kwargs_problem(value)  # the hold covers one choice, priced tokens
+        problem = model_kwargs_problem(value)  # the hold covers one choice, priced tokens
         if problem:
             raise ValueError(problem)
         return value
