@@ -23,6 +23,7 @@ from pydantic_settings import (
 )
 
 from benchtui.core import bounds, inputs, registry
+from benchtui.core.billable import model_kwargs_problem
 from benchtui.core.bindings import BINDING_IDS
 from benchtui.core.contract import PROBLEM_REDUCTIONS, LogicalLimits, ModelSpec, RunnerKind, RunnerProfile
 from benchtui.core.errors import BadInput
@@ -108,6 +109,14 @@ class Model(Strict):
     @classmethod
     def _file_name(cls, value: str) -> str:
         return bounds.check_file_name(value, "the model name")  # it names session dirs and files
+
+    @field_validator("litellm")
+    @classmethod
+    def _bounded_kwargs(cls, value: dict[str, Any]) -> dict[str, Any]:
+        problem = model_kwargs_problem(value)  # the hold covers one choice, priced tokens
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("api_key_env")
     @classmethod

@@ -41,7 +41,28 @@ def _mutations() -> dict[str, tuple[str, str]]:
             "per_session_usd $0.50 exceeds a model's cap $0.10",
         ),
         "unknown key binding id": ('ui = { keys = { kil = "x" } }\n' + good, "unknown binding id kil"),
+        # The money cap holds one choice of priced tokens per call (issue 20): a model's own
+        # kwargs may not ask for more, here or through litellm's extra_body.
+        "several choices in a model's kwargs": (_kwargs(good, "{ n = 8 }"), "litellm.n = 8"),
+        "best_of in a model's kwargs": (_kwargs(good, "{ best_of = 3 }"), "litellm.best_of = 3"),
+        "choices through extra_body": (
+            _kwargs(good, "{ extra_body = { n = 4 } }"),
+            "litellm.extra_body.n = 4",
+        ),
+        "hosted web search in a model's kwargs": (
+            _kwargs(good, "{ web_search_options = { search_context_size = 'low' } }"),
+            "web search is billed per search",
+        ),
+        "hosted tools in a model's kwargs": (
+            _kwargs(good, "{ tools = [{ type = 'web_search' }] }"),
+            "hosted tools cannot be priced",
+        ),
+        "a dearer service tier": (_kwargs(good, "{ service_tier = 'priority' }"), "service_tier"),
     }
+
+
+def _kwargs(good: str, table: str) -> str:
+    return good.replace("output_usd_per_mtok = 15.0\n", f"output_usd_per_mtok = 15.0\nlitellm = {table}\n", 1)
 
 
 MUTATIONS = _mutations()

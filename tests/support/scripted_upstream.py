@@ -30,6 +30,16 @@ class Answer:
     cut_after: int | None = None
     """Stream only: close the connection after this many events (a broken stream)."""
     delay_s: float = 0.0
+    error_body: Callable[[Call], bytes] | None = None
+    """With a `status` other than 200: the error body to send (a hostile provider's echo)."""
+    error_headers: dict[str, str] = field(default_factory=dict)
+    pad_bytes: int = 0
+    """A whole answer this many bytes larger (written 1 MiB at a time; `ScriptedUpstream.sent`)."""
+    endless: bool = False
+    """Stream only: after the first event, keep sending events until the client goes."""
+    chunks: int = 1
+    """Chat streams: the text in this many chunks (with `continuous_usage_stats`, each carries the
+    cumulative usage so far, as vLLM sends it)."""
 
 
 @dataclass
@@ -56,6 +66,8 @@ class ScriptedUpstream:
     script: Callable[[Call], Answer] = lambda call: Answer()
     calls: list[Call] = field(default_factory=list)
     port: int = 0
+    sent: int = 0
+    """Bytes of padded answers and endless streams written so far."""
 
     @property
     def url(self) -> str:
@@ -82,9 +94,13 @@ class ScriptedUpstream:
                 answer = upstream.script(call)
                 time.sleep(answer.delay_s)
                 if answer.status != 200:
+                    if answer.error_body is not None:
+                        return self._send_raw(answer.status, answer.error_body(call), answer.error_headers)
                     return self._send(
                         answer.status, {"error": {"message": "scripted failure", "type": "server_error"}}
                     )
+                if not call.stream and answer.pad_bytes:
+                    return self._send_padded(ANSWERS[call.api](call, answer), answer.pad_bytes)
                 if not call.stream:
                     return self._send(200, ANSWERS[call.api](call, answer))
                 self.send_response(200)
@@ -93,11 +109,50 @@ class ScriptedUpstream:
                 for n, (event, data) in enumerate(STREAMS[call.api](call, answer)):
                     if answer.cut_after is not None and n >= answer.cut_after:
                         break
+                    if answer.endless and n == 1:
+                        return self._send_forever(event, data)
                     head = f"event: {event}\n" if event else ""
                     self.wfile.write(
                         f"{head}data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
                     )
                     self.wfile.flush()
+
+            def _send_raw(self, status: int, data: bytes, headers: dict[str, str]) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _send_padded(self, payload: dict[str, Any], pad: int) -> None:
+                head, tail = json.dumps({**payload, "padding": ""}).encode().rsplit(b'""', 1)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(head) + pad + 2 + len(tail)))
+                self.end_headers()
+                block = b"x" * (1 << 20)
+                try:
+                    self.wfile.write(head + b'"')
+                    for start in range(0, pad, len(block)):
+                        self.wfile.write(block[: min(len(block), pad - start)])
+                        upstream.sent += min(len(block), pad - start)
+                    self.wfile.write(b'"' + tail)
+                except OSError:
+                    pass  # the gateway stopped reading: what `sent` shows
+
+            def _send_forever(self, event: str, data: Any) -> None:
+                head = f"event: {event}\n" if event else ""
+                line = f"{head}data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
+                try:
+                    while True:
+                        self.wfile.write(line)
+                        self.wfile.flush()
+                        upstream.sent += len(line)
+                        time.sleep(0.01)
+                except OSError:
+                    pass
 
             def _send(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
@@ -154,7 +209,21 @@ def chat_stream(call: Call, a: Answer) -> Iterator[tuple[str, Any]]:
             {"index": 0, "id": "call_1", "type": "function", "function": {"name": a.tool, "arguments": _args(a)}}]}  # fmt: skip
     else:
         delta = {"role": "assistant", "content": a.text}
-    yield "", {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+    options = call.body.get("stream_options") or {}
+    continuous = a.usage and options.get("continuous_usage_stats")
+    parts = [a.text[i :: a.chunks] for i in range(a.chunks)] if a.chunks > 1 and not a.tool else None
+    for n, part in enumerate(parts or [None]):
+        chunk: dict[str, Any] = {
+            **base,
+            "choices": [
+                {"index": 0, "delta": delta if part is None else {"content": part}, "finish_reason": None}
+            ],
+        }
+        if continuous:  # cumulative, as vLLM's continuous_usage_stats
+            so_far = a.output_tokens * (n + 1) // (len(parts) if parts else 1)
+            chunk["usage"] = {"prompt_tokens": a.input_tokens, "completion_tokens": so_far,
+                              "total_tokens": a.input_tokens + so_far}  # fmt: skip
+        yield "", chunk
     yield (
         "",
         {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if a.tool else "stop"}]},

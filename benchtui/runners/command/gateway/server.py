@@ -18,19 +18,27 @@ from pathlib import Path
 import httpx
 import trio
 from hypercorn.config import Config
-from hypercorn.trio import serve
 
 from benchtui.core.contract import Meter, ModelSpec
 from benchtui.runners.command.gateway.app import GatewayApp
+from benchtui.runners.command.gateway.connections import Guard, default_limit, serve_guarded
 from benchtui.runners.command.gateway.session import PROMPT_OVERHEAD_TOKENS, Binding
+
+HEADER_TIMEOUT_S = 10.0
+"""A request's headers are whole within this of their first byte (a slow sender is closed)."""
+IDLE_TIMEOUT_S = 120.0
+"""An idle connection is closed after this: longer than the clients' own pool expiry (reqwest 90 s,
+httpx 5 s, undici 4 s), so a client never sends on a connection the gateway is closing."""
 
 
 class Gateway:
-    def __init__(self, url: str, socket_path: Path, bindings: dict[str, Binding]) -> None:
+    def __init__(self, url: str, socket_path: Path, bindings: dict[str, Binding], guard: Guard) -> None:
         self.url = url
         """http://<host>:<port> (OpenAI clients add /v1, Anthropic ones add /v1/messages)."""
         self.socket_path = socket_path
         self._bindings = bindings
+        self.connections = guard
+        """The connection bounds, and what they did (`evicted`)."""
 
     @contextlib.contextmanager
     def session(
@@ -53,9 +61,17 @@ class Gateway:
 
 @contextlib.asynccontextmanager
 async def open_gateway(
-    *, request_timeout_s: float = 600.0, host: str = "127.0.0.1"
+    *,
+    request_timeout_s: float = 600.0,
+    host: str = "127.0.0.1",
+    max_connections: int | None = None,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+    idle_timeout_s: float = IDLE_TIMEOUT_S,
 ) -> AsyncIterator[Gateway]:
-    """`host`: the address the TCP listener binds (another machine's agents need a reachable one)."""
+    """`host`: the address the TCP listener binds (another machine's agents need a reachable one).
+    `request_timeout_s`: the total deadline of one call, streams included. The connection bounds
+    (see `connections`) hold before any token is checked; `max_connections` defaults to a
+    quarter of the process's descriptor limit."""
     folder = Path(tempfile.mkdtemp(prefix="benchtui-gw-"))  # short: a socket path has 107 bytes
     socket_path = folder / "gateway.sock"
     config = Config()
@@ -63,9 +79,11 @@ async def open_gateway(
     config.accesslog = None
     config.errorlog = None
     config.graceful_timeout = 1.0
-    config.keep_alive_timeout = 600.0
+    config.keep_alive_timeout = idle_timeout_s
+    config.backlog = 1024
+    guard = Guard(max_connections or default_limit(), header_timeout_s, idle_timeout_s)
     bindings: dict[str, Binding] = {}
-    timeout = httpx.Timeout(request_timeout_s, connect=30.0)
+    timeout = httpx.Timeout(request_timeout_s, connect=min(30.0, request_timeout_s))
     # Idle connections are dropped well before a provider's own keep-alive timeout (often 5 s), so
     # a call never goes out on a connection the provider is closing (a 502 for no reason).
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=256, keepalive_expiry=2.0)
@@ -74,17 +92,14 @@ async def open_gateway(
             httpx.AsyncClient(timeout=timeout, limits=limits) as client,
             trio.open_nursery() as nursery,
         ):
-            shutdown = trio.Event()
-            urls = await nursery.start(
-                partial(serve, GatewayApp(client, bindings), config, shutdown_trigger=shutdown.wait)
-            )
+            app = GatewayApp(client, bindings, request_timeout_s)
+            urls = await nursery.start(partial(serve_guarded, app, config, guard))
             url = next(u for u in urls if u.startswith(f"http://{host}:"))
             try:
-                yield Gateway(url, socket_path, bindings)
+                yield Gateway(url, socket_path, bindings, guard)
             finally:
                 for binding in list(bindings.values()):
                     binding.close()
-                shutdown.set()
-                nursery.cancel_scope.deadline = trio.current_time() + config.graceful_timeout
+                nursery.cancel_scope.cancel()  # the calls in flight were cut with their sessions
     finally:
         shutil.rmtree(folder, ignore_errors=True)

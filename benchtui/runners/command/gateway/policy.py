@@ -1,0 +1,278 @@
+"""What a call may cost: one policy, as pure functions of the request and of the answer.
+
+`plan_call` turns an agent's request body into the body forwarded upstream and the worst case
+to hold, or a `Refusal` in the API's terms. Every bound a client may send is clamped to the
+model's `max_output_tokens` (all output-bound fields present, not only the one the API
+documents: a provider may honour another), choices multiply the output held, thinking budgets
+are clamped, and what the price table cannot bound (hosted tools, audio, stored prompts, ...,
+see `core.billable`) is refused. `StreamSettlement` and `answer_usage` read the usage to charge:
+once, from the final usage of a stream, never from its first usage chunk.
+
+Independent of the HTTP server (no trio, no httpx): a relay process may call it as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from benchtui.core.billable import unbounded_option
+
+Api = Literal["chat", "responses", "messages"]
+OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens", "max_new_tokens")
+DEFAULT_OUTPUT_FIELD: dict[str, str] = {
+    "chat": "max_tokens",
+    "responses": "max_output_tokens",
+    "messages": "max_tokens",
+}
+MAX_CHOICES = 16
+CLIENT_TOOLS: dict[str, tuple[str, ...]] = {
+    # Tools the client runs itself: billed as tokens only. Anything else runs at the provider.
+    "chat": ("function", "custom"),
+    "responses": ("function", "custom", "local_shell", "shell", "apply_patch"),
+    "messages": ("custom", "bash_", "text_editor_", "computer_", "memory_"),
+}
+ANTHROPIC_TOOL_ALLOWANCE = 1024
+"""Prompt tokens Anthropic adds for each tool it defines (bash 245, text editor 700, computer
+735 + a system prompt of ~500, by its docs); on top of the request's bytes."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A request the gateway will not forward: a 400 in the API's error shape, never billed."""
+
+    message: str
+    status: int = 400
+    kind: str = "invalid_request_error"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The body to forward (as bytes: the prompt bound counts exactly these) and its worst case."""
+
+    data: bytes
+    prompt_tokens: int
+    output_tokens: int
+    stream: bool
+    client_wants_usage: bool = True
+    """Chat streams: the client asked for the usage chunk (the gateway always asks for it)."""
+
+
+def _positive_int(value: Any) -> bool:
+    return type(value) is int and value > 0
+
+
+def plan_call(
+    api: Api, body: dict[str, Any], upstream_model: str, max_output: int, prompt_overhead: int
+) -> Plan | Refusal:
+    """Clamp `body` (a copy is forwarded) to what the campaign can pay for, or refuse it."""
+    body = dict(body)
+    body["model"] = upstream_model
+    stream = body.get("stream", False)
+    if stream is not None and type(stream) is not bool:
+        return Refusal("'stream' must be true or false")
+    stream = bool(stream)
+    problem = unbounded_option(body)
+    if problem:
+        return Refusal(f"gateway: {problem}")
+    # Output bound: the smallest asked, at most the model's; written into every field present.
+    asked = []
+    for name in OUTPUT_FIELDS:
+        value = body.get(name)
+        if value is None:
+            continue
+        if not _positive_int(value):
+            return Refusal(f"'{name}' must be a positive integer")
+        asked.append(value)
+    bound = min([max_output, *asked])
+    present = [name for name in OUTPUT_FIELDS if body.get(name) is not None]
+    for name in present or [DEFAULT_OUTPUT_FIELD[api]]:
+        body[name] = bound
+    choices = 1
+    for name in ("n", "best_of"):
+        value = body.get(name)
+        if value is None:
+            continue
+        if not _positive_int(value) or value > MAX_CHOICES:
+            return Refusal(f"'{name}' must be an integer from 1 to {MAX_CHOICES}")
+        choices = max(choices, value)
+    for name in ("logprobs", "top_logprobs"):
+        value = body.get(name)
+        if value is not None and type(value) not in (bool, int):
+            return Refusal(f"'{name}' must be a boolean or an integer")
+    extra_prompt = 0
+    tools = body.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+            return Refusal("'tools' must be a list of objects")
+        for tool in tools:
+            kind = tool.get("type", "custom")
+            if not isinstance(kind, str) or not _client_tool(api, kind):
+                return Refusal(
+                    f"gateway: the tool type {kind!r} runs at the provider and is billed per use,"
+                    " which the campaign's prices cannot bound; use function tools"
+                )
+            if api == "messages" and kind != "custom":
+                extra_prompt += ANTHROPIC_TOOL_ALLOWANCE
+    thinking = _clamp_thinking(api, body, bound)
+    if isinstance(thinking, Refusal):
+        return thinking
+    client_wants_usage = True
+    options = body.get("stream_options") or {}
+    if not isinstance(options, dict):
+        return Refusal("'stream_options' must be an object")
+    if stream and api == "chat":  # without it a stream has no usage: ask, and hide it if not asked
+        client_wants_usage = options.get("include_usage") is True
+        body["stream_options"] = {**options, "include_usage": True}
+    try:
+        data = json.dumps(body, allow_nan=False).encode()
+    except (ValueError, RecursionError):
+        return Refusal("the body holds numbers or nesting JSON cannot carry")
+    return Plan(
+        data,
+        prompt_tokens=len(data) + prompt_overhead + extra_prompt,
+        output_tokens=bound * choices + thinking,
+        stream=stream,
+        client_wants_usage=client_wants_usage,
+    )
+
+
+def _client_tool(api: Api, kind: str) -> bool:
+    # "bash_" names a family of versions (bash_20250124); the others are exact names.
+    return any(kind.startswith(k) if k.endswith("_") else kind == k for k in CLIENT_TOOLS[api])
+
+
+def _clamp_thinking(api: Api, body: dict[str, Any], bound: int) -> int | Refusal:
+    """Clamp thinking budgets; returns the output tokens they may add beyond the bound.
+
+    Anthropic counts thinking inside `max_tokens` (its budget must stay below it); elsewhere a
+    budget may be billed beside the output bound, so it is held on top of it."""
+    extra = 0
+    for parent, name in (
+        ("thinking", "budget_tokens"),
+        ("reasoning", "max_tokens"),
+        (None, "thinking_budget"),
+    ):
+        holder = body.get(parent) if parent else body
+        if holder is None:
+            continue
+        if not isinstance(holder, dict):
+            return Refusal(f"'{parent}' must be an object")
+        value = holder.get(name)
+        if value is None:
+            continue
+        if not _positive_int(value):
+            return Refusal(f"'{name}' must be a positive integer")
+        if api == "messages" and parent == "thinking":
+            body[parent] = {**holder, name: min(value, max(bound - 1, 1))}
+        else:
+            clamped = min(value, bound)
+            if parent:
+                body[parent] = {**holder, name: clamped}
+            else:
+                body[name] = clamped
+            extra += clamped
+    return extra
+
+
+# -- settlement ---------------------------------------------------------------------------------
+def _count(value: Any) -> int:
+    return value if type(value) is int and value > 0 else 0
+
+
+def answer_usage(api: Api, answer: Any) -> tuple[int, int] | None:
+    """(input, output) tokens of a whole answer (or of a stream event carrying `usage`)."""
+    if not isinstance(answer, dict):
+        return None
+    u = answer.get("usage")
+    if not isinstance(u, dict):
+        return None
+    if api == "chat":
+        if type(u.get("prompt_tokens")) is not int:
+            return None
+        return _count(u.get("prompt_tokens")), _count(u.get("completion_tokens"))
+    if api == "responses":
+        if type(u.get("input_tokens")) is not int:
+            return None
+        return _count(u.get("input_tokens")), _count(u.get("output_tokens"))
+    if type(u.get("output_tokens")) is not int:
+        return None
+    return _anthropic_input(u), _count(u.get("output_tokens"))
+
+
+def _anthropic_input(u: dict[str, Any]) -> int:
+    # Cache writes and reads are prompt tokens too; the campaign has one input price.
+    return sum(
+        _count(u.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+
+
+@dataclass
+class StreamSettlement:
+    """The usage of a stream, event by event, per API semantics:
+
+    - chat: usage in a chunk is cumulative (`continuous_usage_stats` puts it in every chunk); the
+      final one is the usage chunk without choices, or the last usage before `[DONE]`;
+    - responses: the usage of `response.completed | incomplete | failed`;
+    - messages: `message_start` then cumulative `message_delta` usage, final at `message_stop`.
+    `complete` turns True once the final usage is known: settle then, before relaying that event.
+    """
+
+    api: Api
+    client_wants_usage: bool = True
+    input_tokens: int = 0
+    output_tokens: int = 0
+    complete: bool = False
+    _seen: bool = False
+    _final_delta: bool = False
+
+    FINAL_RESPONSES = ("response.completed", "response.incomplete", "response.failed")
+
+    @property
+    def usage(self) -> tuple[int, int]:
+        return self.input_tokens, self.output_tokens
+
+    def _take(self, found: tuple[int, int]) -> None:
+        self.input_tokens = max(self.input_tokens, found[0])
+        self.output_tokens = max(self.output_tokens, found[1])
+        self._seen = True
+
+    def observe(self, event: dict[str, Any] | None, done: bool = False) -> bool:
+        """Note what an event carries (`done`: the `[DONE]` line); False: keep it from the client."""
+        if self.complete:
+            return True
+        if self.api == "chat":
+            if done:
+                self.complete = self._seen
+                return True
+            found = answer_usage("chat", event)
+            if found is None:
+                return True
+            self._take(found)
+            choices = event.get("choices") if event else None
+            if not choices:
+                self.complete = True
+                return self.client_wants_usage
+            return True
+        if event is None:
+            return True
+        kind = event.get("type")
+        if self.api == "responses":
+            if kind in self.FINAL_RESPONSES:
+                found = answer_usage("responses", event.get("response"))
+                if found is not None:
+                    self._take(found)
+                    self.complete = True
+            return True
+        if kind == "message_start" and isinstance(event.get("message"), dict):
+            u = event["message"].get("usage")
+            if isinstance(u, dict):
+                self._take((_anthropic_input(u), _count(u.get("output_tokens"))))
+        elif kind == "message_delta" and isinstance(event.get("usage"), dict):
+            u = event["usage"]
+            self._take((_anthropic_input(u), _count(u.get("output_tokens"))))
+            self._final_delta = type(u.get("output_tokens")) is int
+        elif kind == "message_stop":
+            self.complete = self._final_delta
+        return True
