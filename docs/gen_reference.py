@@ -231,7 +231,7 @@ class _Captured(Exception):
 
 
 def parsers() -> dict[str, argparse.ArgumentParser]:
-    """Each command's parser, as `benchtui` builds it: `parse_args` is intercepted, so no command
+    """Each command's parser, as `benchtui` builds it: parsing is intercepted, so no command
     runs (every command parses its arguments before it does anything); a command that parsed
     nothing is missing from the result, which the docs test notices."""
     from benchtui.cli import main as cli
@@ -240,8 +240,8 @@ def parsers() -> dict[str, argparse.ArgumentParser]:
         raise _Captured(self)
 
     found: dict[str, argparse.ArgumentParser] = {}
-    original = argparse.ArgumentParser.parse_args
-    argparse.ArgumentParser.parse_args = capture  # type: ignore[method-assign,assignment]
+    original = argparse.ArgumentParser.parse_known_args  # parse_args calls it too
+    argparse.ArgumentParser.parse_known_args = capture  # type: ignore[method-assign,assignment]
     try:
         found[""] = cli.run_parser()
         for name, command in cli.COMMANDS.items():
@@ -250,8 +250,10 @@ def parsers() -> dict[str, argparse.ArgumentParser]:
                     command([])
             except _Captured as got:
                 found[name] = got.parser
+            except SystemExit:  # it stopped before parsing: missing from the result
+                continue
     finally:
-        argparse.ArgumentParser.parse_args = original  # type: ignore[method-assign]
+        argparse.ArgumentParser.parse_known_args = original  # type: ignore[method-assign]
     return found
 
 
