@@ -30,7 +30,12 @@ END = "<!-- end of generated {name} -->"
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    """One table cell: one line, pipes escaped, and `<name>` shown (not taken for an HTML tag)
+    outside code spans."""
+    parts = " ".join(text.split()).replace("|", "\\|").split("`")
+    for i in range(0, len(parts), 2):  # the even parts are outside backticks
+        parts[i] = parts[i].replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
 
 
 def _toml(value: Any) -> str:

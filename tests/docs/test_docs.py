@@ -428,3 +428,23 @@ def test_every_path_the_docs_name_exists() -> None:
     assert repo_paths("see benchtui/limits.py, tests/ui/test_ui*.py, /opt/benchtui/shims/pred") == {
         "benchtui/limits.py"
     }
+
+
+def bare_tags(text: str) -> list[str]:
+    """Lines where a `<name>` outside code would be taken for an HTML tag (and vanish)."""
+    found, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or line.startswith("    ") or line.startswith("<!--"):
+            continue
+        if re.search(r"<[A-Za-z/]", re.sub(r"`[^`]*`", "", line)):
+            found.append(line)
+    return found
+
+
+def test_no_placeholder_is_swallowed_as_html() -> None:
+    assert [f"{p.relative_to(ROOT)}: {line}" for p in pages() for line in bare_tags(p.read_text())] == []
+    assert bare_tags("| `name` | Run dir: <state-dir>/<name>/ |") != []
+    assert bare_tags(gen_reference()._cell("Run dir: <state-dir>/`<name>`/")) == []
