@@ -33,6 +33,9 @@ class CommandProfile(RunnerProfile):
     environment: Literal["local", "bubblewrap"] = "bubblewrap"
     """`bubblewrap`: read-only system, a writable session copy, no network but the gateway;
     `local`: the plain host (no isolation)."""
+    unsandboxed: bool = False
+    """Must be `true` with `environment = "local"`: there the agent runs as you, on the host, and
+    can read your files, other sessions' tokens and whatever the host holds."""
     prompt_template: Path | None = None
     """The prompt (text; `{task}` is replaced by the session's task); default: runners/command/prompt.md."""
     pred: str = "pred"
@@ -45,6 +48,13 @@ class CommandProfile(RunnerProfile):
     gateway's; the agent never sees it)."""
     request_timeout_s: float = Field(default=600.0, gt=0)
     """Limit of one call to the provider; a timed-out call is charged its worst case."""
+    max_processes: int = Field(default=256, gt=0)
+    """Processes (and threads) the agent may run at once, its sandbox's included (a pids cgroup
+    where one can be made: the kernel refuses more; else counted in /proc). Past it, the session
+    ends as the model's outcome (`resource_limit`)."""
+    max_disk_mb: int = Field(default=1024, gt=0)
+    """Disk the session copy may grow by (and the sandbox's /tmp may hold); past it, the session
+    ends as the model's outcome (`resource_limit`)."""
     keep_workdir: bool = False
     """Keep each session's copy of the target after the session (default: delete it)."""
     prompt_sha256: str = ""
@@ -63,6 +73,11 @@ class CommandProfile(RunnerProfile):
             raise ValueError(f"prompt_template {path}: {exc.strerror}") from None
         if path:
             data["prompt_template"] = path
+        if data.get("environment") == "local" and data.get("unsandboxed") is not True:
+            raise ValueError(
+                'environment = "local" runs the agent on the host, where it can read your files and '
+                "reach other sessions: say so with unsandboxed = true, or use bubblewrap"
+            )
         if data.get("environment", "bubblewrap") == "bubblewrap":
             from benchtui.runners.kit.bubblewrap import bwrap_executable
 

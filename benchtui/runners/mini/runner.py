@@ -23,10 +23,11 @@ import trio
 from benchtui.core.contract import Meter, RunnerProfile, SessionOutcome, SessionSpec, Usage
 from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.kit import reaper
+from benchtui.runners.kit import resources as processes
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.verdict import Report, judge
-from benchtui.runners.mini import forkserver, processes
+from benchtui.runners.mini import forkserver
 from benchtui.runners.mini import preflight as checks
 from benchtui.runners.mini.profile import MiniSweProfile
 from benchtui.runners.mini.protocol import EngineChannel
