@@ -4,7 +4,9 @@ sessions, the lifeline that ties its sandbox to the engine, and the files the ru
 from __future__ import annotations
 
 import os
+import resource
 import signal
+import sys
 import time
 
 import pytest
@@ -13,6 +15,8 @@ from support import popen
 from support.mini import journal, pred_on_path, price, run_campaign
 from support.script_agent import agent_log, pids_matching, script_campaign
 from support.scripted_upstream import Answer, ScriptedUpstream
+
+from benchtui.runners.kit.agentlog import MAX_LOG_BYTES
 
 REAL_KEY = "sk-real-scripted-key-77c1"
 
@@ -99,3 +103,118 @@ def test_an_agent_that_kills_its_lifeline_watcher_dies_with_a_sigkilled_engine(t
         for pid in left:
             os.kill(pid, signal.SIGKILL)
     assert left == []
+
+
+# What each agent leaves as its certificates.jsonl (the model's name says which), and what the
+# session's outcome must say. The secret is a host file the sandbox hides.
+HOSTILE_FILES = {
+    "hidden-link": ("ln -s {secret} certificates.jsonl", "a symbolic link"),
+    "proc-mem": ("ln -s /proc/self/mem certificates.jsonl", "a symbolic link"),
+    "fifo": ("mkfifo certificates.jsonl", "not a regular file (a FIFO)"),
+    "folder": ("mkdir certificates.jsonl", "not a regular file (a folder)"),
+    "sparse": ("truncate -s 1G certificates.jsonl", "larger than 8,388,608 bytes"),
+    "deep": (
+        r'printf "%.0s{\"a\": " $(seq 100) > c; printf 1 >> c; printf "%.0s}" $(seq 100) >> c;'
+        " mv c certificates.jsonl",
+        "nested deeper than 64 levels",
+    ),
+}
+
+
+@pytest.mark.trio
+async def test_a_hostile_certificates_file_is_the_models_outcome_and_leaks_nothing(tmp_path):
+    secret = tmp_path / "host-secret.jsonl"
+    secret.write_text('{"rule": "SECRET-7f3e", "source": {}}\n')
+    cases = "\n".join(
+        f"  {name}) {make.replace('{secret}', str(secret))};;" for name, (make, _) in HOSTILE_FILES.items()
+    )
+    script = f'case "$1" in\n{cases}\nesac\necho left it\n'
+    models = tuple(f"openai/{name}" for name in HOSTILE_FILES)
+    with ScriptedUpstream() as up:
+        path = script_campaign(tmp_path, up.url, script, models=models, parallelism=3)
+        with trio.fail_after(120):
+            prep, _ = await run_campaign(path, tmp_path / "state")
+    records = {r["model"].removeprefix("openai/"): r for r in journal(prep.run_dir).values()}
+    for name, (_, why) in HOSTILE_FILES.items():
+        record = records[name]
+        assert (record["state"], record["result"], record["retryable"]) == ("done", "rejected", False), record
+        assert "certificates not collected" in record["reason"] and why in record["reason"], record
+    files = [p for p in prep.run_dir.rglob("*") if p.is_file()]
+    assert not [p for p in files if b"SECRET-7f3e" in p.read_bytes()]
+
+
+@pytest.mark.trio
+async def test_an_agent_printing_without_end_costs_a_bounded_log_and_bounded_memory(tmp_path):
+    # 300 MB on stdout, a certificate-looking block at the very end: the log keeps a head and the
+    # tail (the block survives the cut), and the engine never holds the whole output.
+    script = (
+        "head -c 300000000 /dev/zero | tr '\\0' x; echo;"
+        ' printf "CERTIFICATE_START\\n{\\"rule\\": \\"r\\"}\\nCERTIFICATE_END\\n"'
+    )
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+    with ScriptedUpstream() as up:
+        path = script_campaign(tmp_path, up.url, script)
+        with trio.fail_after(120):
+            prep, _ = await run_campaign(path, tmp_path / "state")
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10) - before
+    (record,) = journal(prep.run_dir).values()
+    log = prep.run_dir / "sessions" / record["session"] / "attempt-1.agent.log"
+    assert log.stat().st_size <= MAX_LOG_BYTES
+    assert b"bytes of the agent's output cut here" in log.read_bytes()
+    assert record["result"] == "rejected"  # the block at the end was found, and verified (malformed)
+    assert grown < 200 << 20, f"the engine grew by {grown >> 20} MB"
+
+
+AGENT_PY = """
+import json, os, sys, urllib.request
+request = urllib.request.Request(
+    os.environ["OPENAI_BASE_URL"] + "/chat/completions",
+    data=json.dumps({"model": "m", "max_tokens": 20, "messages": [{"role": "user", "content": "hi"}]}).encode(),
+    headers={"Authorization": "Bearer " + os.environ["OPENAI_API_KEY"], "Content-Type": "application/json"},
+)
+answer = json.load(urllib.request.urlopen(request, timeout=20))
+print("agent.py in", sys.prefix, "got", answer["choices"][0]["message"]["content"])
+"""
+
+
+@pytest.mark.trio
+async def test_a_python_agent_from_a_venv_named_by_its_absolute_path_runs_in_bubblewrap(tmp_path):
+    # `python` resolves to benchtui's own venv; the venv (not only the Python it links to) and the
+    # script its argv names must be visible in the sandbox.
+    script = tmp_path / "agent.py"
+    script.write_text(AGENT_PY)
+    with ScriptedUpstream() as up:
+        path = script_campaign(
+            tmp_path, up.url, "", runner={"command": ["python", str(script)], "verify_timeout_s": 10}
+        )
+        with trio.fail_after(120):
+            prep, _ = await run_campaign(path, tmp_path / "state")
+    (record,) = journal(prep.run_dir).values()
+    shown = agent_log(prep.run_dir, record["session"])
+    assert f"agent.py in {sys.prefix} got Done." in shown, shown
+    assert (record["state"], record["calls"]) == ("done", 1)
+
+
+@pytest.mark.trio
+async def test_an_agent_cli_that_cannot_start_is_an_infrastructure_error(tmp_path):
+    script = r"""
+case "$1" in
+  missing) exec /opt/no-such-agent/bin/agent;;
+  not-executable) exec /etc;;
+  started) call >/dev/null; exit 127;;  # it ran and spent: its exit status is its own
+esac
+"""
+    models = ("openai/missing", "openai/not-executable", "openai/started")
+    with ScriptedUpstream() as up:
+        path = script_campaign(tmp_path, up.url, script, models=models)
+        with trio.fail_after(120):
+            prep, _ = await run_campaign(path, tmp_path / "state")
+    records = {r["model"].removeprefix("openai/"): r for r in journal(prep.run_dir).values()}
+    for name, code in (("missing", 127), ("not-executable", 126)):
+        record = records[name]
+        assert (record["state"], record["retryable"]) == ("error", True), record
+        assert record["reason"].startswith(f"agent CLI could not start (exit {code}): "), record
+    assert "/opt/no-such-agent/bin/agent" in records["missing"]["reason"]
+    started = records["started"]
+    assert (started["state"], started["result"], started["retryable"]) == ("done", "no_certificate", False)
+    assert started["reason"] == "exit 127" and started["calls"] == 1
