@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import tomllib
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -92,6 +93,24 @@ def journal_records(run_dir: Path, plan: list[PlannedSession]) -> list[JournalRe
     return read_journal(run_dir / JOURNAL, {s.id: s for s in plan})
 
 
+MAX_USD = 10**9
+"""No campaign spends a billion dollars: a larger amount is a tampered ledger."""
+
+
+MAX_TIME = 10**11
+"""Seconds since 1970 (the year 5138): a later time is a tampered journal (its wall times were inf)."""
+
+
+def amount(value: object) -> Decimal:
+    """A ledger's amount of money: a finite number from 0 to MAX_USD (a tampered ledger may hold
+    inf, nan or 1e308, which became tracebacks, or NaN in the JSON report)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"not an amount of money: {value!r}")
+    if not 0 <= value <= MAX_USD:
+        raise ValueError(f"not a plausible amount of money: {value!r}")
+    return usd(value)
+
+
 def identity_key(identity: dict[str, str]) -> str:
     """One short string for the whole identity (its parts are hashes already)."""
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
@@ -105,8 +124,8 @@ def read_run(run_dir: Path) -> Run:
     try:
         ledger = tomllib.loads((run_dir / LEDGER).read_text())
         accounts = ledger["models"]
-        spent = {m: usd(accounts[m]["spent_usd"]) for m in accounts}
-        wasted = {m: usd(accounts[m]["wasted_usd"]) for m in accounts}
+        spent = {m: amount(accounts[m]["spent_usd"]) for m in accounts}
+        wasted = {m: amount(accounts[m]["wasted_usd"]) for m in accounts}
     except FileNotFoundError:
         raise BadInput(f"{run_dir / LEDGER}: missing") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
@@ -116,6 +135,8 @@ def read_run(run_dir: Path) -> Run:
     run = Run(run_dir, campaign, identity, spent, wasted, list(views.values()))
     starts: dict[tuple[str, int], JournalRecord] = {}
     for rec in journal_records(run_dir, plan):
+        if not (isinstance(rec.t, int | float) and 0 <= rec.t <= MAX_TIME):
+            raise BadInput(f"{run_dir / JOURNAL}: session {rec.session}: not a plausible time t = {rec.t!r}")
         view = views[rec.session]
         if run.t0 is None:
             run.t0 = rec.t
