@@ -4,6 +4,7 @@ sessions, the lifeline that ties its sandbox to the engine, and the files the ru
 from __future__ import annotations
 
 import os
+import re
 import resource
 import signal
 import sys
@@ -218,3 +219,35 @@ esac
     started = records["started"]
     assert (started["state"], started["result"], started["retryable"]) == ("done", "no_certificate", False)
     assert started["reason"] == "exit 127" and started["calls"] == 1
+
+
+BOUNDS = r"""
+case "$1" in
+  forks) for i in $(seq 60); do sleep 614.5 & done; wait;;
+  disk) head -c 20000000 /dev/zero > big; sleep 614.5;;
+  tmp) head -c 20000000 /dev/zero > /tmp/big; echo "tmp: $?"; ls -l /tmp/big;;
+esac
+"""
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("cgroup", [True, False], ids=["pids-cgroup", "proc-scan"])
+async def test_an_agent_cli_gets_the_mini_runners_process_and_disk_bounds(tmp_path, monkeypatch, cgroup):
+    if not cgroup:
+        monkeypatch.setenv("BENCHTUI_PIDS_CGROUP", "0")
+    runner = {"max_processes": 20, "max_disk_mb": 5}
+    models = ("openai/forks", "openai/disk", "openai/tmp")
+    with ScriptedUpstream() as up:
+        path = script_campaign(tmp_path, up.url, BOUNDS, models=models, runner=runner)
+        with trio.fail_after(60):
+            prep, _ = await run_campaign(path, tmp_path / "state")
+    records = {r["model"].removeprefix("openai/"): r for r in journal(prep.run_dir).values()}
+    forks, disk, tmp = records["forks"], records["disk"], records["tmp"]
+    assert (forks["state"], forks["result"], forks["retryable"]) == ("done", "no_certificate", False)
+    assert re.fullmatch(
+        r"resource_limit: (\d+ forks refused at 20|the session ran \d+ processes \(at most 20\))",
+        forks["reason"],
+    ), forks
+    assert disk["reason"] == "resource_limit: the session copy grew by more than 5 MB", disk
+    assert "tmp: 1" in agent_log(prep.run_dir, tmp["session"])  # its /tmp is 5 MB: the write failed
+    assert pids_matching("sleep 614.5") == []

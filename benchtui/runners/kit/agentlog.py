@@ -30,11 +30,11 @@ class CappedLog:
         self.written = 0
         self.cut = 0
         """Bytes of output neither written nor kept."""
-        self._tail: collections.deque[bytes] = collections.deque()
+        self._tail: collections.deque[bytes | bytearray] = collections.deque()
         self._tail_size = 0
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | bytearray) -> None:
         room = self.head - self.written
         if room > 0:
             piece = data[:room]
@@ -75,7 +75,7 @@ class CappedLog:
         self.close()
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes | bytearray) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
