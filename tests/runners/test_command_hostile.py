@@ -9,6 +9,7 @@ import resource
 import signal
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import trio
@@ -251,3 +252,30 @@ async def test_an_agent_cli_gets_the_mini_runners_process_and_disk_bounds(tmp_pa
     assert disk["reason"] == "resource_limit: the session copy grew by more than 5 MB", disk
     assert "tmp: 1" in agent_log(prep.run_dir, tmp["session"])  # its /tmp is 5 MB: the write failed
     assert pids_matching("sleep 614.5") == []
+
+
+def test_a_nodes_side_collects_and_caps_the_same_way_without_ray(tmp_path, monkeypatch):
+    # The Ray node's half of a remote session (kit/ray/node.run_agent), called here directly: the
+    # same collection helper and the same capped log as a local session.
+    from support.mini import make_target
+
+    from benchtui.core import workspace
+    from benchtui.runners.command.launch import AgentCommand
+    from benchtui.runners.command.profile import CommandProfile
+    from benchtui.runners.kit.ray import node
+    from benchtui.runners.kit.ray.node import Launch, run_agent
+
+    monkeypatch.setattr(node, "where", lambda: {"host": "here", "ip": "", "node_id": ""})  # no Ray at all
+    secret = tmp_path / "host-secret.jsonl"
+    secret.write_text('{"rule": "SECRET-node"}\n')
+    script = f"ln -s {secret} certificates.jsonl; head -c 50000000 /dev/zero"
+    profile = CommandProfile(command=["bash", "-c", script])
+    pred = "/bin/true"  # not called
+    command = AgentCommand(profile, Path("/usr/bin/bash"), {"{gateway}": "http://127.0.0.1:8787"}, "t", pred)
+    target = make_target(tmp_path)
+    launch = Launch(build=command, prompt="p", relay_to="127.0.0.1:9", needs=("/usr/bin/bash",))
+    found = run_agent(launch, str(target), workspace.fingerprint(target))
+    assert found.error == "" and found.code == 0, found.log[-500:]
+    assert "symbolic link" in found.collect_problem and found.certificate_lines == []
+    assert len(found.log) <= MAX_LOG_BYTES and b"cut here" in found.log
+    assert b"SECRET-node" not in b"".join(found.files.values())

@@ -38,7 +38,7 @@ class RayPlacement:
         bwrap = self.profile.environment == "bubblewrap"
         launch = Launch(
             build=command,
-            prompt=prompt_file.read_text(),
+            prompt=await trio.to_thread.run_sync(prompt_file.read_text),
             relay_to=self.gateway.url.removeprefix("http://") if bwrap else None,
             needs=(str(command.argv0), command.pred),
         )

@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ from benchtui.runners.kit import collect
 from benchtui.runners.kit.agentlog import MAX_LOG_BYTES, CappedLog, pump
 from benchtui.runners.kit.collect import MAX_FILE_BYTES
 
+DRAIN_S = 5.0
+"""How long the output of an ended agent is still read once its group is killed."""
 JANITOR = 'cat <&{fd} >/dev/null; kill -KILL -- "-$1" 2>/dev/null; rm -rf -- "$2"'
 # The relay: the sandbox's unix socket -> the gateway's TCP listener on the engine's machine.
 RELAY = (
@@ -106,10 +109,13 @@ def _run(
     start_janitor(lifeline, agent.pid, folder)
     assert agent.stdout is not None
     with CappedLog(log) as out, agent.stdout:  # bounded on the node's disk and in its memory
-        pump(agent.stdout.fileno(), out)
+        # In a thread: the relay (and what the agent left behind) hold the pipe open until killed.
+        reader = threading.Thread(target=pump, args=(agent.stdout.fileno(), out), daemon=True)
+        reader.start()
         code = agent.wait()
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(agent.pid, signal.SIGKILL)  # the relay, and what the agent left in its group
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(agent.pid, signal.SIGKILL)  # the relay, and what the agent left in its group
+        reader.join(DRAIN_S)
     certificates = collect.certificate_lines(workdir)
     return NodeResult(
         here,
