@@ -12,7 +12,7 @@ from benchtui.cli.args import OneLineParser, add_state_dir
 from benchtui.core.atomic import atomic_write
 from benchtui.core.errors import BadInput
 from benchtui.engine import rundir
-from benchtui.report import Report, build
+from benchtui.report import CampaignReport, build
 
 
 def parser() -> OneLineParser:
@@ -28,7 +28,7 @@ def parser() -> OneLineParser:
     return p
 
 
-def render(report: Report, fmt: str) -> str:
+def render(report: CampaignReport, fmt: str) -> str:
     if fmt == "json":
         try:  # strict JSON: a non-finite number that got through is refused, never written as NaN
             return json.dumps(report.to_json(), indent=1, ensure_ascii=False, allow_nan=False) + "\n"

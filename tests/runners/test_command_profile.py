@@ -10,17 +10,21 @@ from pydantic import ValidationError
 
 from benchtui.core import registry
 from benchtui.runners.command import sandbox
-from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.command.launch import Ran
+from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.command.runner import _blocks
 from benchtui.runners.kit.collect import certificate_lines
 
 
 def test_a_profile_needs_a_command_and_rejects_typos():
     with pytest.raises(ValidationError):
-        registry.validate_profile({"kind": "command", "command": [], "environment": "local", "unsandboxed": True})
+        registry.validate_profile(
+            {"kind": "command", "command": [], "environment": "local", "unsandboxed": True}
+        )
     with pytest.raises(ValidationError, match="comand"):
-        registry.validate_profile({"kind": "command", "comand": ["codex"], "environment": "local", "unsandboxed": True})
+        registry.validate_profile(
+            {"kind": "command", "comand": ["codex"], "environment": "local", "unsandboxed": True}
+        )
     profile = registry.validate_profile(
         {"kind": "command", "command": ["codex", "{prompt}"], "environment": "local", "unsandboxed": True}
     )
@@ -38,11 +42,16 @@ def test_the_prompt_is_part_of_the_identity(tmp_path):
     one, two = tmp_path / "one.md", tmp_path / "two.md"
     one.write_text("Test `{task}`.")
     two.write_text("Test `{task}` carefully.")
-    a, b = (CommandProfile(command=["x"], environment="local", unsandboxed=True, prompt_template=p) for p in (one, two))
+    a, b = (
+        CommandProfile(command=["x"], environment="local", unsandboxed=True, prompt_template=p)
+        for p in (one, two)
+    )
     assert a.prompt_sha256 != b.prompt_sha256
     assert a.render_prompt("rule_x") == "Test `rule_x`."
     with pytest.raises(ValidationError, match="missing.md"):
-        CommandProfile(command=["x"], environment="local", unsandboxed=True, prompt_template=tmp_path / "missing.md")
+        CommandProfile(
+            command=["x"], environment="local", unsandboxed=True, prompt_template=tmp_path / "missing.md"
+        )
 
 
 def test_certificates_come_from_the_output_and_from_certificates_jsonl(tmp_path):

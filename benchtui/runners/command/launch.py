@@ -25,7 +25,7 @@ class AgentCommand:
     values: dict[str, str]
     """Placeholders known before the placement: {prompt}, {task}, {gateway}, {model}."""
     token: str
-    pred: str
+    pred: str | None
 
     def __call__(
         self,

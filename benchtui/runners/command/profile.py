@@ -7,7 +7,6 @@ part of the campaign identity (docs/design/invariants.md#f2): editing the prompt
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -78,17 +77,7 @@ class CommandProfile(RunnerProfile):
                 'environment = "local" runs the agent on the host, where it can read your files and '
                 "reach other sessions: say so with unsandboxed = true, or use bubblewrap"
             )
-        if data.get("environment", "bubblewrap") == "bubblewrap":
-            from benchtui.runners.kit.bubblewrap import bwrap_executable
-
-            found = {"bwrap": bwrap_executable(), "socat": shutil.which("socat")}
-            missing = [tool for tool, path in found.items() if path is None]
-            if missing:
-                raise ValueError(
-                    f'environment = "bubblewrap" needs {" and ".join(missing)} '
-                    f'(apt install bubblewrap socat), or use environment = "local"'
-                )
-        return data
+        return data  # pure: the tools this machine has are checked by preflight
 
     def render_prompt(self, task: str | None) -> str:
         return (self.prompt_template or DEFAULT_PROMPT).read_text().replace("{task}", task or "any rule")

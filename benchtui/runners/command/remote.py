@@ -40,7 +40,7 @@ class RayPlacement:
             build=command,
             prompt=await trio.to_thread.run_sync(prompt_file.read_text),
             relay_to=self.gateway.url.removeprefix("http://") if bwrap else None,
-            needs=(str(command.argv0), command.pred),
+            needs=(str(command.argv0), *filter(None, [command.pred])),
         )
         try:
             found = await self.executor.run_agent(

@@ -22,7 +22,15 @@ from typing import Any, ClassVar, Protocol
 import trio
 
 from benchtui.core.atomic import atomic_write
-from benchtui.core.contract import Meter, RunnerProfile, SessionOutcome, SessionSpec
+from benchtui.core.contract import (
+    PROBLEM_REDUCTIONS,
+    Check,
+    Meter,
+    RunnerKind,
+    RunnerProfile,
+    SessionOutcome,
+    SessionSpec,
+)
 from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.gateway import Gateway, open_gateway
@@ -31,7 +39,7 @@ from benchtui.runners.command.launch import NOT_STARTED, AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.toolgate import counting
-from benchtui.runners.kit.verdict import Report, judge
+from benchtui.runners.kit.verdict import WorkerReport, judge
 from benchtui.targets.problem_reductions import find_blocks, resolve_pred
 
 
@@ -43,19 +51,28 @@ class Placement(Protocol):
     ) -> Ran: ...
 
 
-class CommandRunner:
+class CommandRunner(RunnerKind):
     Profile: ClassVar[type[RunnerProfile]] = CommandProfile
     #: Logical budgets it applies: model calls (the gateway), tools (the shim), submits. An agent
     #: CLI runs commands and shows their output its own way: shell_actions and observation_chars
     #: cannot be applied from outside.
-    enforces = frozenset({"model_calls", "submits", "tools"})
+    enforces: ClassVar[frozenset[str]] = frozenset({"model_calls", "submits", "tools"})
     executors: ClassVar[tuple[str, ...]] = ("local", "ray")
+
+    @classmethod
+    def preflight(
+        cls, profile: Any, *, tasks: list[str] | None, full: bool, target: str = PROBLEM_REDUCTIONS
+    ) -> list[Check]:
+        from benchtui.runners.command.preflight import preflight
+
+        return preflight(profile, target=target)
 
     def __init__(
         self, profile: CommandProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
     ) -> None:
-        self.profile = profile
-        self.executor = executor
+        super().__init__(profile, run_dir=run_dir, executor=executor)
+        self.profile: CommandProfile = profile
+        self.executor: ExecutorConfig | None = executor
         self.remote: Any = None  # a RayExecutor once entered with [executor] kind = "ray"
         found = resolve_pred(profile.pred)
         self.pred = found if os.path.isabs(found) else None
@@ -96,7 +113,8 @@ class CommandRunner:
         argv0 = sandbox.resolve(profile.command[0])
         if argv0 is None:
             return _infra(f"agent CLI {profile.command[0]!r} not found (see the README: agent CLIs)")
-        if self.pred is None:
+        verified = session.target == PROBLEM_REDUCTIONS  # a target without pred: certificates unverified
+        if verified and self.pred is None:
             return _infra(f"pred not found ({profile.pred!r}): install it or set the profile's `pred`")
         key_name = session.model.api_key_env or profile.api_key_env
         secrets = keys.collect(filter(None, [key_name]))
@@ -116,7 +134,7 @@ class CommandRunner:
         try:
             await trio.to_thread.run_sync(_write_prompt, prompt_file, prompt)
             with self.gateway.session(meter, session.model, secrets.get(key_name or "")) as grant:
-                command = AgentCommand(profile, argv0, values, grant.token, self.pred)
+                command = AgentCommand(profile, argv0, values, grant.token, self.pred if verified else None)
                 ran = await self.placement.run_agent(session, meter, command, prompt_file)
             if ran.error:
                 return SessionOutcome("error", reason=ran.error, infra_error=True, extra=ran.extra)
@@ -134,7 +152,7 @@ class CommandRunner:
                 done["exit_status"] = "ResourceLimit"
             if ran.collect_problem:
                 done["collect_problem"] = ran.collect_problem
-            report = Report(
+            report = WorkerReport(
                 copy_fingerprint=ran.fingerprint,
                 prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
                 done=done,
@@ -143,7 +161,7 @@ class CommandRunner:
             outcome = await judge(
                 report,
                 fingerprint=session.environment_fingerprint,
-                pred=self.pred,
+                pred=self.pred if verified else None,
                 timeout=profile.verify_timeout_s,
                 max_certificates=profile.max_certificates,
                 certificates_file=files / f"attempt-{session.attempt}.certificates.json",
