@@ -77,3 +77,12 @@ def test_the_sandbox_binds_an_agent_install_tree_and_its_interpreter(tmp_path):
     mounts = sandbox.mounts_for(script)
     assert tmp_path / "venv" in mounts
     assert Path(sys.executable).resolve().parent.parent in mounts  # the Python it runs on
+
+
+def test_keys_added_since_the_release_leave_old_identities_alone():
+    # A campaign that does not set the new keys dumps (frozen copy, identity) as before they existed.
+    profile = CommandProfile(command=["codex"])
+    assert not {"unsandboxed", "max_processes", "max_disk_mb"} & set(profile.model_dump())
+    bounded = CommandProfile(command=["codex"], max_processes=20, max_disk_mb=5)
+    assert CommandProfile(**bounded.model_dump()) == bounded
+    assert bounded.model_dump()["max_processes"] == 20

@@ -10,11 +10,14 @@ import hashlib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from benchtui.core.contract import RunnerProfile
 
 DEFAULT_PROMPT = Path(__file__).with_name("prompt.md")
+ADDED_KEYS: dict[str, Any] = {"unsandboxed": False, "max_processes": 256, "max_disk_mb": 1024}
+"""Keys added after the first release, left out of a dump at their defaults: the frozen copy and
+the identity of a campaign that does not set them stay what they were (its --resume still works)."""
 PLACEHOLDERS = ("{prompt}", "{prompt_file}", "{task}", "{workdir}", "{gateway}", "{model}")
 
 
@@ -78,6 +81,14 @@ class CommandProfile(RunnerProfile):
                 "reach other sessions: say so with unsandboxed = true, or use bubblewrap"
             )
         return data  # pure: the tools this machine has are checked by preflight
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key, default in ADDED_KEYS.items():
+            if data.get(key) == default:
+                del data[key]
+        return data
 
     def render_prompt(self, task: str | None) -> str:
         return (self.prompt_template or DEFAULT_PROMPT).read_text().replace("{task}", task or "any rule")
