@@ -75,7 +75,7 @@ def test_report_refuses_a_tampered_journal_time(finished_run, tmp_path, value):
 
 def test_a_json_report_never_holds_nan(finished_run, capsys, monkeypatch):
     # The last guard: whatever got past the readers, json.dumps refuses to write NaN.
-    from benchtui.report import Report
+    from benchtui.report import CampaignReport as Report
 
     to_json = Report.to_json
     monkeypatch.setattr(Report, "to_json", lambda self: {**to_json(self), "spent_usd": float("nan")})
