@@ -23,6 +23,7 @@ from benchtui.engine.checkpoint import CRASHED
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.reader import RunDir
 from benchtui.engine.records import JournalRecord
+from benchtui.engine.store import JOURNAL
 
 RAN = ("done", "error", "killed")
 
@@ -83,6 +84,10 @@ class RecordedRun:
     """When the run's first journal line was written."""
 
 
+MAX_TIME = 10**11
+"""Seconds since 1970 (the year 5138): a later time is a tampered journal."""
+
+
 def identity_key(identity: dict[str, str]) -> str:
     """One short string for the whole identity (its parts are hashes already)."""
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
@@ -98,6 +103,8 @@ def read_run(run_dir: Path) -> RecordedRun:
     run = RecordedRun(run_dir, campaign, identity, spent, wasted, list(views.values()))
     starts: dict[tuple[str, int], JournalRecord] = {}
     for rec in saved.journal:
+        if not (isinstance(rec.t, int | float) and 0 <= rec.t <= MAX_TIME):  # inf: inf wall times
+            raise BadInput(f"{run_dir / JOURNAL}: session {rec.session}: not a plausible time t = {rec.t!r}")
         view = views[rec.session]
         if run.t0 is None:
             run.t0 = rec.t

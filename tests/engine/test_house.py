@@ -180,7 +180,7 @@ def command_campaign(tmp_path: Path, target: str | None) -> Path:
     agent = tmp_path / "agent.sh"
     agent.write_text(AGENT)
     runner = (
-        '\n[runners.cli]\nkind = "command"\nenvironment = "local"\n'
+        '\n[runners.cli]\nkind = "command"\nenvironment = "local"\nunsandboxed = true\n'
         f'command = ["sh", "{agent}"]\npred = "{tmp_path / "no-such-pred"}"\n'
     )
     text = campaign_toml(sessions=1, models=("fake/model-a",), extra_runners=runner, cost="0.01")

@@ -162,6 +162,8 @@ async def judge(
         return SessionOutcome(
             "error", reason=str(done.get("error")), steps=steps, infra_error=True, extra=extra
         )
+    if done.get("collect_problem"):
+        extra["collect_problem"] = str(done["collect_problem"])[:300]
     if checked:
         if all(v.details.get("cause") == "pred_missing" for _, v in checked):
             return SessionOutcome(  # the verifier's tool is missing, not the model's doing
@@ -183,6 +185,11 @@ async def judge(
             verify_details={**verdict.to_json(), "checked": summary},
             extra={**extra, "reject_reason": verdict.reason},
         )
+    if done.get("collect_problem"):
+        # A certificates file the agent made a link, a FIFO, a device, too large…: its outcome
+        # (final), never the engine's error (retried, and paid again, on every --resume).
+        why = f"certificates not collected: {str(done['collect_problem'])[:300]}"
+        return SessionOutcome("rejected", reason=why, steps=steps, extra={**extra, "reject_reason": why})
     reason = EXIT_REASONS.get(status, status or "no certificate")
     if status == "ResourceLimit":
         reason = f"resource_limit: {str(done.get('limits', ['?'])[-1]).split(': ', 1)[-1]}"

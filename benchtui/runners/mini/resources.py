@@ -12,7 +12,6 @@ only in worker processes.
 
 from __future__ import annotations
 
-import math
 import os
 import selectors
 import subprocess
@@ -24,12 +23,11 @@ from typing import Any
 from minisweagent.exceptions import InterruptAgentFlow
 
 from benchtui.runners.kit import reaper
-from benchtui.runners.mini.processes import ProcessCount
+from benchtui.runners.kit.resources import ProcessCount, disk_used
 
 POLL_S = 0.1
 DISK_POLL_S = 5.0  # a walk of the session copy; also done after every command
 MAX_HITS = 50
-INODE_BYTES = 512
 
 
 @dataclass
@@ -58,27 +56,6 @@ class ResourceLimit(InterruptAgentFlow):
         super().__init__(
             {"role": "exit", "content": why, "extra": {"exit_status": "ResourceLimit", "submission": ""}}
         )
-
-
-def disk_used(*roots: Path, stop_at: float = math.inf) -> int:
-    """Bytes of disk the files under `roots` occupy: allocated blocks (a sparse file counts what it
-    uses) plus INODE_BYTES per entry (a million empty files are not free, and made every walk slow).
-    Stops counting past `stop_at`, so a walk over a flood of files stays short."""
-    total = 0
-    todo = [str(r) for r in roots]
-    while todo and total <= stop_at:
-        try:
-            entries = list(os.scandir(todo.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    todo.append(entry.path)
-                total += entry.stat(follow_symlinks=False).st_blocks * 512 + INODE_BYTES
-            except OSError:
-                continue
-    return total
 
 
 def cut(text: str, keep: int, unit: str = "characters") -> str:

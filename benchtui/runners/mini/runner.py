@@ -32,10 +32,11 @@ from benchtui.core.contract import (
 )
 from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.kit import reaper
+from benchtui.runners.kit import resources as processes
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.verdict import WorkerReport, judge
-from benchtui.runners.mini import forkserver, processes
+from benchtui.runners.mini import forkserver
 from benchtui.runners.mini import preflight as checks
 from benchtui.runners.mini.profile import MiniSweProfile
 from benchtui.runners.mini.protocol import EngineChannel

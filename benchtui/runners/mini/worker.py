@@ -28,7 +28,8 @@ from minisweagent.agents.default import DefaultAgent
 from benchtui.core import workspace
 from benchtui.runners.kit import bubblewrap as sandbox
 from benchtui.runners.kit import reaper
-from benchtui.runners.mini import billing, processes
+from benchtui.runners.kit import resources as processes
+from benchtui.runners.mini import billing
 from benchtui.runners.mini.model import MeteredModel, model_kwargs
 from benchtui.runners.mini.profile import load_templates
 from benchtui.runners.mini.protocol import MAX_BLOCKS_BYTES, MessageTooLarge, ParentGone, WorkerChannel
