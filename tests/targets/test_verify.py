@@ -168,14 +168,14 @@ def test_the_cli_exit_status_says_the_verdict(tmp_path, capsys, monkeypatch):
     log = tmp_path / "agent.log"
     log.write_text(f"noise\nCERTIFICATE_START\n{genuine.read_text()}\nCERTIFICATE_END\n")
     wrong = CONTRACTS / "certificate.wrong-target.json"
-    assert cli(["verify", str(genuine), "--pred", PRED]) == 0
+    assert cli.main(["verify", str(genuine), "--pred", PRED]) == 0
     assert capsys.readouterr().out.startswith("ACCEPTED")
-    assert cli(["verify", str(log), "--pred", PRED, "--json"]) == 0
+    assert cli.main(["verify", str(log), "--pred", PRED, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "accepted"
-    assert cli(["verify", str(wrong), "--pred", PRED]) == 1
-    assert cli(["verify", str(tmp_path / "missing.json"), "--pred", PRED]) == 2
+    assert cli.main(["verify", str(wrong), "--pred", PRED]) == 1
+    assert cli.main(["verify", str(tmp_path / "missing.json"), "--pred", PRED]) == 2
     monkeypatch.setenv("STAND_IN_PRED_HANG", "reduce")
-    assert cli(["verify", str(genuine), "--pred", PRED, "--timeout", "0.3"]) == 4
+    assert cli.main(["verify", str(genuine), "--pred", PRED, "--timeout", "0.3"]) == 4
 
 
 def test_a_bug_pred_shows_counts_whatever_violation_was_claimed_and_both_are_shown(tmp_path):
@@ -248,10 +248,10 @@ def test_a_file_without_any_certificate_is_bad_input_not_a_rejection(tmp_path, c
     }
     for name, text in cases.items():
         (tmp_path / name).write_text(text)
-        assert cli(["verify", str(tmp_path / name), "--pred", PRED]) == 2, name
+        assert cli.main(["verify", str(tmp_path / name), "--pred", PRED]) == 2, name
         assert "no certificate found" in capsys.readouterr().err
     (tmp_path / "claim.json").write_text('{"rule": "R"}')  # a certificate, malformed: rejected
-    assert cli(["verify", str(tmp_path / "claim.json"), "--pred", PRED]) == 1
+    assert cli.main(["verify", str(tmp_path / "claim.json"), "--pred", PRED]) == 1
 
 
 def test_a_trajectory_is_read_message_by_message_and_its_prompt_example_is_skipped(tmp_path, capsys):
@@ -271,6 +271,6 @@ def test_a_trajectory_is_read_message_by_message_and_its_prompt_example_is_skipp
         ],
     }
     (tmp_path / "attempt-1.traj.json").write_text(json.dumps(trajectory, indent=1))
-    assert cli(["verify", str(tmp_path / "attempt-1.traj.json"), "--pred", PRED]) == 0
+    assert cli.main(["verify", str(tmp_path / "attempt-1.traj.json"), "--pred", PRED]) == 0
     verdicts = capsys.readouterr().out.splitlines()
     assert len(verdicts) == 1 and verdicts[0].startswith("ACCEPTED"), verdicts  # once, and not the example
