@@ -56,7 +56,9 @@ def replaying_pred(where: Path, transcripts: Path, build: str) -> str:
     where.mkdir(parents=True, exist_ok=True)
     pred = where / "pred"
     transcript = transcripts / f"{build}.jsonl"
-    pred.write_text(f"#!/bin/sh\nSTAND_IN_PRED_TRANSCRIPT='{transcript}' exec '{sys.executable}' '{STAND_IN}' \"$@\"\n")
+    pred.write_text(
+        f"#!/bin/sh\nSTAND_IN_PRED_TRANSCRIPT='{transcript}' exec '{sys.executable}' '{STAND_IN}' \"$@\"\n"
+    )
     pred.chmod(0o755)
     return str(pred)
 
@@ -72,7 +74,9 @@ def score(verify: Any, transcripts: Path, work: Path) -> dict[str, Any]:
             before = misses_log.read_text().count("\n") if misses_log.exists() else 0
             verdict = verify(cert, pred=pred)
             after = misses_log.read_text().count("\n") if misses_log.exists() else 0
-            rows.append((name, entry["pred"], entry["expected"], verdict.status, after - before, verdict.reason))
+            rows.append(
+                (name, entry["pred"], entry["expected"], verdict.status, after - before, verdict.reason)
+            )
     bugs = [r for r in rows if r[2] == "bug"]
     fine = [r for r in rows if r[2] != "bug"]
     return {
@@ -96,7 +100,9 @@ def upstream(transcripts: Path) -> dict[str, Any]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shared", type=Path, default=Path(os.environ.get("BENCHTUI_SHARED") or ROOT.parent / "shared"))
+    p.add_argument(
+        "--shared", type=Path, default=Path(os.environ.get("BENCHTUI_SHARED") or ROOT.parent / "shared")
+    )
     p.add_argument("--before", default="0a81a35", help="the commit whose verifier is 'before'")
     args = p.parse_args()
     transcripts = args.shared / "pred-transcripts"
@@ -108,7 +114,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="verifier-recall-") as tmp:
         work = Path(tmp)
         results = {
-            f"before ({args.before})": score(old_verifier(args.before, work / "old"), transcripts, work / "b"),
+            f"before ({args.before})": score(
+                old_verifier(args.before, work / "old"), transcripts, work / "b"
+            ),
             "after (this checkout)": score(verify, transcripts, work / "a"),
         }
     for label, result in results.items():

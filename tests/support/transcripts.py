@@ -36,8 +36,7 @@ def replaying_pred(where: Path, build: str) -> Path:
     where.mkdir(parents=True, exist_ok=True)
     pred = where / "pred"
     pred.write_text(
-        "#!/bin/sh\n"
-        f"STAND_IN_PRED_TRANSCRIPT='{transcript}' exec '{sys.executable}' '{STAND_IN}' \"$@\"\n"
+        f"#!/bin/sh\nSTAND_IN_PRED_TRANSCRIPT='{transcript}' exec '{sys.executable}' '{STAND_IN}' \"$@\"\n"
     )
     pred.chmod(0o755)
     return pred
@@ -60,5 +59,3 @@ def expected_cases() -> list[tuple[str, str]]:
     if not table.is_file():
         return []
     return [(name, e["pred"]) for name, entries in json.loads(table.read_text()).items() for e in entries]
-
-

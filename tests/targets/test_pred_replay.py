@@ -159,3 +159,19 @@ def test_a_miss_in_the_first_call_is_inconclusive(tmp_path):
     cert["source"]["data"]["capacity"] = cert["source"]["data"].get("capacity", 0) + 1
     verdict = verify(cert, pred=str(replaying_pred(tmp_path / "b", "8df8ac04")))
     assert verdict.status == "inconclusive" and verdict.details["exit"] == NOT_RECORDED
+
+
+def test_benchtui_checks_every_shipped_task_against_the_real_pred(tmp_path, misses):
+    """`benchtui check`'s task rows with 8df8ac04: each canonical example is rejected (a correct
+    rule), asking only what the real pred was asked."""
+    import tomllib
+
+    from support import ROOT
+
+    from benchtui.runners.mini.preflight import _tasks
+
+    tasks = tomllib.loads((ROOT / "campaigns" / "problem-reductions.toml").read_text())["tasks"]
+    rows = _tasks(str(replaying_pred(tmp_path / "b", "8df8ac04")), tasks, 60.0)
+    assert [r.what for r in rows] == [f"task {t}" for t in tasks]
+    assert all(not r.problem and "canonical example rejected" in r.detail for r in rows), rows
+    assert not misses.exists(), misses.read_text()

@@ -95,6 +95,7 @@ async def run_remote(
         max_certificates=profile.max_certificates,
         certificates_file=files / f"attempt-{session.attempt}.certificates.json",
         admit=counting.submits(session.limits, meter),
+        task=session.task,
     )
     outcome = counting.explain(outcome, session.limits, meter)
     return dataclasses.replace(outcome, extra={**outcome.extra, **where})

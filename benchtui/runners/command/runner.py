@@ -123,6 +123,7 @@ class CommandRunner:
                 max_certificates=self.profile.max_certificates,
                 certificates_file=files / f"attempt-{session.attempt}.certificates.json",
                 admit=counting.submits(session.limits, meter),
+                task=session.task,
             )
             return counting.explain(outcome, session.limits, meter)
         finally:

@@ -118,7 +118,6 @@ def _accept(observed: str, text: str, claimed: str, details: dict[str, Any]) -> 
 
 def _check(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Verdict]:
     source, claimed = cert["source"], cert["bundle"]["target"]
-    src = {"source.json": source}
     bundle = yield from reduce(source, cert["bundle"])
     details: dict[str, Any] = {
         "claimed_violation": cert["violation"],
@@ -156,7 +155,9 @@ def _check(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Verdict]:
         ilp = yield PredCall(("solve", "bundle.json", *ILP), files)
         if ilp.failure == "timeout":
             if not brute_finished:
-                raise stop("inconclusive", "inconclusive: pred solve (bundle) timed out", "timeout", **details)
+                raise stop(
+                    "inconclusive", "inconclusive: pred solve (bundle) timed out", "timeout", **details
+                )
         elif ilp.failure or ilp.returncode != 0:
             details["ilp_error"] = error_line(ilp.stderr) if not ilp.failure else ilp.failure
         else:
