@@ -9,7 +9,15 @@ from html import escape
 from benchtui.report import Report
 from benchtui.report.logical import limits_line, table_rows
 from benchtui.report.plots import all_plots
-from benchtui.report.text import COLUMNS, TESTS, audit_text, counts, leaderboard_row, ranked_by_note
+from benchtui.report.text import (
+    COLUMNS,
+    TESTS,
+    audit_text,
+    counts,
+    leaderboard_row,
+    prompt_text,
+    ranked_by_note,
+)
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d2430;
@@ -38,13 +46,14 @@ def _fairness(report: Report) -> str:
         f'<p><span class="verdict {"fair" if audit.fair else "unfair"}">{escape(audit.verdict)}</span></p>'
     )
     findings = "".join(f"<li>{escape(f)}</li>" for f in audit.findings)
+    findings += "".join(f'<li class="note">note: {escape(n)}</li>' for n in audit.notes)
     rows = [
         (
             a.model.name,
             counts(a.runners),
             counts(a.reservations, "$"),
             counts(a.environments),
-            counts(a.prompts) if a.prompts else "not recorded by the runner",
+            prompt_text(a),
             f"{a.skipped_budget}/{a.planned}",
             f"{a.infra_errors}/{a.planned}",
             f"${a.model.input_usd_per_mtok} / ${a.model.output_usd_per_mtok}",

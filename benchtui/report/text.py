@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from benchtui.core.money import fmt
 from benchtui.report import Report
+from benchtui.report.audit import ModelAudit
 from benchtui.report.leaderboard import CERTIFICATE_KINDS, ModelStats
 from benchtui.report.logical import LogicalAudit, limits_line, table_rows
 from benchtui.report.stats import Rate
@@ -94,6 +95,18 @@ def matrix_lines(report: Report) -> list[str]:
     ]
 
 
+def prompt_text(a: ModelAudit) -> str:
+    """The prompts summarised: per task one hash expected, the same for every model."""
+    if not a.task_prompts:
+        return "not recorded by the runner"
+    p = a.prompt_summary()
+    if p["tasks"] == 1 and "" in a.task_prompts:
+        one = "one prompt" if p["distinct"] == 1 else f"{p['distinct']} different prompts"
+        return f"{one} over {p['sessions']} sessions"
+    several = f", {p['tasks_with_several']} task(s) with several" if p["tasks_with_several"] else ""
+    return f"{p['tasks']} tasks, {p['distinct']} distinct prompts over {p['sessions']} sessions{several}"
+
+
 def counts(values: Counter[str], prefix: str = "") -> str:
     """`fake ×3, alt ×2`: each value with the number of sessions that had it."""
     return ", ".join(f"{prefix}{value} ×{n}" for value, n in values.most_common()) or "-"
@@ -162,6 +175,7 @@ def render(report: Report) -> str:
     audit = report.fairness
     out += ["", f"Fairness audit: {audit.verdict}"]
     out += [f"  - {finding}" for finding in audit.findings]
+    out += [f"  note: {note}" for note in audit.notes]
     for a in audit.models:
         m = a.model
         out += [
@@ -170,7 +184,7 @@ def render(report: Report) -> str:
             f"infrastructure errors {a.infra_errors}/{a.planned}",
             f"    runners {counts(a.runners)}; reserved {counts(a.reservations, '$')}",
             f"    environments {counts(a.environments)}",
-            f"    prompts {counts(a.prompts) if a.prompts else 'not recorded by the runner'}",
+            f"    prompts {prompt_text(a)}",
         ]
         if a.logical is not None:
             out.append(f"    logical budgets: {audit_text(a.logical)}")

@@ -21,6 +21,8 @@ class ProviderProfile(RunnerProfile):
     """Models whose provider is down: their sessions end in an infrastructure error."""
     prompts: dict[str, str] = {}
     """The prompt hash each model's sessions report (as the mini-swe-agent runner does)."""
+    per_task: bool = False
+    """Each task its own prompt: the hash is the model's prompt with the session's task."""
 
 
 class ProviderRunner:
@@ -34,7 +36,10 @@ class ProviderRunner:
 
     async def run(self, session, meter) -> SessionOutcome:
         name = session.model.name
-        extra = {"prompt_sha256": self.profile.prompts[name]} if name in self.profile.prompts else {}
+        prompt = self.profile.prompts.get(name)
+        if prompt is not None and self.profile.per_task:
+            prompt = f"{prompt}-{session.task}"
+        extra = {"prompt_sha256": prompt} if prompt is not None else {}
         if name in self.profile.down:
             return SessionOutcome("error", reason="API 503 after retries", infra_error=True, extra=extra)
         outcome = await self.fake.run(session, meter)
