@@ -20,9 +20,9 @@ from benchtui.report.leaderboard import (
     shared_ranks,
     task_matrix,
 )
-from benchtui.report.runs import Run, identity_key, read_runs
+from benchtui.report.runs import RecordedRun, identity_key, read_runs
 
-__all__ = ["Report", "build"]
+__all__ = ["CampaignReport", "build"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +35,8 @@ class Point:
 
 
 @dataclass(frozen=True, slots=True)
-class Report:
-    runs: list[Run]
+class CampaignReport:
+    runs: list[RecordedRun]
     models: list[ModelStats]
     comparisons: list[Comparison]
     fairness: Audit
@@ -101,7 +101,7 @@ class Report:
         return curves
 
 
-def build(run_dirs: list[Path]) -> Report:
+def build(run_dirs: list[Path]) -> CampaignReport:
     """The report of one or several runs of the same campaign (BadInput when they differ)."""
     unique = {path.resolve(): path for path in reversed(run_dirs)}  # a run given twice counts once
     # Many small containers and no cycles: the cyclic GC's passes would cost a third of the time.
@@ -110,4 +110,4 @@ def build(run_dirs: list[Path]) -> Report:
         models, comparisons = leaderboard(runs)
         ranks = shared_ranks(models, comparisons)
         matrix = task_matrix(runs, [m.model for m in models])
-        return Report(runs, models, comparisons, audit(runs), ranks, matrix)
+        return CampaignReport(runs, models, comparisons, audit(runs), ranks, matrix)

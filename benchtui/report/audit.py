@@ -17,7 +17,7 @@ from benchtui.engine.campaign import Model
 from benchtui.report.findings import share_gap, spread
 from benchtui.report.leaderboard import is_trial
 from benchtui.report.logical import LogicalAudit, has_logical, logical_audit
-from benchtui.report.runs import Run, SessionView, sessions_by_model
+from benchtui.report.runs import RecordedRun, SessionHistory, sessions_by_model
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +90,7 @@ class Audit:
         }
 
 
-def _model_audit(model: Model, views: list[SessionView], runs: list[Run]) -> ModelAudit:
+def _model_audit(model: Model, views: list[SessionHistory], runs: list[RecordedRun]) -> ModelAudit:
     started = [v for v in views if v.ran or v.state == "running"]
     return ModelAudit(
         model=model,
@@ -110,7 +110,7 @@ def _model_audit(model: Model, views: list[SessionView], runs: list[Run]) -> Mod
     )
 
 
-def _task_prompts(views: list[SessionView]) -> dict[str, Counter[str]]:
+def _task_prompts(views: list[SessionHistory]) -> dict[str, Counter[str]]:
     prompts: dict[str, Counter[str]] = {}
     for v in views:
         if v.prompt_sha256:
@@ -205,7 +205,7 @@ def _limits(models: list[Model]) -> list[str]:
     return findings
 
 
-def audit(runs: list[Run]) -> Audit:
+def audit(runs: list[RecordedRun]) -> Audit:
     campaign = runs[0].campaign
     grouped = sessions_by_model(runs)
     audits = [_model_audit(m, grouped[m.name], runs) for m in campaign.models]

@@ -11,7 +11,7 @@ from typing import Any
 from benchtui.engine.counting import Counted, JudgedBy, basis, distinct_bug_rules, judged_by
 from benchtui.report import stats
 from benchtui.report.logical import LogicalStats, has_logical, logical_stats
-from benchtui.report.runs import Run, SessionView, sessions_by_model, total
+from benchtui.report.runs import RecordedRun, SessionHistory, sessions_by_model, total
 
 CERTIFICATE_KINDS = ("confirmed", "claimed", "rejected", "off_task", "inconclusive", "unverified")
 """confirmed: a verifier accepted it; claimed: a runner without a verifier says it is a bug (fake,
@@ -132,7 +132,7 @@ class Comparison:
         }
 
 
-def certificate_kinds(view: SessionView) -> Counter[str]:
+def certificate_kinds(view: SessionHistory) -> Counter[str]:
     """Each checked certificate by its verifier's verdict; a runner without a verifier (fake,
     demo) has its certificate counted `claimed` when it says `bug_found`, never confirmed."""
     checked = (view.verify_details or {}).get("checked")
@@ -146,13 +146,13 @@ def certificate_kinds(view: SessionView) -> Counter[str]:
     return Counter([kind])
 
 
-def counted(view: SessionView) -> Counted:
+def counted(view: SessionHistory) -> Counted:
     return Counted(
         view.result if view.ran else None, view.planned.task, view.certificate, view.verify_details
     )
 
 
-def is_trial(view: SessionView) -> bool:
+def is_trial(view: SessionHistory) -> bool:
     """A session that ran and could have found a bug: not an infrastructure error, and not one
     that ended (error, killed) before any model answer (no tokens, no certificate)."""
     if not view.ran or view.infra_error:
@@ -160,17 +160,17 @@ def is_trial(view: SessionView) -> bool:
     return not (view.state in ("error", "killed") and view.tokens == 0 and view.certificate is None)
 
 
-def found_bug(view: SessionView) -> bool:
+def found_bug(view: SessionHistory) -> bool:
     return view.ran and view.result == "bug_found"
 
 
-def rule_of(view: SessionView) -> str:
+def rule_of(view: SessionHistory) -> str:
     rule = (view.certificate or {}).get("rule")
     return rule if isinstance(rule, str) else view.planned.task or "library"
 
 
 def model_stats(
-    model: str, views: list[SessionView], runs: list[Run], by: JudgedBy | None = None
+    model: str, views: list[SessionHistory], runs: list[RecordedRun], by: JudgedBy | None = None
 ) -> ModelStats:
     """One model's numbers; `by` is what the campaign's ranking counts (default: this model's)."""
     ran = [v for v in views if v.ran]
@@ -223,7 +223,7 @@ PairKey = tuple[str, int]
 """(run, session index): the same task and repeat for every model of a campaign with tasks."""
 
 
-def trial_outcomes(views: list[SessionView]) -> dict[PairKey, bool]:
+def trial_outcomes(views: list[SessionHistory]) -> dict[PairKey, bool]:
     """Per trial, whether it found a bug."""
     return {(v.run, v.planned.index): found_bug(v) for v in views if is_trial(v)}
 
@@ -257,7 +257,7 @@ def shared_ranks(ranked: list[ModelStats], comparisons: list[Comparison]) -> lis
 MATRIX_CELLS = ("bug", "rejected", "no_certificate", "error")
 
 
-def cell_of(views: list[SessionView]) -> str | None:
+def cell_of(views: list[SessionHistory]) -> str | None:
     """A task × model cell over its sessions (repeats, pooled runs): the best outcome any had."""
     seen = set()
     for v in views:
@@ -274,7 +274,7 @@ def cell_of(views: list[SessionView]) -> str | None:
     return next((c for c in MATRIX_CELLS if c in seen), None)
 
 
-def task_matrix(runs: list[Run], models: list[str]) -> dict[str, Any] | None:
+def task_matrix(runs: list[RecordedRun], models: list[str]) -> dict[str, Any] | None:
     """`{"tasks": [...], "cells": {model: [cell per task]}}` for campaigns with tasks (else None);
     a cell is bug, rejected, no_certificate, error, or null where no session of it ran."""
     tasks = list(runs[0].campaign.tasks or [])
@@ -288,7 +288,7 @@ def task_matrix(runs: list[Run], models: list[str]) -> dict[str, Any] | None:
     return {"tasks": tasks, "cells": cells}
 
 
-def leaderboard(runs: list[Run]) -> tuple[list[ModelStats], list[Comparison]]:
+def leaderboard(runs: list[RecordedRun]) -> tuple[list[ModelStats], list[Comparison]]:
     grouped = sessions_by_model(runs)
     by = basis([counted(v) for views in grouped.values() for v in views if v.ran])
     ranked = sorted((model_stats(m, views, runs, by) for m, views in grouped.items()), key=rank_key)

@@ -6,7 +6,7 @@ from collections import Counter
 from decimal import Decimal
 
 from benchtui.core.money import fmt
-from benchtui.report import Report
+from benchtui.report import CampaignReport
 from benchtui.report.audit import ModelAudit
 from benchtui.report.leaderboard import CERTIFICATE_KINDS, ModelStats
 from benchtui.report.logical import LogicalAudit, limits_line, table_rows
@@ -67,7 +67,7 @@ def bugs_cell(m: ModelStats) -> str:
     return str(len(m.rules)) if m.judged_by == "verifier" else f"{len(m.rules)} claimed"
 
 
-def ranked_by_note(report: Report) -> str:
+def ranked_by_note(report: CampaignReport) -> str:
     if report.ranked_by == "bugs":
         return (
             "ranked by bugs CLAIMED by the runner (it has no verifier: fake, demo); "
@@ -79,7 +79,7 @@ def ranked_by_note(report: Report) -> str:
 MATRIX_MARKS = {"bug": "BUG", "rejected": "rej", "no_certificate": "-", "error": "ERR", None: "."}
 
 
-def matrix_lines(report: Report) -> list[str]:
+def matrix_lines(report: CampaignReport) -> list[str]:
     """The task × model matrix (campaigns with tasks)."""
     matrix = report.matrix
     if not matrix:
@@ -120,7 +120,7 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
 TESTS = {"mcnemar_exact": "exact McNemar", "fisher_exact": "Fisher's exact"}
 
 
-def comparison_lines(report: Report) -> list[str]:
+def comparison_lines(report: CampaignReport) -> list[str]:
     lines = []
     for c in report.comparisons:
         diff = f"{c.difference * 100:+.0f} pp" if c.difference is not None else "n/a"
@@ -139,7 +139,7 @@ def audit_text(la: LogicalAudit) -> str:
     return f"{limits}; ended by a counter {la.ended_by_counter}/{la.ran}, by submitting {la.ended_by_submit}/{la.ran}"
 
 
-def logical_lines(report: Report) -> list[str]:
+def logical_lines(report: CampaignReport) -> list[str]:
     """The logical budgets section (only for runs with `[budget.per_session]`)."""
     models = [(m.model, m.logical) for m in report.models if m.logical is not None]
     if not models:
@@ -152,7 +152,7 @@ def logical_lines(report: Report) -> list[str]:
     ]
 
 
-def render(report: Report) -> str:
+def render(report: CampaignReport) -> str:
     runs = ", ".join(str(run.path) for run in report.runs)
     out = [f"Campaign {report.runs[0].campaign.name} (identity {report.identity}); runs: {runs}", ""]
     out += table([COLUMNS, *(leaderboard_row(report.rank(n), m) for n, m in enumerate(report.models))])

@@ -83,7 +83,7 @@ def test_the_results_files_the_report_and_the_tui_count_the_same_bugs(tmp_path, 
 def test_an_on_task_certificate_after_an_off_task_one_is_still_the_sessions_bug(tmp_path):
     from support.report import JudgingProfile, JudgingRunner
 
-    from benchtui.runners.kit.verdict import Report, judge
+    from benchtui.runners.kit.verdict import WorkerReport, judge
 
     folder = need_transcripts() / "certificates"
     blocks = [(folder / MVC).read_text(), (folder / BIN).read_text()]
@@ -91,7 +91,7 @@ def test_an_on_task_certificate_after_an_off_task_one_is_still_the_sessions_bug(
     assert JudgingRunner(JudgingProfile(pred=pred, certificates=str(folder)), run_dir=tmp_path)
     outcome = trio.run(
         lambda: judge(
-            Report(done={"steps": 1, "blocks": blocks}),
+            WorkerReport(done={"steps": 1, "blocks": blocks}),
             fingerprint="",
             pred=pred,
             timeout=60.0,

@@ -9,7 +9,7 @@ from typing import ClassVar, Literal
 
 import trio
 
-from benchtui.core.contract import RunnerProfile, SessionOutcome, Usage
+from benchtui.core.contract import RunnerKind, RunnerProfile, SessionOutcome, Usage
 from benchtui.engine import events as ev
 from benchtui.engine import run as engine
 from benchtui.runners.fake import FakeProfile, FakeRunner, canned_certificate
@@ -25,12 +25,12 @@ class ProviderProfile(RunnerProfile):
     """Each task its own prompt: the hash is the model's prompt with the session's task."""
 
 
-class ProviderRunner:
+class ProviderRunner(RunnerKind):
     """A $0.01 fake whose provider can be down for some models, reporting a prompt hash."""
 
     Profile: ClassVar[type[RunnerProfile]] = ProviderProfile
 
-    def __init__(self, profile: ProviderProfile, *, run_dir: Path) -> None:
+    def __init__(self, profile: ProviderProfile, *, run_dir: Path, executor=None) -> None:
         self.profile = profile
         self.fake = FakeRunner(FakeProfile(cost_usd="0.01", result="no_certificate"), run_dir=run_dir)
 
@@ -56,12 +56,12 @@ class CounterProfile(RunnerProfile):
     """Models whose sessions end with a certificate (`bug_found`)."""
 
 
-class CounterRunner:
+class CounterRunner(RunnerKind):
     """Takes logical budget units through the real meter, so the end lines carry real counters."""
 
     Profile: ClassVar[type[RunnerProfile]] = CounterProfile
 
-    def __init__(self, profile: CounterProfile, *, run_dir: Path) -> None:
+    def __init__(self, profile: CounterProfile, *, run_dir: Path, executor=None) -> None:
         self.profile = profile
 
     async def run(self, session, meter) -> SessionOutcome:
@@ -172,17 +172,17 @@ class JudgingProfile(RunnerProfile):
     """Per "model#index", the certificate files its session prints (none: no certificate)."""
 
 
-class JudgingRunner:
+class JudgingRunner(RunnerKind):
     """A $0.01 session that prints the given certificates as an agent does, judged by the real
     path of the mini and command runners (runners.kit.verdict.judge, the pred verifier)."""
 
     Profile: ClassVar[type[RunnerProfile]] = JudgingProfile
 
-    def __init__(self, profile: JudgingProfile, *, run_dir: Path) -> None:
+    def __init__(self, profile: JudgingProfile, *, run_dir: Path, executor=None) -> None:
         self.profile = profile
 
     async def run(self, session, meter) -> SessionOutcome:
-        from benchtui.runners.kit.verdict import Report, judge
+        from benchtui.runners.kit.verdict import WorkerReport, judge
 
         usage = Usage(flat_usd=Decimal("0.01"))
         if not await meter.authorise(meter.price(usage)):
@@ -193,7 +193,7 @@ class JudgingRunner:
         blocks = [(folder / name).read_text() for name in names]
         session.session_dir.mkdir(parents=True, exist_ok=True)
         return await judge(
-            Report(done={"steps": 1, "exit_status": "Submitted", "blocks": blocks}),
+            WorkerReport(done={"steps": 1, "exit_status": "Submitted", "blocks": blocks}),
             fingerprint=session.environment_fingerprint,
             pred=self.profile.pred,
             timeout=60.0,
@@ -209,12 +209,12 @@ class PricedProfile(RunnerProfile):
     """Each session makes one call of this many input tokens, charged at its model's price."""
 
 
-class PricedRunner:
+class PricedRunner(RunnerKind):
     """One model call per session at the model's own price: dearer models run out sooner."""
 
     Profile: ClassVar[type[RunnerProfile]] = PricedProfile
 
-    def __init__(self, profile: PricedProfile, *, run_dir: Path) -> None:
+    def __init__(self, profile: PricedProfile, *, run_dir: Path, executor=None) -> None:
         self.profile = profile
 
     async def run(self, session, meter) -> SessionOutcome:

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 import trio
-from support import CONTRACTS
+from support import certificates, results_schema
 from support.mini import STAND_IN_PRED
 
-from benchtui.cli import main as cli
+from benchtui.cli.main import main as cli
 from benchtui.targets.problem_reductions import find_blocks, parse_block, parse_value, verify, verify_async
 
 PRED = str(STAND_IN_PRED)
@@ -45,7 +45,8 @@ def certificate(tmp_path: Path, target: str, *, violation: str = "suboptimal_ext
 
 
 def contract(name: str) -> dict:
-    return json.loads((CONTRACTS / name).read_text())
+    """A certificate the tests build themselves (support.certificates), by its contract name."""
+    return certificates.certificate(name)
 
 
 def test_a_genuine_round_trip_failure_is_accepted(tmp_path):
@@ -167,15 +168,15 @@ def test_the_cli_exit_status_says_the_verdict(tmp_path, capsys, monkeypatch):
     genuine.write_text(json.dumps(certificate(tmp_path, "MinimumVertexCover")))
     log = tmp_path / "agent.log"
     log.write_text(f"noise\nCERTIFICATE_START\n{genuine.read_text()}\nCERTIFICATE_END\n")
-    wrong = CONTRACTS / "certificate.wrong-target.json"
-    assert cli.main(["verify", str(genuine), "--pred", PRED]) == 0
+    wrong = certificates.write(tmp_path, "certificate.wrong-target.json")
+    assert cli(["verify", str(genuine), "--pred", PRED]) == 0
     assert capsys.readouterr().out.startswith("ACCEPTED")
-    assert cli.main(["verify", str(log), "--pred", PRED, "--json"]) == 0
+    assert cli(["verify", str(log), "--pred", PRED, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["status"] == "accepted"
-    assert cli.main(["verify", str(wrong), "--pred", PRED]) == 1
-    assert cli.main(["verify", str(tmp_path / "missing.json"), "--pred", PRED]) == 2
+    assert cli(["verify", str(wrong), "--pred", PRED]) == 1
+    assert cli(["verify", str(tmp_path / "missing.json"), "--pred", PRED]) == 2
     monkeypatch.setenv("STAND_IN_PRED_HANG", "reduce")
-    assert cli.main(["verify", str(genuine), "--pred", PRED, "--timeout", "0.3"]) == 4
+    assert cli(["verify", str(genuine), "--pred", PRED, "--timeout", "0.3"]) == 4
 
 
 def test_a_bug_pred_shows_counts_whatever_violation_was_claimed_and_both_are_shown(tmp_path):
@@ -217,7 +218,7 @@ def test_a_target_config_pred_refuses_shows_nothing_and_is_rejected(tmp_path):
 
 @pytest.mark.trio
 async def test_a_malformed_certificate_is_rejected_but_never_handed_on_as_a_certificate(tmp_path):
-    from benchtui.runners.kit.verdict import Report, judge
+    from benchtui.runners.kit.verdict import WorkerReport, judge
 
     made_up = {
         "rule": "R",
@@ -225,7 +226,7 @@ async def test_a_malformed_certificate_is_rejected_but_never_handed_on_as_a_cert
         "source": {"type": "A"},
         "bundle": {"target": {"type": "B"}},
     }
-    report = Report(done={"steps": 3, "exit_status": "Submitted", "blocks": [json.dumps(made_up)]})
+    report = WorkerReport(done={"steps": 3, "exit_status": "Submitted", "blocks": [json.dumps(made_up)]})
     outcome = await judge(
         report,
         fingerprint="",
@@ -242,16 +243,16 @@ async def test_a_malformed_certificate_is_rejected_but_never_handed_on_as_a_cert
 def test_a_file_without_any_certificate_is_bad_input_not_a_rejection(tmp_path, capsys):
     cases = {
         "empty-object.json": "{}",
-        "schema.json": (CONTRACTS / "results.schema.json").read_text(),
+        "schema.json": json.dumps(results_schema()),
         "rows.jsonl": '{"session": "s", "state": "done"}\n{"session": "t", "state": "done"}\n',
         "notes.log": "the agent found nothing\n",
     }
     for name, text in cases.items():
         (tmp_path / name).write_text(text)
-        assert cli.main(["verify", str(tmp_path / name), "--pred", PRED]) == 2, name
+        assert cli(["verify", str(tmp_path / name), "--pred", PRED]) == 2, name
         assert "no certificate found" in capsys.readouterr().err
     (tmp_path / "claim.json").write_text('{"rule": "R"}')  # a certificate, malformed: rejected
-    assert cli.main(["verify", str(tmp_path / "claim.json"), "--pred", PRED]) == 1
+    assert cli(["verify", str(tmp_path / "claim.json"), "--pred", PRED]) == 1
 
 
 def test_a_trajectory_is_read_message_by_message_and_its_prompt_example_is_skipped(tmp_path, capsys):
@@ -271,6 +272,6 @@ def test_a_trajectory_is_read_message_by_message_and_its_prompt_example_is_skipp
         ],
     }
     (tmp_path / "attempt-1.traj.json").write_text(json.dumps(trajectory, indent=1))
-    assert cli.main(["verify", str(tmp_path / "attempt-1.traj.json"), "--pred", PRED]) == 0
+    assert cli(["verify", str(tmp_path / "attempt-1.traj.json"), "--pred", PRED]) == 0
     verdicts = capsys.readouterr().out.splitlines()
     assert len(verdicts) == 1 and verdicts[0].startswith("ACCEPTED"), verdicts  # once, and not the example
