@@ -162,3 +162,22 @@ def test_clap_usage_errors_show_their_error_line():
     assert error_line(stderr) == "error: unrecognized subcommand 'extract'"
     hint = "Error: No path\n\nHint: make one\n"
     assert error_line(hint) == "Error: No path Hint: make one"
+
+
+def test_a_certificate_is_on_task_only_when_its_rule_and_its_instance_name_the_task():
+    from benchtui.targets.problem_reductions.tasks import on_task
+
+    def c(rule, source, target):
+        return {"rule": rule, "source": {"type": source}, "bundle": {"target": {"type": target}}}
+
+    assert on_task(c("binpacking_ilp", "BinPacking", "ILP"), "binpacking_ilp")
+    assert on_task(c("BinPacking -> ILP/bool", "BinPacking", "ILP"), "binpacking_ilp")
+    assert on_task(c("MaximumIndependentSetToMinimumVertexCover", "MaximumIndependentSet", "MinimumVertexCover"),
+                   "maximumindependentset_minimumvertexcover")  # fmt: skip
+    assert on_task(
+        c("Satisfiability -> MaximumIndependentSet", "Satisfiability", "MaximumIndependentSet"),
+        "sat_maximumindependentset",
+    )  # fmt: skip  (the shipped table's names)
+    # Another rule, or the task's name over an instance of another rule: off task.
+    assert not on_task(c("knapsack_ilp", "Knapsack", "ILP"), "binpacking_ilp")
+    assert not on_task(c("binpacking_ilp", "MinimumVertexCover", "EnsembleComputation"), "binpacking_ilp")
