@@ -82,5 +82,5 @@ class DemoRunner(RunnerKind):
             result,
             steps=p.steps,
             certificate=certificate,
-            verify_details={"verifier": "demo"} if certificate else None,
+            verify_details={"verifier": "demo", "judged_by": "runner"} if certificate else None,
         )

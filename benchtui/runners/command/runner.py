@@ -166,6 +166,7 @@ class CommandRunner(RunnerKind):
                 max_certificates=profile.max_certificates,
                 certificates_file=files / f"attempt-{session.attempt}.certificates.json",
                 admit=counting.submits(session.limits, meter),
+                task=session.task,
             )
             outcome = counting.explain(outcome, session.limits, meter)
             return dataclasses.replace(outcome, extra={**outcome.extra, **ran.extra})

@@ -13,6 +13,7 @@ import trio
 from benchtui.core.atomic import atomic_write
 from benchtui.core.contract import SessionOutcome
 from benchtui.targets.problem_reductions import Verdict, parse_block, verify_async
+from benchtui.targets.problem_reductions.tasks import on_task
 
 EXIT_REASONS = {
     "Submitted": "submitted without a certificate",
@@ -84,11 +85,15 @@ async def judge(
     max_certificates: int,
     certificates_file: Path,
     admit: Callable[[], Awaitable[str | None]] | None = None,
+    task: str | None = None,
 ) -> SessionOutcome:
     """The session's outcome; `admit` takes a `submits` unit before each certificate is verified
     (None when granted, else a refusal: that certificate and the later ones are not verified).
     `pred=None`: the campaign's target has no verifier; well-formed certificates are recorded
-    unverified (the session ends `no_certificate`: nothing confirmed, nothing rejected)."""
+    unverified (the session ends `no_certificate`: nothing confirmed, nothing rejected).
+
+    With the session's `task`, a certificate the verifier accepts for another rule is `off_task`:
+    kept and shown (status `off_task` in `checked`), never the session's bug."""
     extra = {
         "environment": fingerprint,
         "copy_fingerprint": report.copy_fingerprint,
@@ -137,6 +142,13 @@ async def judge(
             if cert is not None
             else Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
         )
+        if verdict.accepted and task and cert is not None and not on_task(cert, task):
+            verdict = Verdict(
+                "rejected",
+                f"off_task: the certificate is for {str(cert.get('rule'))[:200]!r}, not this session's "
+                f"task {task!r} (the verifier: {verdict.reason})",
+                {**verdict.details, "cause": "off_task", "task": task},
+            )
         checked.append((cert, verdict))
         if verdict.accepted:
             break
@@ -147,7 +159,10 @@ async def judge(
             [{"certificate": c, "verdict": v.to_json()} for c, v in checked] + refused, indent=1, default=str
         )
         await trio.to_thread.run_sync(atomic_write, certificates_file, data.encode())
-    summary = [{"status": v.status, "reason": v.reason} for _, v in checked]
+    summary = [
+        {"status": "off_task" if v.details.get("cause") == "off_task" else v.status, "reason": v.reason}
+        for _, v in checked
+    ]
     for cert, verdict in checked:
         if verdict.accepted:
             return SessionOutcome(
@@ -176,7 +191,8 @@ async def judge(
         # A malformed certificate is not handed on as one: the results schema admits only the
         # benchmark's certificate shape (its own text stays in certificates.json).
         well_formed = [(c, v) for c, v in checked if v.details.get("cause") != "malformed"]
-        cert, verdict = well_formed[0] if well_formed else (None, checked[0][1])
+        off = [(c, v) for c, v in well_formed if v.details.get("cause") == "off_task"]
+        cert, verdict = (off or well_formed)[0] if well_formed else (None, checked[0][1])
         return SessionOutcome(
             "rejected",
             reason=verdict.reason,

@@ -12,6 +12,7 @@ import subprocess
 import time
 
 from benchtui.core.contract import Check
+from benchtui.core.workspace import binary_digest
 from benchtui.runners.kit.bubblewrap import SANDBOX_BIN, bubblewrap_args, bwrap_executable
 from benchtui.runners.mini.profile import MiniSweProfile, missing_packages
 from benchtui.targets.problem_reductions import resolve_pred, verify
@@ -30,7 +31,8 @@ def _pred(profile: MiniSweProfile) -> tuple[str | None, Check]:
     done = run_pred(found, ("--version",), timeout=TOOL_TIMEOUT_S)
     if done.error:
         return None, Check("pred", f"{found} --version failed: {done.error}")
-    return found, Check("pred", detail=f"{done.stdout.strip()} ({found})")
+    digest = binary_digest(found) or "unreadable"
+    return found, Check("pred", detail=f"{done.stdout.strip()} {digest} ({found})")
 
 
 def _sandbox(pred: str | None) -> Check:

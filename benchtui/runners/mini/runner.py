@@ -185,6 +185,7 @@ class MiniSweRunner(RunnerKind):
                 max_certificates=self.profile.max_certificates,
                 certificates_file=files.attempt_file("certificates.json"),
                 admit=counting.submits(session.limits, meter),
+                task=session.task,
             )
             outcome = counting.explain(outcome, session.limits, meter)
             return replace(outcome, reason=keys.scrub(outcome.reason, secrets.values()))
