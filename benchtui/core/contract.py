@@ -231,6 +231,7 @@ class AgentRunner(Protocol):
     Profile: ClassVar[type[RunnerProfile]]
     enforces: ClassVar[frozenset[str]]
     executors: ClassVar[tuple[str, ...]]
+    targets: ClassVar[tuple[str, ...]]
 
     def __init__(self, profile: Any, *, run_dir: Path, executor: Any = None) -> None:
         """`profile` is an instance of `Profile`; `run_dir` the campaign's run dir; `executor`
@@ -263,6 +264,8 @@ class RunnerKind:
     """Logical budgets it applies besides `model_calls` (the meter applies that one for every kind)."""
     executors: ClassVar[tuple[str, ...]] = ("local",)
     """`[executor]` kinds it can run its agents on (every kind runs on this machine)."""
+    targets: ClassVar[tuple[str, ...]] = TARGET_KINDS
+    """`[target]` kinds its sessions can work on (the mini-swe-agent runner needs pred's)."""
 
     def __init__(self, profile: Any, *, run_dir: Path, executor: Any = None) -> None:
         self.profile = profile

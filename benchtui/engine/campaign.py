@@ -259,6 +259,11 @@ class Campaign(BaseSettings):
         if self.runner not in self.runners:
             raise ValueError(f"runner {self.runner!r} is not one of [runners.*]: {', '.join(self.runners)}")
         active = self.kind(self.runner)
+        if self.target.kind not in active.targets:
+            raise ValueError(
+                f"runner {self.runner!r} (kind {self.runners[self.runner].kind!r}) needs a target of kind "
+                f"{' or '.join(map(repr, active.targets))}, not [target] kind = {self.target.kind!r}"
+            )
         if not active.supports(self.executor.kind):
             raise ValueError(
                 f"runner {self.runner!r} (kind {self.runners[self.runner].kind!r}) cannot run on "

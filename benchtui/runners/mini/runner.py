@@ -113,6 +113,8 @@ class MiniSweRunner(RunnerKind):
     )
 
     executors: ClassVar[tuple[str, ...]] = ("local", "ray")
+    #: Its sessions verify with pred and its templates hunt in problem-reductions.
+    targets: ClassVar[tuple[str, ...]] = (PROBLEM_REDUCTIONS,)
 
     @classmethod
     def preflight(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -157,11 +158,14 @@ def test_local_mode_must_be_declared_unsandboxed(tmp_path):
 
 
 def test_without_the_mini_extra_the_kind_says_what_to_install(monkeypatch):
+    """The profile validates without the packages (a stopped campaign is readable anywhere);
+    the kind's preflight, run before any start, says what to install."""
     import benchtui.runners.mini.profile as profile_module
+    from benchtui.runners.mini.runner import MiniSweRunner
 
     monkeypatch.setattr(profile_module, "RUNNER_PACKAGES", ("minisweagent", "no_such_package_benchtui"))
-    with pytest.raises(ValueError, match=r'needs no_such_package_benchtui: pip install "benchtui\[mini\]"'):
-        profile()
+    (check,) = MiniSweRunner.preflight(profile(), tasks=None, full=False)
+    assert re.search(r'needs no_such_package_benchtui: pip install "benchtui\[mini\]"', check.problem)
 
 
 def test_bwrap_is_the_systems_when_present_else_the_wheels(monkeypatch):
