@@ -74,6 +74,10 @@ class LogicalLimits:
     observation_chars: int | None = None
     tools: tuple[tuple[str, int], ...] = ()
     """(command prefix, calls) pairs, e.g. (("pred", 24), ("pred solve", 10))."""
+    free: tuple[str, ...] = ()
+    """Calls of counted tools that take no unit (`pred --help`); their answers are cached."""
+    keep_hunting: bool = False
+    """An accepted `submit` does not end the session."""
 
     def __bool__(self) -> bool:
         return any(getattr(self, c) is not None for c in (*COUNTERS, "observation_chars")) or bool(self.tools)

@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from benchtui.core import registry
 from benchtui.core import workspace as environment
-from benchtui.core.contract import Check, RunnerProfile
+from benchtui.core.contract import Check, LogicalLimits, RunnerProfile
 from benchtui.core.errors import BadInput
 from benchtui.engine.campaign import Campaign
 
@@ -26,14 +26,21 @@ def runner_checks(name: str, profile: RunnerProfile, tasks: list[str] | None, *,
     ]
 
 
+def limit_checks(name: str, profile: RunnerProfile, limits: LogicalLimits) -> list[Check]:
+    """The kind's optional `check_limits(profile, limits)` ability: a logical budget it could not
+    enforce as written (e.g. a counted tool its sandbox shows anyway) is refused at load."""
+    hook = getattr(registry.runner_class(profile.kind), "check_limits", None)
+    if hook is None or not limits:
+        return []
+    return [Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in hook(profile, limits)]
+
+
 def cheap(campaign: Campaign) -> None:
     """The checks run before a campaign starts (the active profile's tools); BadInput on a problem,
     so a missing `pred` is exit 2 before any session starts, not N sessions ending in errors."""
-    problems = [
-        c
-        for c in runner_checks(campaign.runner, campaign.runners[campaign.runner], None, full=False)
-        if not c.ok
-    ]
+    profile = campaign.runners[campaign.runner]
+    problems = [c for c in runner_checks(campaign.runner, profile, None, full=False) if not c.ok]
+    problems += [c for c in limit_checks(campaign.runner, profile, campaign.logical_limits) if not c.ok]
     if problems:
         raise BadInput(f"{problems[0].what}: {problems[0].problem} (`benchtui check` checks everything)")
 

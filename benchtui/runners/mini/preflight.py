@@ -11,8 +11,9 @@ import os
 import subprocess
 import time
 
-from benchtui.core.contract import Check
-from benchtui.runners.kit.bubblewrap import SANDBOX_BIN, bubblewrap_args, bwrap_executable
+from benchtui.core.contract import Check, LogicalLimits
+from benchtui.runners.kit import toolgate as gate
+from benchtui.runners.kit.bubblewrap import SANDBOX_BIN, bubblewrap_args, bwrap_executable, visible
 from benchtui.runners.mini.profile import MiniSweProfile
 from benchtui.targets.problem_reductions import resolve_pred, verify
 from benchtui.targets.problem_reductions.tasks import canonical_certificate, rule_list, rule_of, run_pred
@@ -89,6 +90,19 @@ def preflight(profile: MiniSweProfile, *, tasks: list[str] | None, full: bool) -
     if full and pred and tasks:
         checks += _tasks(pred, list(dict.fromkeys(tasks)), profile.verify_timeout_s)
     return checks
+
+
+def check_limits(profile: MiniSweProfile, limits: LogicalLimits) -> list[Check]:
+    """A counted tool the sandbox shows anyway cannot be counted (the agent would run it
+    directly, or copy it): refused when the campaign loads, naming the tool."""
+    if profile.environment != "bubblewrap":
+        return []  # unsandboxed: the agent can reach anything (said by `unsandboxed = true`)
+    found = resolve_pred(profile.pred)
+    pred = found if os.path.isabs(found) else None
+    return [
+        Check(f"counted tool {problem.split('`')[1]}", f"{problem}: its counter cannot be enforced there")
+        for problem in gate.unhidden(gate.tool_names(limits), pred, visible)
+    ]
 
 
 def ping_profile(profile: MiniSweProfile) -> dict:
