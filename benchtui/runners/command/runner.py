@@ -15,13 +15,14 @@ import os
 import shutil
 import signal
 import subprocess
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
 import trio
 
 from benchtui.core import workspace as environment
-from benchtui.core.contract import Meter, RunnerProfile, SessionOutcome, SessionSpec
+from benchtui.core.contract import Check, LogicalLimits, Meter, RunnerProfile, SessionOutcome, SessionSpec
 from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.gateway import Gateway, open_gateway
@@ -30,6 +31,7 @@ from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit import reaper
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.bubblewrap import local_bin
+from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.verdict import Report, judge
 from benchtui.targets.problem_reductions import find_blocks, resolve_pred
@@ -42,6 +44,12 @@ class CommandRunner:
     #: cannot be applied from outside.
     enforces = frozenset({"model_calls", "submits", "tools"})
     executors: ClassVar[tuple[str, ...]] = ("local", "ray")
+
+    @staticmethod
+    def check_limits(profile: CommandProfile, limits: LogicalLimits) -> list[Check]:
+        """A counted tool the sandbox shows anyway is refused when the campaign loads."""
+        found = resolve_pred(profile.pred)
+        return counting.check_limits(profile.environment, found if os.path.isabs(found) else None, limits)
 
     def __init__(
         self, profile: CommandProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
@@ -92,20 +100,41 @@ class CommandRunner:
         workdir, log = files / "workdir", files / f"attempt-{session.attempt}.agent.log"
         prompt = self.profile.render_prompt(session.task)
         prompt_file = files / f"attempt-{session.attempt}.prompt.md"
+        evidence = Evidence(files, session.attempt)
         try:
             copy = await trio.to_thread.run_sync(
                 _prepare, session.environment.resolve(), workdir, prompt_file, prompt
             )
             with self.gateway.session(meter, session.model, secrets.get(key_name or "")) as grant:
-                async with counting.tool_gate(session, meter, self.profile.environment, self.pred) as gate:
+                async with counting.open_gate(
+                    session,
+                    meter,
+                    self.profile.environment,
+                    self.pred,
+                    workdir=workdir,
+                    verify_timeout_s=self.profile.verify_timeout_s,
+                    evidence=evidence,
+                ) as gate:
                     lifeline, hold = os.pipe()  # see sandbox.LIFELINE
                     try:
                         argv, env = self._command(
-                            session, argv0, grant.token, workdir, prompt, prompt_file, files, lifeline, gate
+                            session,
+                            argv0,
+                            grant.token,
+                            workdir,
+                            prompt,
+                            prompt_file,
+                            files,
+                            lifeline,
+                            gate.sandbox,
                         )
-                        status = await _run_agent(argv, env, workdir, log, lifeline)
+                        # An accepted `submit` ends the session: the agent is stopped there.
+                        status = await counting.until_accepted(
+                            gate, partial(_run_agent, argv, env, workdir, log, lifeline)
+                        )
                     finally:
                         os.close(hold)
+                    submitted = gate.submissions.checked if gate.submissions else None
             report = Report(
                 copy_fingerprint=copy,
                 prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
@@ -123,9 +152,11 @@ class CommandRunner:
                 max_certificates=self.profile.max_certificates,
                 certificates_file=files / f"attempt-{session.attempt}.certificates.json",
                 admit=counting.submits(session.limits, meter),
+                submitted=submitted,
             )
             return counting.explain(outcome, session.limits, meter)
         finally:
+            evidence.close()
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(self._clean_up, files, log, secrets)
 

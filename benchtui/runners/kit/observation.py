@@ -24,7 +24,8 @@ ANSI = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI (colours, cursor moves)
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC (titles, links)
     r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC
-    r"|\x1b[@-Z\\-_]"  # two-character escapes
+    r"|\x1b[()*+#%][0-9A-Za-z@]"  # character sets
+    r"|\x1b[@-Z\\-_=>78]"  # two-character escapes
     r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
 )
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -65,18 +66,16 @@ def collapse(lines: list[str]) -> tuple[list[str], bool]:
     return out, collapsed
 
 
-def _fit(lines: list[str], budget: int, from_end: bool = False) -> list[str]:
-    """As many whole lines as fit in `budget` characters (a first line too long is cut)."""
+def _fit(lines: list[str], budget: int, from_end: bool = False) -> tuple[list[str], bool]:
+    """As many whole lines as fit in `budget` characters; True if a line had to be cut."""
     kept: list[str] = []
     used = 0
     for line in reversed(lines) if from_end else lines:
         if used + len(line) + 1 > budget:
-            if not kept and budget > 0:
-                kept.append(line[-budget:] if from_end else line[:budget])
-            break
+            return (kept[::-1] if from_end else kept), bool(line)
         kept.append(line)
         used += len(line) + 1
-    return kept[::-1] if from_end else kept
+    return (kept[::-1] if from_end else kept), False
 
 
 def shape(text: str, keep: int, save: Path | None = None, shown_as: str = "") -> Observation:
@@ -91,10 +90,10 @@ def shape(text: str, keep: int, save: Path | None = None, shown_as: str = "") ->
     saved = _save(text, save, shown_as)
     diagnostics_budget = keep // 4
     room = keep - diagnostics_budget
-    head = _fit(lines, room // 2)
-    tail = _fit(lines[len(head) :], room - sum(len(x) + 1 for x in head), from_end=True)
+    head, partial = _fit(lines, room // 2)
+    tail, partial_tail = _fit(lines[len(head) :], room - sum(len(x) + 1 for x in head), from_end=True)
     middle_start, middle_end = len(head), len(lines) - len(tail)
-    if middle_end <= middle_start or len("\n".join(head + tail)) < room // 2:
+    if len("\n".join(head + tail)) < room // 2 and (partial or partial_tail):
         # Few, long lines: whole lines do not fill the budget; cut characters instead.
         return _by_characters(body, keep, raw, saved)
     found, used = [], 0
@@ -106,7 +105,7 @@ def shape(text: str, keep: int, save: Path | None = None, shown_as: str = "") ->
                 break
             found.append(entry)
             used += len(entry) + 1
-    cut_chars = sum(len(x) + 1 for x in lines[middle_start:middle_end])
+    cut_chars = max(0, sum(len(x) + 1 for x in lines[middle_start:middle_end]) - 1)
     where = f"; the full output is in {saved}" if saved else ""
     marker = (
         f"[benchtui: {cut_chars:,} characters (lines {middle_start + 1}-{middle_end} of {len(lines)}) "

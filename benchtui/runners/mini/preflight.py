@@ -12,8 +12,8 @@ import subprocess
 import time
 
 from benchtui.core.contract import Check, LogicalLimits
-from benchtui.runners.kit import toolgate as gate
-from benchtui.runners.kit.bubblewrap import SANDBOX_BIN, bubblewrap_args, bwrap_executable, visible
+from benchtui.runners.kit.bubblewrap import SANDBOX_BIN, bubblewrap_args, bwrap_executable
+from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.mini.profile import MiniSweProfile
 from benchtui.targets.problem_reductions import resolve_pred, verify
 from benchtui.targets.problem_reductions.tasks import canonical_certificate, rule_list, rule_of, run_pred
@@ -93,16 +93,9 @@ def preflight(profile: MiniSweProfile, *, tasks: list[str] | None, full: bool) -
 
 
 def check_limits(profile: MiniSweProfile, limits: LogicalLimits) -> list[Check]:
-    """A counted tool the sandbox shows anyway cannot be counted (the agent would run it
-    directly, or copy it): refused when the campaign loads, naming the tool."""
-    if profile.environment != "bubblewrap":
-        return []  # unsandboxed: the agent can reach anything (said by `unsandboxed = true`)
+    """A counted tool the sandbox shows anyway is refused when the campaign loads."""
     found = resolve_pred(profile.pred)
-    pred = found if os.path.isabs(found) else None
-    return [
-        Check(f"counted tool {problem.split('`')[1]}", f"{problem}: its counter cannot be enforced there")
-        for problem in gate.unhidden(gate.tool_names(limits), pred, visible)
-    ]
+    return counting.check_limits(profile.environment, found if os.path.isabs(found) else None, limits)
 
 
 def ping_profile(profile: MiniSweProfile) -> dict:

@@ -14,7 +14,15 @@ from typing import Any
 import trio
 
 from benchtui.core import counters
-from benchtui.core.contract import MODEL_CALLS, TOOLS, LogicalLimits, Meter, SessionOutcome, SessionSpec
+from benchtui.core.contract import (
+    MODEL_CALLS,
+    TOOLS,
+    Check,
+    LogicalLimits,
+    Meter,
+    SessionOutcome,
+    SessionSpec,
+)
 from benchtui.runners.kit import bubblewrap
 from benchtui.runners.kit import toolgate as gate
 from benchtui.runners.kit.evidence import Evidence
@@ -71,6 +79,18 @@ class Gate:
         """An accepted submit ended the session (the campaign does not keep hunting)."""
         s = self.submissions
         return s is not None and s.accepted.is_set() and not s.limits.keep_hunting
+
+
+def check_limits(environment: str, pred: str | None, limits: LogicalLimits) -> list[Check]:
+    """A counted tool the sandbox shows anyway cannot be counted (the agent would run it directly,
+    or copy it): refused when the campaign loads, naming the tool. Unsandboxed, the agent can
+    reach anything anyway (`unsandboxed = true` says so)."""
+    if environment != "bubblewrap":
+        return []
+    return [
+        Check(f"counted tool {problem.split('`')[1]}", f"{problem}: its counter cannot be enforced there")
+        for problem in gate.unhidden(gate.tool_names(limits), pred, bubblewrap.visible)
+    ]
 
 
 def budget_line(limits: LogicalLimits, meter: Meter) -> str:
@@ -157,6 +177,29 @@ async def open_gate(
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(shims, ignore_errors=True)
+
+
+async def until_accepted(opened: Gate, run: Callable[[], Awaitable[str]]) -> str:
+    """`run()` (an agent to its end), cut short when a `submit` is accepted (the session ends
+    there unless the campaign keeps hunting): then "Accepted"."""
+    submissions = opened.submissions
+    if submissions is None or submissions.limits.keep_hunting:
+        return await run()
+    result = "Accepted"
+    async with trio.open_nursery() as nursery:
+
+        async def agent() -> None:
+            nonlocal result
+            result = await run()
+            nursery.cancel_scope.cancel()
+
+        async def watch() -> None:
+            await submissions.accepted.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(agent)
+        nursery.start_soon(watch)
+    return result
 
 
 @asynccontextmanager
