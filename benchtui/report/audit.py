@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchtui.engine.campaign import Model
+from benchtui.report import evidence
 from benchtui.report.findings import share_gap, spread
 from benchtui.report.logical import LogicalAudit, has_logical, logical_audit
 from benchtui.report.runs import Run, SessionView, sessions_by_model
@@ -138,5 +139,6 @@ def audit(runs: list[Run]) -> Audit:
     findings += _share_gap(audits, "skipped_budget", "skipped for budget: the shares of sessions")
     findings += _share_gap(audits, "infra_errors", "infrastructure errors: the shares of sessions")
     findings += _logical(audits)
+    findings += evidence.findings(runs)
     findings += _limits(list(campaign.models))
     return Audit(audits, findings)

@@ -26,7 +26,10 @@ def test_diagnostic_lines_survive_the_cut_with_their_line_numbers():
     lines[1500] = "thread 'main' panicked at src/rules/x.rs:10"
     lines[2100] = "Error: the reduction FAILED"
     view = policy.shape("\n".join(lines), 2000)
-    assert "line 1501: thread 'main' panicked" in view.text and "line 2101: Error: the reduction FAILED" in view.text
+    assert (
+        "line 1501: thread 'main' panicked" in view.text
+        and "line 2101: Error: the reduction FAILED" in view.text
+    )
     assert "compiling unit 0" in view.text and "compiling unit 2999" in view.text
     assert "compiling unit 1500" not in view.text
     assert len(view.text) < 2000 + 300

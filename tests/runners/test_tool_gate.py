@@ -15,6 +15,7 @@ from support.mini import STAND_IN_PRED
 
 from benchtui.core.contract import LogicalLimits
 from benchtui.runners.kit import toolgate as gate
+from benchtui.runners.kit.toolgate import server as server_module
 
 LIMITS = LogicalLimits(tools=(("pred", 5), ("pred solve", 2)))
 
@@ -206,3 +207,30 @@ def test_unhidden_names_each_counted_tool_the_sandbox_shows(tmp_path):
     assert gate.unhidden(["ls"], None, lambda p: False)[0].startswith(
         "`ls` is counted but the sandbox shows it at"
     )
+
+
+@pytest.mark.trio
+async def test_free_calls_with_ever_new_options_are_counted_past_a_bound(tmp_path, monkeypatch):
+    """An agent varying a free call's options (`pred list -a1`, `-a2`, …) to run pred without
+    limit: past MAX_FREE_CALLS distinct ones, each takes a unit like any call."""
+    monkeypatch.setattr(server_module, "MAX_FREE_CALLS", 3)
+    limits = LogicalLimits(tools=(("pred", 2),), free=("pred --version",))
+    meter, _, _ = open_meter(Decimal("1"), limits=limits)
+    async with trio.open_nursery() as nursery:
+        server = gate.ToolGate(meter, limits, {"pred": str(STAND_IN_PRED)}, free=limits.free)
+        await nursery.start(server.serve, tmp_path / "gate")
+        interpreter, _ = gate.python()
+        gate.install(
+            tmp_path / "shims",
+            ["pred"],
+            interpreter=interpreter,
+            shim=str(gate.SHIM),
+            gate=str(tmp_path / "gate"),
+        )
+        env = {**os.environ, "PATH": f"{tmp_path / 'shims'}:/usr/bin:/bin"}
+        done = await shell(
+            "for i in 1 2 3 4 5 6 7; do pred --version -v$i >/dev/null 2>&1; echo rc=$?; done", env
+        )
+        nursery.cancel_scope.cancel()
+    assert server.ran == 5 and meter.used("tools.pred") == 2  # 3 free, 2 counted, 2 refused
+    assert done.stdout.decode().count("rc=126") == 2

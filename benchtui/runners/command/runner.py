@@ -151,7 +151,7 @@ class CommandRunner:
                 timeout=self.profile.verify_timeout_s,
                 max_certificates=self.profile.max_certificates,
                 certificates_file=files / f"attempt-{session.attempt}.certificates.json",
-                admit=counting.submits(session.limits, meter),
+                admit=counting.submits(session.limits, meter, evidence),
                 submitted=submitted,
             )
             return counting.explain(outcome, session.limits, meter)

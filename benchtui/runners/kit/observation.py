@@ -66,16 +66,16 @@ def collapse(lines: list[str]) -> tuple[list[str], bool]:
     return out, collapsed
 
 
-def _fit(lines: list[str], budget: int, from_end: bool = False) -> tuple[list[str], bool]:
-    """As many whole lines as fit in `budget` characters; True if a line had to be cut."""
+def _fit(lines: list[str], budget: int, from_end: bool = False) -> tuple[list[str], int]:
+    """As many whole lines as fit in `budget` characters, and the length of the line that did not."""
     kept: list[str] = []
     used = 0
     for line in reversed(lines) if from_end else lines:
         if used + len(line) + 1 > budget:
-            return (kept[::-1] if from_end else kept), bool(line)
+            return (kept[::-1] if from_end else kept), len(line)
         kept.append(line)
         used += len(line) + 1
-    return (kept[::-1] if from_end else kept), False
+    return (kept[::-1] if from_end else kept), 0
 
 
 def shape(text: str, keep: int, save: Path | None = None, shown_as: str = "") -> Observation:
@@ -90,11 +90,11 @@ def shape(text: str, keep: int, save: Path | None = None, shown_as: str = "") ->
     saved = _save(text, save, shown_as)
     diagnostics_budget = keep // 4
     room = keep - diagnostics_budget
-    head, partial = _fit(lines, room // 2)
-    tail, partial_tail = _fit(lines[len(head) :], room - sum(len(x) + 1 for x in head), from_end=True)
+    head, stop = _fit(lines, room // 2)
+    tail, stop_tail = _fit(lines[len(head) :], room - sum(len(x) + 1 for x in head), from_end=True)
     middle_start, middle_end = len(head), len(lines) - len(tail)
-    if len("\n".join(head + tail)) < room // 2 and (partial or partial_tail):
-        # Few, long lines: whole lines do not fill the budget; cut characters instead.
+    if max(stop, stop_tail) > room // 4:
+        # A long line at a cut: whole lines would waste the budget; cut characters instead.
         return _by_characters(body, keep, raw, saved)
     found, used = [], 0
     for number in range(middle_start, middle_end):

@@ -179,7 +179,7 @@ class MiniSweRunner:
                 timeout=self.profile.verify_timeout_s,
                 max_certificates=self.profile.max_certificates,
                 certificates_file=files.attempt_file("certificates.json"),
-                admit=counting.submits(session.limits, meter),
+                admit=counting.submits(session.limits, meter, evidence),
                 submitted=submitted,
             )
             outcome = counting.explain(outcome, session.limits, meter)

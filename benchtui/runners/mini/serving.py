@@ -34,6 +34,8 @@ class WorkerSession:
     evidence: Evidence | None = None
     remote: bool = False
     """On a node: its cgroup is the node's, not ours to remove."""
+    _unit: bool = False
+    """The action in flight took a `shell_actions` unit (actions come one at a time)."""
 
     async def handle(self, message: p.WorkerMessage, channel: p.EngineChannel) -> None:
         meter, report = self.meter, self.report
@@ -50,6 +52,7 @@ class WorkerSession:
                 self.settle(message)
             case p.Use():
                 spent = await meter.use("shell_actions")
+                self._unit = spent is None
                 await channel.send("used", ok=spent is None, message=counting.refusal(meter.limits, spent))
             case p.BudgetAsk():
                 await channel.send("budget", line=counting.budget_line(meter.limits, meter))
@@ -64,8 +67,9 @@ class WorkerSession:
                         shown_chars=message.shown_chars,
                         cut=message.cut,
                         saved=message.saved,
-                        counted=bool(meter.limits),
+                        unit=self._unit,
                     )
+                self._unit = False
             case p.Step(note=note):
                 meter.progress(note)
             case p.Hello(pid=pid):

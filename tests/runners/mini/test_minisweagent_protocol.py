@@ -15,6 +15,8 @@ from support.scripted_llm import Reply, ScriptedLLM
 
 from benchtui.core.errors import BadInput
 from benchtui.engine import run as engine
+from benchtui.report.audit import audit
+from benchtui.report.runs import read_run
 
 CERTIFICATE_FILE = (
     'printf \'{"rule": "' + RULE + '", "violation": "suboptimal_extraction", '
@@ -109,6 +111,18 @@ async def test_submit_answers_at_once_and_an_accepted_one_ends_the_session(tmp_p
     assert all(a["shown_chars"] > 0 and a["duration_s"] >= 0 for a in actions)
     generations = [e for e in evidence if e["kind"] == "generation"]
     assert all(g["charged"] and g["input_tokens"] > 0 for g in generations)
+    assert [a["unit"] for a in actions] == [True, True, True]
+
+    # The audit reads the ledger: as written, nothing to report; a counter above its evidence
+    # (one granted `pred` call's record gone) is a finding.
+    assert not [f for f in audit([read_run(prep.run_dir)]).findings if f.startswith("evidence")]
+    lines = (session / "evidence.jsonl").read_text().splitlines(keepends=True)
+    kept = [line for line in lines if '"reduce"' not in line]
+    (session / "evidence.jsonl").write_text("".join(kept))
+    found = [f for f in audit([read_run(prep.run_dir)]).findings if f.startswith("evidence")]
+    assert found == [
+        f'evidence: session {end["session"]}: tools.pred counted 2 but its evidence shows 1 ("evidence.jsonl")'
+    ]
 
 
 @pytest.mark.trio
@@ -148,11 +162,11 @@ async def test_an_agent_cannot_keep_or_copy_a_granted_tool(tmp_path, monkeypatch
         "pred create MIS --graph $G -o big.json 2>/dev/null; "
         "(pred solve big.json --solver brute-force > solved.txt 2>&1 &); sleep 1; "
         "S=stand_in; B=benchtui; M='STAND-IN for'; found=0; for p in /proc/[0-9]*; do "
-        "  grep -qaE \"${S}_pred|$B/bin/pred\" $p/cmdline 2>/dev/null && found=$((found+1)) && echo hit-cmd $p; "
-        "  for f in $p/exe $p/fd/*; do [ -f $f ] && head -c 4096 $f 2>/dev/null | grep -qa \"$M problem-reductions\" "
+        '  grep -qaE "${S}_pred|$B/bin/pred" $p/cmdline 2>/dev/null && found=$((found+1)) && echo hit-cmd $p; '
+        '  for f in $p/exe $p/fd/*; do [ -f $f ] && head -c 4096 $f 2>/dev/null | grep -qa "$M problem-reductions" '
         "    && found=$((found+1)) && echo hit-fd $f; done; "
         "done; echo found=$found; "
-        "grep -rlsa \"$M problem-reductions\" /opt /tmp /run /dev/shm . 2>/dev/null | head -3; "
+        'grep -rlsa "$M problem-reductions" /opt /tmp /run /dev/shm . 2>/dev/null | head -3; '
         "test -s solved.txt || echo still-running; echo searched"
     )
     steps = [Reply(hunt), Reply("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]

@@ -211,13 +211,21 @@ async def tool_gate(
         yield opened.sandbox
 
 
-def submits(limits: LogicalLimits, meter: Meter) -> Callable[[], Awaitable[str | None]] | None:
-    """The verifier's admission: a `submits` unit before each certificate is verified."""
+def submits(
+    limits: LogicalLimits, meter: Meter, evidence: Evidence | None = None
+) -> Callable[[], Awaitable[str | None]] | None:
+    """The verifier's admission: a `submits` unit before each printed certificate is verified
+    (after the session; `submit FILE` takes its units itself)."""
     if limits.submits is None:
         return None
 
     async def admit() -> str | None:
         spent = await meter.use("submits")
+        if evidence is not None:
+            verdict = "admitted" if spent is None else "refused"
+            evidence.record(
+                "submit", via="printed block", verdict=verdict, reason="verified after the session"
+            )
         return None if spent is None else f"not verified: the session's {limits.submits} submits are spent"
 
     return admit

@@ -31,6 +31,9 @@ from benchtui.core.contract import TOOLS, LogicalLimits, Meter
 MAX_REQUEST = 2 << 20  # a submitted certificate (1 MB at most) plus its argv, JSON-escaped
 CLIENT_TIMEOUT_S = 10.0
 MAX_FREE_OUTPUT = 1 << 20  # a cached free answer, per stream
+MAX_FREE_CALLS = 32
+"""Distinct free calls a session may make (`pred list --rules`, `pred list --json`, …); past
+them a call is counted as any other, so varying options cannot run a tool without limit."""
 SUBMIT = "submit"
 STDIO = 3
 
@@ -162,7 +165,9 @@ class ToolGate:
         executable = self.tools.get(call.argv[0])
         if executable is None:
             return Answer(126, stderr=f"benchtui: {call.argv[0]}: not a gated tool")
-        if is_free(call.argv, self.free):
+        if is_free(call.argv, self.free) and (
+            tuple(call.argv) in self._cache or len(self._locks) < MAX_FREE_CALLS
+        ):
             return await self._free(call, executable)
         counters = self.limits.tool_counters(call.argv)
         spent = await self.meter.use(*counters)
