@@ -14,7 +14,7 @@ from pathlib import Path
 
 from benchtui.core import inputs
 from benchtui.core.errors import BadInput
-from benchtui.report.runs import Run, SessionView
+from benchtui.report.runs import RecordedRun, SessionHistory
 from benchtui.runners.kit.evidence import FILE
 
 MAX_EVIDENCE_BYTES = 64 * 1024 * 1024
@@ -57,7 +57,7 @@ def shown(path: Path, attempt: int) -> Counter[str] | None:
     return units
 
 
-def findings(runs: list[Run]) -> list[str]:
+def findings(runs: list[RecordedRun]) -> list[str]:
     out: list[str] = []
     for run in runs:
         for view in run.sessions:
@@ -67,7 +67,7 @@ def findings(runs: list[Run]) -> list[str]:
     return out
 
 
-def _session(run_dir: Path, view: SessionView) -> list[str]:
+def _session(run_dir: Path, view: SessionHistory) -> list[str]:
     if view.state != "done" or not view.counters:
         return []
     ledger = shown(run_dir / "sessions" / view.planned.id / FILE, view.attempt)

@@ -26,7 +26,7 @@ EXIT_REASONS = {
 
 
 @dataclass
-class Report:
+class WorkerReport:
     """What the engine learnt from one worker."""
 
     copy_fingerprint: str = ""
@@ -77,10 +77,10 @@ async def verify_certificate(cert: dict[str, Any], *, pred: str, timeout: float)
 
 
 async def judge(
-    report: Report,
+    report: WorkerReport,
     *,
     fingerprint: str,
-    pred: str,
+    pred: str | None,
     timeout: float,
     max_certificates: int,
     certificates_file: Path,
@@ -90,14 +90,16 @@ async def judge(
     """The session's outcome; `admit` takes a `submits` unit before each certificate is verified
     (None when granted, else a refusal: that certificate and the later ones are not verified).
     `submitted`: what `submit FILE` verified during the session (in order, each already paid a
-    unit); they come first, and a printed block that repeats one is not verified again."""
+    unit); they come first, and a printed block that repeats one is not verified again.
+    `pred=None`: the campaign's target has no verifier; well-formed certificates are recorded
+    unverified (the session ends `no_certificate`: nothing confirmed, nothing rejected)."""
     extra = {
         "environment": fingerprint,
         "copy_fingerprint": report.copy_fingerprint,
         "prompt_sha256": report.prompt_sha256,
         **report.extra,
     }
-    if report.worst_case:  # F6: each charge above the usage reported, and why
+    if report.worst_case:  # docs/design/invariants.md#f6: each charge above the usage reported, and why
         extra["worst_case_charges"] = len(report.worst_case)
         extra["worst_case_reasons"] = report.worst_case[:20]
     if report.authorisations:
@@ -131,6 +133,8 @@ async def judge(
     unique = [u for u in unique if u[0] is None or json.dumps(u[0], sort_keys=True) not in seen]
     if any(v.accepted for _, v in checked):
         unique = []  # the session's bug is found: nothing more to verify
+    if pred is None:
+        return await _unverified(unique[:max_certificates], steps, extra, certificates_file)
     for cert, problem, raw in unique[: max(0, max_certificates - len(checked))]:
         why = refused[0]["refused"] if refused else (await admit() if admit else None)
         if why is not None:  # past the session's submits: recorded, never verified
@@ -195,4 +199,33 @@ async def judge(
         reason=reason,
         steps=steps,
         extra=extra,
+    )
+
+
+UNVERIFIED = 'unverified: the campaign\'s target has no verifier ([target] kind = "none")'
+
+
+async def _unverified(
+    unique: list[tuple[dict[str, Any] | None, str, str]],
+    steps: int,
+    extra: dict[str, Any],
+    certificates_file: Path,
+) -> SessionOutcome:
+    """The outcome of a session on a target without a verifier: its certificates, unverified."""
+    certs = [cert for cert, _, _ in unique if cert is not None]
+    if not certs:
+        reason = EXIT_REASONS.get(str(extra.get("exit_status")), "no certificate")
+        return SessionOutcome("no_certificate", reason=reason, steps=steps, extra=extra)
+    checked = [{"status": "unverified", "reason": UNVERIFIED} for _ in certs]
+    data = json.dumps(
+        [{"certificate": c, "verdict": v} for c, v in zip(certs, checked, strict=True)], indent=1
+    )
+    await trio.to_thread.run_sync(atomic_write, certificates_file, data.encode())
+    return SessionOutcome(
+        "no_certificate",
+        reason=f"{len(certs)} certificate{'s' if len(certs) != 1 else ''} {UNVERIFIED}",
+        steps=steps,
+        certificate=certs[0],
+        verify_details={"status": "unverified", "reason": UNVERIFIED, "checked": checked},
+        extra={**extra, "unverified_certificates": len(certs)},
     )

@@ -1,9 +1,9 @@
 """PingRunner: one tiny model call per session, metered like any other (`benchtui check --ping`).
 
 It proves a model's key and endpoint before a campaign spends money: the call is authorised at
-its worst case by the meter (F5), sent in a child process with the same litellm arguments a
+its worst case by the meter (docs/design/invariants.md#f5), sent in a child process with the same litellm arguments a
 session uses (`ping_call.py`: litellm stays out of the engine's process), and charged from the
-usage the provider returned at the campaign's prices (F6). A timed-out call is charged its worst
+usage the provider returned at the campaign's prices (docs/design/invariants.md#f6). A timed-out call is charged its worst
 case, as a session's would be.
 """
 
@@ -16,7 +16,7 @@ from typing import ClassVar, Literal
 import trio
 from pydantic import Field
 
-from benchtui.core.contract import Meter, RunnerProfile, SessionOutcome, SessionSpec, Usage
+from benchtui.core.contract import Meter, RunnerKind, RunnerProfile, SessionOutcome, SessionSpec, Usage
 from benchtui.runners.kit import secrets as keys
 
 PROMPT = "Reply with the single word OK."
@@ -33,11 +33,9 @@ class PingProfile(RunnerProfile):
     """Default for models without `api_key_env`: the environment variable holding the API key."""
 
 
-class PingRunner:
+class PingRunner(RunnerKind):
     Profile: ClassVar[type[RunnerProfile]] = PingProfile
-
-    def __init__(self, profile: PingProfile, **_: object) -> None:
-        self.profile = profile
+    profile: PingProfile
 
     async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
         m = session.model
@@ -81,7 +79,8 @@ class PingRunner:
             timed_out = bool(answer.get("timeout"))  # the provider may have billed it: the worst case
             meter.charge(Usage(PROMPT_TOKENS, max_tokens) if timed_out else Usage())
             return SessionOutcome("error", reason=keys.scrub(str(answer["error"]), secrets), infra_error=True)
-        if answer.get("input_tokens") is None:  # no usage reported: the worst case, never under (F6)
+        # No usage reported: the worst case, never under (docs/design/invariants.md#f6).
+        if answer.get("input_tokens") is None:
             usage = Usage(PROMPT_TOKENS, max_tokens)
         else:
             usage = Usage(int(answer["input_tokens"]), int(answer["output_tokens"]))

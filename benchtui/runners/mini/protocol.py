@@ -4,10 +4,11 @@ Not stdout (litellm prints there). The worker speaks first and the engine only e
 
     worker -> engine                                   engine -> worker
     {"t": "hello", "pid": 123}
-    {"t": "copy", "fingerprint": "git:…"}              (the fresh session copy, F1)
-    {"t": "prompt", "sha256": "…"}                     (the rendered prompt, F2)
-    {"t": "authorise", "prompt_tokens": 812}     ->    {"t": "authorised", "ok": true, "ended": ""}  (F5)
-    {"t": "usage", "input_tokens": 800, "output_tokens": 90}                             (F6)
+    {"t": "copy", "fingerprint": "git:…"}              (the fresh session copy, docs/design/invariants.md#f1)
+    {"t": "prompt", "sha256": "…"}                     (the rendered prompt, docs/design/invariants.md#f2)
+    {"t": "authorise", "prompt_tokens": 812}     ->    {"t": "authorised", "ok": true, "ended": ""}
+                                                       (docs/design/invariants.md#f5; ended: "accepted")
+    {"t": "usage", "input_tokens": 800, "output_tokens": 90}                             (docs/design/invariants.md#f6)
     {"t": "use", "counters": ["shell_actions"]}  ->    {"t": "used", "ok": true, "message": ""}
     {"t": "budget"}                              ->    {"t": "budget", "line": "[budget] calls 1/10 …"}
     {"t": "action", "command": "…", "exit": 0, …}                                (evidence)

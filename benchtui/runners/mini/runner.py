@@ -1,7 +1,7 @@
 """MiniSweRunner: the engine's side of a mini-swe-agent session (Trio; never imports litellm).
 
 A session is a worker process forked from the pre-warmed zygote. The engine answers its
-authorisation requests with the meter (F5), charges its reported usage at campaign prices (F6),
+authorisation requests with the meter (docs/design/invariants.md#f5), charges its reported usage at campaign prices (docs/design/invariants.md#f6),
 and, when the session ends in any way (done, killed, cancelled, wall time), freezes and kills
 the worker's whole process tree, including commands the agent left running.
 """
@@ -18,13 +18,22 @@ from typing import Any, ClassVar, Self
 
 import trio
 
-from benchtui.core.contract import Meter, RunnerProfile, SessionOutcome, SessionSpec
+from benchtui.core.contract import (
+    PROBLEM_REDUCTIONS,
+    Check,
+    LogicalLimits,
+    Meter,
+    RunnerKind,
+    RunnerProfile,
+    SessionOutcome,
+    SessionSpec,
+)
 from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.kit import reaper
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.toolgate import counting
-from benchtui.runners.kit.verdict import Report, judge
+from benchtui.runners.kit.verdict import WorkerReport, judge
 from benchtui.runners.mini import forkserver, processes
 from benchtui.runners.mini import preflight as checks
 from benchtui.runners.mini.profile import MiniSweProfile
@@ -93,24 +102,38 @@ class WorkerProcess:
             self._pidfd = None
 
 
-class MiniSweRunner:
+class MiniSweRunner(RunnerKind):
     """Enter it (`async with runner:`) before running sessions: it owns the pre-warmed zygote."""
 
     Profile: ClassVar[type[RunnerProfile]] = MiniSweProfile
-    # Optional abilities (runners/base.py): `benchtui check` and the start of a campaign use them.
-    preflight = staticmethod(checks.preflight)
-    ping_profile = staticmethod(checks.ping_profile)
-    check_limits = staticmethod(checks.check_limits)
     #: Logical budgets it applies (`[budget.per_session]`): all of them.
-    enforces = frozenset({"model_calls", "shell_actions", "submits", "observation_chars", "tools"})
+    enforces: ClassVar[frozenset[str]] = frozenset(
+        {"model_calls", "shell_actions", "submits", "observation_chars", "tools"}
+    )
 
     executors: ClassVar[tuple[str, ...]] = ("local", "ray")
+
+    @classmethod
+    def preflight(
+        cls, profile: Any, *, tasks: list[str] | None, full: bool, target: str = PROBLEM_REDUCTIONS
+    ) -> list[Check]:
+        return checks.preflight(profile, tasks=tasks, full=full)
+
+    @classmethod
+    def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
+        return checks.ping_profile(profile)
+
+    @classmethod
+    def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:
+        """A counted tool the sandbox shows anyway is refused when the campaign loads."""
+        return checks.check_limits(profile, limits)
 
     def __init__(
         self, profile: MiniSweProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
     ) -> None:
-        self.profile = profile
-        self.executor = executor
+        super().__init__(profile, run_dir=run_dir, executor=executor)
+        self.profile: MiniSweProfile = profile
+        self.executor: ExecutorConfig | None = executor
         self.remote: Any = None  # (RayExecutor, CallbackListener) once entered with kind = "ray"
         found = resolve_pred(profile.pred)
         self.pred = found if os.path.isabs(found) else None
@@ -149,7 +172,7 @@ class MiniSweRunner:
             return SessionOutcome("error", reason=f"API key variable {key_name} is not set", infra_error=True)
         files = SessionFiles(session.session_dir.resolve(), session.attempt)
         files.dir.mkdir(parents=True, exist_ok=True)
-        report = Report(max_output_tokens=session.model.max_output_tokens)
+        report = WorkerReport(max_output_tokens=session.model.max_output_tokens)
         request = self._request(session, files, secrets, key_name)
         evidence = Evidence(files.dir, session.attempt)
         submitted = None

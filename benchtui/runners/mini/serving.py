@@ -13,7 +13,7 @@ from typing import Protocol
 from benchtui.core.contract import Meter, Usage
 from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.toolgate import counting
-from benchtui.runners.kit.verdict import Report
+from benchtui.runners.kit.verdict import WorkerReport
 from benchtui.runners.mini import protocol as p
 
 
@@ -28,7 +28,7 @@ class WorkerSession:
     """What answering one worker needs: its meter, its report, its gate, its evidence."""
 
     meter: Meter
-    report: Report
+    report: WorkerReport
     worker: Worker
     gate: counting.Gate
     evidence: Evidence | None = None

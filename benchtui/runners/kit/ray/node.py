@@ -1,7 +1,7 @@
 """The node's side of a remote attempt: runs inside a Ray task (a worker process on some node).
 
 It makes the session's copy of the target in a private folder of the node, checks its
-fingerprint before anything starts (F1), starts the agent in its own process group (with a
+fingerprint before anything starts (docs/design/invariants.md#f1), starts the agent in its own process group (with a
 relay from the sandbox to the engine's gateway), waits for it, and hands back its log and
 certificate lines by value, so nothing needs a filesystem shared with the engine.
 
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchtui.core import workspace as environment
+from benchtui.core import workspace
 
 MAX_LOG_BYTES = 32 << 20  # what comes back of an agent's log (the rest is cut, and said so)
 MAX_FILE_BYTES = 8 << 20
@@ -84,8 +84,8 @@ def _run(
     launch: Launch, target: Path, expected: str, folder: Path, lifeline: int, here: dict[str, str]
 ) -> NodeResult:
     workdir, prompt_file, socket_dir = folder / "workdir", folder / "prompt.md", folder / "gw"
-    environment.make_session_copy(target, workdir)
-    found = environment.fingerprint(workdir)
+    workspace.make_session_copy(target, workdir)
+    found = workspace.fingerprint(workdir)
     if found.split()[0] != expected.split()[0].removesuffix("+dirty"):
         return NodeResult(here, found, error=f"the node's copy ({found}) is not the target ({expected})")
     prompt_file.write_text(launch.prompt)
