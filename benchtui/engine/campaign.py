@@ -63,7 +63,7 @@ class PerSession(Strict):
     free: list[str] = Field(default_factory=list, max_length=64)
     """Calls of counted tools that take no unit, their answers cached per session (`"pred --help"`:
     the words start the command line, only options follow)."""
-    keep_hunting: bool = False
+    keep_hunting: bool = Field(default=False, strict=True)
     """An accepted `submit` does not end the session (default: it does)."""
 
     @field_validator("free")
