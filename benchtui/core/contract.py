@@ -79,6 +79,10 @@ class LogicalLimits:
     observation_chars: int | None = None
     tools: tuple[tuple[str, int], ...] = ()
     """(command prefix, calls) pairs, e.g. (("pred", 24), ("pred solve", 10))."""
+    free: tuple[str, ...] = ()
+    """Calls of counted tools that take no unit (`pred --help`); their answers are cached."""
+    keep_hunting: bool = False
+    """An accepted `submit` does not end the session."""
 
     def __bool__(self) -> bool:
         return any(getattr(self, c) is not None for c in (*COUNTERS, "observation_chars")) or bool(self.tools)
@@ -283,6 +287,13 @@ class RunnerKind:
     @classmethod
     def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
         return None
+
+    @classmethod
+    def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:
+        """Checks of the campaign's logical budget as this kind would apply it: a limit it could
+        not enforce as written (e.g. a counted tool its sandbox shows anyway) is a problem, so the
+        campaign is refused when it loads."""
+        return []
 
     @classmethod
     def supports(cls, executor_kind: str) -> bool:

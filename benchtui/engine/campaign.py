@@ -61,6 +61,28 @@ class PerSession(Strict):
     """Output the model sees of each action (head and tail kept, the cut marked)."""
     tools: dict[str, Calls] = Field(default_factory=dict, max_length=64)
     """Calls by command prefix (`pred = 24`, `"pred solve" = 10`), counted by a shim on PATH."""
+    free: list[str] = Field(default_factory=list, max_length=64)
+    """Calls of counted tools that take no unit, their answers cached per session (`"pred --help"`:
+    the words start the command line, only options follow)."""
+    keep_hunting: bool = Field(default=False, strict=True)
+    """An accepted `submit` does not end the session (default: it does)."""
+
+    @field_validator("free")
+    @classmethod
+    def _free_calls(cls, value: list[str]) -> list[str]:
+        for call in value:
+            bounds.check_text(call, "a free call")
+            if not re.fullmatch(r"[A-Za-z0-9._+-]+( [A-Za-z0-9._+=-]+)*", call):
+                raise ValueError(f"free call {call!r}: a command name and words, one space apart")
+        return value
+
+    @model_validator(mode="after")
+    def _free_of_counted_tools(self) -> PerSession:
+        names = {prefix.split()[0] for prefix in self.tools}
+        for call in self.free:
+            if call.split()[0] not in names:
+                raise ValueError(f"free call {call!r}: {call.split()[0]} is not a counted tool (tools)")
+        return self
 
     @field_validator("tools")
     @classmethod
@@ -72,8 +94,8 @@ class PerSession(Strict):
         return value
 
     def limits(self) -> LogicalLimits:
-        data = self.model_dump(exclude={"tools"})
-        return LogicalLimits(**data, tools=tuple(sorted(self.tools.items())))
+        data = self.model_dump(exclude={"tools", "free"})
+        return LogicalLimits(**data, tools=tuple(sorted(self.tools.items())), free=tuple(self.free))
 
 
 class Budget(Strict):
@@ -363,6 +385,10 @@ def _budget_identity(budget: Budget) -> dict[str, Any]:
     data = budget.model_dump()
     if data["per_session"] is None:  # the identity of campaigns without one stays what it was
         del data["per_session"]
+    else:  # keys added later, at their defaults: the identity stays what it was
+        for key, default in (("free", []), ("keep_hunting", False)):
+            if data["per_session"].get(key) == default:
+                del data["per_session"][key]
     return data
 
 

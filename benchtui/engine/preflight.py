@@ -24,6 +24,15 @@ def runner_checks(campaign: Campaign, name: str, tasks: list[str] | None, *, ful
     return [Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in found]
 
 
+def limit_checks(campaign: Campaign, name: str) -> list[Check]:
+    """The logical budget as runner profile `name` would apply it (its kind's `check_limits`): a
+    limit it could not enforce as written (a counted tool its sandbox shows anyway) is refused."""
+    if not campaign.logical_limits:
+        return []
+    found = campaign.kind(name).check_limits(campaign.runners[name], campaign.logical_limits)
+    return [Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in found]
+
+
 @dataclass(frozen=True, slots=True)
 class Start:
     """What a campaign start learnt before writing anything: the target's fingerprint, and the
@@ -51,6 +60,7 @@ def cheap(campaign: Campaign) -> None:
     """The checks run before a campaign starts (the active profile's tools); BadInput on a problem,
     so a missing `pred` is exit 2 before any session starts, not N sessions ending in errors."""
     problems = [c for c in runner_checks(campaign, campaign.runner, None, full=False) if not c.ok]
+    problems += [c for c in limit_checks(campaign, campaign.runner) if not c.ok]
     if problems:
         raise BadInput(f"{problems[0].what}: {problems[0].problem} (`benchtui check` checks everything)")
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchtui.engine.campaign import Model
+from benchtui.report import evidence
 from benchtui.report.findings import share_gap, spread
 from benchtui.report.leaderboard import is_trial
 from benchtui.report.logical import LogicalAudit, has_logical, logical_audit
@@ -220,5 +221,6 @@ def audit(runs: list[RecordedRun]) -> Audit:
     findings += skips
     findings += _share_gap(audits, "infra_errors", "infrastructure errors: the shares of sessions")
     findings += _logical(audits)
+    findings += evidence.findings(runs)
     findings += _limits(list(campaign.models))
     return Audit(audits, findings, notes)

@@ -162,3 +162,30 @@ async def test_an_agent_cli_gets_its_pred_calls_counted_by_the_shim(tmp_path, pr
     assert shown.count("budget of 3 `pred` calls is spent (counter tools.pred)") == 2  # JSON-escaped quotes
     assert record["counters"] == {"model_calls": len(up.calls), "submits": 0, "tools": {"pred": 3}}
     assert record["exhausted"] == ["tools.pred"]
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("profile", ["mini"])
+async def test_an_agent_cli_submits_and_an_accepted_submit_stops_it(tmp_path, profile):
+    """`submit FILE` through an agent CLI's own shell: REJECTED for a malformed file (its unit
+    taken), ACCEPTED for the certificate, and the agent is stopped there (it would sleep on)."""
+    command = (
+        "echo '{' > bad.json; submit bad.json; "
+        + MAKE_CERTIFICATE.split(" && printf")[0]
+        + ' && printf \'{"rule": "%s", "violation": "suboptimal_extraction", "source": %s, "bundle": %s, '
+        '"target_config": "0,1,0"}\' MaximumIndependentSetToMinimumVertexCover "$(cat source.json)" '
+        '"$(cat bundle.json)" > cert.json && submit cert.json; sleep 60'
+    )
+    limits = {"model_calls": 5, "submits": 2, "tools": {"pred": 5}}
+    with ScriptedUpstream(lambda call: hunt(call, command)) as up:
+        path = write_campaign(tmp_path, up.url, profile, budget={"total_usd": 1.0, "per_session": limits})
+        started = time.monotonic()
+        with trio.fail_after(240):
+            prep, _ = await run_campaign(path, tmp_path / "state")
+    assert time.monotonic() - started < 55  # stopped at ACCEPTED, not after its sleep
+    (record,) = journal(prep.run_dir).values()
+    assert record["result"] == "bug_found", record
+    assert record["counters"]["submits"] == 2
+    session = prep.run_dir / "sessions" / record["session"]
+    evidence = [line for line in (session / "evidence.jsonl").read_text().splitlines() if '"submit"' in line]
+    assert ['"rejected"' in evidence[0], '"accepted"' in evidence[1]] == [True, True]

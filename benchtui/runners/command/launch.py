@@ -10,6 +10,7 @@ from typing import Any
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit.bubblewrap import local_bin
+from benchtui.targets.problem_reductions import Verdict
 
 NOT_STARTED = (126, 127)
 """Exit statuses of a shell that could not run the agent's executable (not executable, not found)."""
@@ -81,3 +82,5 @@ class Ran:
     limits: list[str] = field(default_factory=list)
     """Process or disk limits hit (then the agent was stopped)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    submitted: list[tuple[dict[str, Any] | None, Verdict]] | None = None
+    """What `submit FILE` verified while the agent ran (this machine only: the gate is local)."""

@@ -20,6 +20,7 @@ from benchtui.runners.command.launch import AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit import collect, reaper, resources
 from benchtui.runners.kit.agentlog import CHUNK, MAX_LOG_BYTES, CappedLog
+from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.toolgate import counting
 
 POLL_S = 0.2
@@ -37,7 +38,12 @@ class LocalPlacement:
         self.pred = pred
 
     async def run_agent(
-        self, session: SessionSpec, meter: Meter, command: AgentCommand, prompt_file: Path
+        self,
+        session: SessionSpec,
+        meter: Meter,
+        command: AgentCommand,
+        prompt_file: Path,
+        evidence: Evidence | None = None,
     ) -> Ran:
         files = session.session_dir.resolve()
         workdir, log = files / "workdir", files / f"attempt-{session.attempt}.agent.log"
@@ -48,16 +54,33 @@ class LocalPlacement:
                 resources.new_pids_cgroup, self.profile.max_processes + CGROUP_OVERHEAD, name
             )
             try:
-                async with counting.tool_gate(session, meter, self.profile.environment, self.pred) as gate:
+                async with counting.open_gate(
+                    session,
+                    meter,
+                    self.profile.environment,
+                    self.pred,
+                    workdir=workdir,
+                    verify_timeout_s=self.profile.verify_timeout_s,
+                    evidence=evidence,
+                ) as gate:
                     lifeline, hold = os.pipe()  # see sandbox.WATCH
                     try:
                         argv, env = command(
-                            workdir, prompt_file, self.gateway.socket_path, lifeline, gate=gate, cgroup=cgroup,
-                            home=files / "home",
+                            workdir, prompt_file, self.gateway.socket_path, lifeline, gate=gate.sandbox,
+                            cgroup=cgroup, home=files / "home",
                         )  # fmt: skip
-                        ran = await run_watched(argv, env, workdir, log, lifeline, self.profile, cgroup)
+                        ran = Ran(status="Accepted")  # what is left when an accepted submit stops it
+
+                        async def agent() -> str:
+                            nonlocal ran
+                            ran = await run_watched(argv, env, workdir, log, lifeline, self.profile, cgroup)
+                            return ran.status
+
+                        # An accepted `submit` ends the session: the agent is stopped there.
+                        await counting.until_accepted(gate, agent)
                     finally:
                         os.close(hold)
+                    ran.submitted = gate.submissions.checked if gate.submissions else None
             finally:
                 if cgroup is not None:
                     with trio.CancelScope(shield=True):

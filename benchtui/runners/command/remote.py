@@ -17,6 +17,7 @@ import trio
 from benchtui.core.contract import Meter, SessionSpec
 from benchtui.runners.command.launch import AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
+from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.ray.node import Launch, NodeResult
 
 if TYPE_CHECKING:
@@ -31,7 +32,12 @@ class RayPlacement:
         self.executor = executor
 
     async def run_agent(
-        self, session: SessionSpec, meter: Meter, command: AgentCommand, prompt_file: Path
+        self,
+        session: SessionSpec,
+        meter: Meter,
+        command: AgentCommand,
+        prompt_file: Path,
+        evidence: Evidence | None = None,
     ) -> Ran:
         from benchtui.runners.kit.ray.cluster import RemoteFailed
 

@@ -25,6 +25,7 @@ from benchtui.core.atomic import atomic_write
 from benchtui.core.contract import (
     PROBLEM_REDUCTIONS,
     Check,
+    LogicalLimits,
     Meter,
     RunnerKind,
     RunnerProfile,
@@ -38,6 +39,7 @@ from benchtui.runners.command.gateway.session import upstream_model
 from benchtui.runners.command.launch import NOT_STARTED, AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit import secrets as keys
+from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.verdict import WorkerReport, judge
 from benchtui.targets.problem_reductions import find_blocks, resolve_pred
@@ -47,7 +49,12 @@ class Placement(Protocol):
     """Where an agent process runs; everything else about a session is the runner's."""
 
     async def run_agent(
-        self, session: SessionSpec, meter: Meter, command: AgentCommand, prompt_file: Path
+        self,
+        session: SessionSpec,
+        meter: Meter,
+        command: AgentCommand,
+        prompt_file: Path,
+        evidence: Evidence | None = None,
     ) -> Ran: ...
 
 
@@ -66,6 +73,12 @@ class CommandRunner(RunnerKind):
         from benchtui.runners.command.preflight import preflight
 
         return preflight(profile, target=target)
+
+    @classmethod
+    def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:
+        """A counted tool the sandbox shows anyway is refused when the campaign loads."""
+        found = resolve_pred(profile.pred)
+        return counting.check_limits(profile.environment, found if os.path.isabs(found) else None, limits)
 
     def __init__(
         self, profile: CommandProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
@@ -131,11 +144,12 @@ class CommandRunner(RunnerKind):
             "{gateway}": f"http://127.0.0.1:{sandbox.INNER_PORT}" if bwrap else self.gateway.url,
             "{model}": upstream_model(session.model.name),
         }
+        evidence = Evidence(files, session.attempt)
         try:
             await trio.to_thread.run_sync(_write_prompt, prompt_file, prompt)
             with self.gateway.session(meter, session.model, secrets.get(key_name or "")) as grant:
                 command = AgentCommand(profile, argv0, values, grant.token, self.pred if verified else None)
-                ran = await self.placement.run_agent(session, meter, command, prompt_file)
+                ran = await self.placement.run_agent(session, meter, command, prompt_file, evidence)
             if ran.error:
                 return SessionOutcome("error", reason=ran.error, infra_error=True, extra=ran.extra)
             if ran.code in NOT_STARTED and grant.authorised == 0:
@@ -165,12 +179,14 @@ class CommandRunner(RunnerKind):
                 timeout=profile.verify_timeout_s,
                 max_certificates=profile.max_certificates,
                 certificates_file=files / f"attempt-{session.attempt}.certificates.json",
-                admit=counting.submits(session.limits, meter),
+                admit=counting.submits(session.limits, meter, evidence),
+                submitted=ran.submitted,
                 task=session.task,
             )
             outcome = counting.explain(outcome, session.limits, meter)
             return dataclasses.replace(outcome, extra={**outcome.extra, **ran.extra})
         finally:
+            evidence.close()
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(keys.redact, [log, *files.glob("*.json")], secrets.values())
 

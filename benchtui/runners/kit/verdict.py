@@ -22,6 +22,7 @@ EXIT_REASONS = {
     "TimeExceeded": "wall_time",
     "RepeatedFormatError": "format_errors",
     "ContextWindowExceeded": "context_window_exceeded",
+    "Accepted": "a submitted certificate was accepted",
 }
 
 
@@ -63,7 +64,7 @@ def _unique(blocks: list[str]) -> list[tuple[dict[str, Any] | None, str, str]]:
     return out
 
 
-async def _verify(cert: dict[str, Any], *, pred: str, timeout: float) -> Verdict:
+async def verify_certificate(cert: dict[str, Any], *, pred: str, timeout: float) -> Verdict:
     """The verifier's verdict; a certificate it cannot even handle is the model's malformed output
     (final), never a crash of the session (retried, and paid again, on every --resume)."""
     try:
@@ -86,9 +87,12 @@ async def judge(
     certificates_file: Path,
     admit: Callable[[], Awaitable[str | None]] | None = None,
     task: str | None = None,
+    submitted: list[tuple[dict[str, Any] | None, Verdict]] | None = None,
 ) -> SessionOutcome:
     """The session's outcome; `admit` takes a `submits` unit before each certificate is verified
     (None when granted, else a refusal: that certificate and the later ones are not verified).
+    `submitted`: what `submit FILE` verified during the session (in order, each already paid a
+    unit); they come first, and a printed block that repeats one is not verified again.
     `pred=None`: the campaign's target has no verifier; well-formed certificates are recorded
     unverified (the session ends `no_certificate`: nothing confirmed, nothing rejected).
 
@@ -126,19 +130,23 @@ async def judge(
             extra=extra,
             reason=f"the session copy ({report.copy_fingerprint}) is not the target ({fingerprint})",
         )
-    checked: list[tuple[dict[str, Any] | None, Verdict]] = []
+    checked: list[tuple[dict[str, Any] | None, Verdict]] = list(submitted or [])
     refused: list[dict[str, Any]] = []
     # Parsing megabytes of hostile blocks takes a while: never on the engine's event loop.
     unique = await trio.to_thread.run_sync(_unique, [str(b) for b in done.get("blocks") or []])
+    seen = {json.dumps(c, sort_keys=True) for c, _ in checked if c is not None}
+    unique = [u for u in unique if u[0] is None or json.dumps(u[0], sort_keys=True) not in seen]
+    if any(v.accepted for _, v in checked):
+        unique = []  # the session's bug is found: nothing more to verify
     if pred is None:
         return await _unverified(unique[:max_certificates], steps, extra, certificates_file)
-    for cert, problem, raw in unique[:max_certificates]:
+    for cert, problem, raw in unique[: max(0, max_certificates - len(checked))]:
         why = refused[0]["refused"] if refused else (await admit() if admit else None)
         if why is not None:  # past the session's submits: recorded, never verified
             refused.append({"certificate": cert if cert is not None else raw[:2000], "refused": why})
             continue
         verdict = (
-            await _verify(cert, pred=pred, timeout=timeout)
+            await verify_certificate(cert, pred=pred, timeout=timeout)
             if cert is not None
             else Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
         )

@@ -78,6 +78,8 @@ class Watched:
         self.disk_roots = disk_roots
         self.disk_baseline = disk_used(*disk_roots)
         self.commands = 0
+        self.last_total = 0
+        """Bytes the latest command printed (all of them, kept or not)."""
 
     def run(
         self, args: list[str] | str, *, cwd: str | None, env: dict[str, str] | None, timeout: float
@@ -130,6 +132,7 @@ class Watched:
         returncode = process.wait()
         stop = stop or self.processes.over() or self._disk_over()
         output = self._output(bytes(head), bytes(tail), total, keep)
+        self.last_total = total
         if stop == "timeout":
             return {
                 "output": output,

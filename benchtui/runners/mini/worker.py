@@ -102,6 +102,8 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         api_key=request["api_key"],
         deadline_s=profile["request_timeout_s"],
         observation_chars=profile["observation_chars"],
+        outputs_dir=workdir,
+        budget_line=bool(request.get("count_actions")),
         model_name=model["name"],
         model_kwargs=model_kwargs(model, profile["request_timeout_s"]),
         cost_tracking="ignore_errors",
