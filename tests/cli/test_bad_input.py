@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from support import benchtui, campaign_toml, ledger, write_campaign
+from support import assert_one_line_error, benchtui, campaign_toml, ledger, write_campaign
 
 
 def _mutations() -> dict[str, tuple[str, str]]:
@@ -66,14 +66,6 @@ def _kwargs(good: str, table: str) -> str:
 
 
 MUTATIONS = _mutations()
-
-
-def assert_one_line_error(done, phrase: str) -> None:
-    assert done.returncode == 2, done
-    assert "Traceback" not in done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert phrase in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("case", list(MUTATIONS))

@@ -10,30 +10,11 @@ from pathlib import Path
 import pytest
 import trio
 from support import Recorder, benchtui, last_states, ledger, start, write_campaign
+from support.ctl import ctl, in_call, prepare
 
-from benchtui.cli import main as cli
 from benchtui.engine import events as ev
-from benchtui.engine import run as engine
 from benchtui.engine import rundir
 from benchtui.engine.control import socket_address
-
-
-def prepare(tmp_path, state_dir=None, **kw) -> engine.PreparedRun:
-    path = write_campaign(tmp_path, **kw)
-    return engine.prepare(engine.Options(path, state_dir or tmp_path / "runs"))
-
-
-async def ctl(capsys, *argv) -> tuple[int, str]:
-    """`benchtui ctl ARGV` in a thread (the client blocks, the campaign runs meanwhile)."""
-    rc = await trio.to_thread.run_sync(cli.main, ["ctl", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return rc, (out + err).strip()
-
-
-def in_call(rec: Recorder) -> int:
-    """Sessions whose (fake) call was authorised: asleep in it until the clock moves."""
-    return sum(1 for p in rec.of(ev.SessionProgress) if p.calls == 1 and p.cost_usd == 0)
-
 
 # Time is a MockClock, frozen while `ctl` talks to the campaign (a session sleeping its latency
 # stays running however slow the machine), then let run (autojump) to finish the campaign. Waits

@@ -4,8 +4,7 @@ sessions run is not part of the campaign identity (a run may move to a cluster o
 from __future__ import annotations
 
 import pytest
-from support import benchtui, campaign_toml, write_campaign
-from test_bad_input import assert_one_line_error
+from support import assert_one_line_error, benchtui, campaign_toml, write_campaign
 
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine.campaign import identity_digest

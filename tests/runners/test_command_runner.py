@@ -15,9 +15,9 @@ import trio
 from support import popen
 from support.command import MAKE_CERTIFICATE, agent_available, had_tool_result, hunt, write_campaign
 from support.mini import journal, pred_on_path, price, run_campaign
+from support.processes import pids_matching
 from support.real_parts import require
 from support.scripted_upstream import Answer, Call, ScriptedUpstream
-from test_minisweagent_kill import pids_matching
 
 from benchtui.engine import events as ev
 

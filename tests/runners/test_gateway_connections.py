@@ -15,10 +15,9 @@ from functools import partial
 
 import pytest
 import trio
-from support.gateway import open_meter
+from support.gateway import REAL_KEY, model_at, open_meter
 from support.gateway_clients import call
 from support.scripted_upstream import Answer, ScriptedUpstream
-from test_gateway_hostile import REAL_KEY, model_at
 
 from benchtui.runners.command.gateway import open_gateway
 
