@@ -18,11 +18,12 @@ from benchtui.engine.store import LEDGER
 
 
 def resume_command(run_dir: Path) -> str:
-    """The command that continues this run (the latest run of its state dir)."""
-    state_dir = run_dir.parent
+    """The command that continues this run, naming it: a state dir may hold several campaigns,
+    and the latest one need not be this one (`benchtui --resume NAME`, or its run dir)."""
     default = rundir.state_dir()
-    same = state_dir.resolve() == default.resolve()
-    return "benchtui --resume" + ("" if same else f" --state-dir {state_dir}")
+    if run_dir.parent.resolve() == default.resolve() and not Path(run_dir.name).is_file():
+        return f"benchtui --resume {run_dir.name}"
+    return f"benchtui --resume {run_dir}"
 
 
 def closing_text(run_dir: Path, accounts: ev.AccountsCommitted | None, finished: bool) -> str:

@@ -40,6 +40,11 @@ def run_parser() -> OneLineParser:
     )
     p.add_argument("--runner", metavar="PROFILE", help="active runner profile from [runners.*]")
     p.add_argument("--parallelism", type=int, metavar="N", help="sessions running at once")
+    p.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="do not probe each model's api_base with a TCP connection before starting",
+    )
     add_state_dir(p)
     return p
 
@@ -66,6 +71,7 @@ def main_run(argv: list[str], stops: StopSignals) -> int:
         args.fresh,
         args.runner,
         args.parallelism,
+        preflight=not args.no_preflight,
     )
     tune_gc()
     with engine.prepare(opts) as prep:
@@ -83,12 +89,25 @@ def main_run(argv: list[str], stops: StopSignals) -> int:
             from benchtui.ui.app import run_app
 
             stops.hand_over()
-            ended, accounts = run_app(prep)
+            ended, accounts = run_app(prep, early_stops=lambda: stops.early)
+            stops.hand_over()  # the app's loop is closed: a late signal must not kill what follows
     # Both front ends end the same way: the table, where the results are, how to continue.
     from benchtui.cli.closing import closing_text
 
-    print(closing_text(prep.run_dir, accounts, ended is not None and ended.finished))
+    try:
+        print(closing_text(prep.run_dir, accounts, ended is not None and ended.finished), flush=True)
+    except BrokenPipeError:  # `| head`: the campaign's own exit code still tells how it ended
+        quiet_stdout()
     return exit_code(ended)
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush on a closed pipe says nothing."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def exit_code(ended: object) -> int:
@@ -166,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     except BenchtuiError as exc:
         print(f"benchtui: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # `benchtui report | head`: the reader has what it wanted
+        quiet_stdout()
+        return EXIT_OK
     except OSError as exc:  # e.g. a full disk before the run's own storage took over
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"benchtui: {one_line(f'{exc.strerror or exc}{where}')}", file=sys.stderr)

@@ -40,7 +40,7 @@ def render(report: Report, fmt: str) -> str:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    run_dirs = args.run_dirs or [rundir.latest(rundir.state_dir(args.state_dir))]
+    run_dirs = args.run_dirs or [rundir.latest(rundir.state_dir(args.state_dir), nothing="no run to report")]
     out = args.output
     if out is not None:
         for run in run_dirs:  # the report never writes into a run dir, even when asked to
@@ -53,4 +53,6 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(text)
     else:
         atomic_write(out, text.encode())
+        runs = f"{len(run_dirs)} run{'s' if len(run_dirs) != 1 else ''}"
+        print(f"report: wrote {out} ({args.format}, {len(text.encode())} bytes, from {runs})")
     return 0

@@ -43,6 +43,8 @@ class Options:
     fresh: bool = False
     runner: str | None = None
     parallelism: int | None = None
+    preflight: bool = True
+    """Probe every `api_base` with a TCP connection before starting (`--no-preflight`: don't)."""
 
 
 @dataclass
@@ -69,10 +71,13 @@ class PreparedRun:
 def prepare(opts: Options) -> PreparedRun:
     """Validate, lock and open the run dir; raises BadInput / RunDirBusy with one clear line."""
     overrides: dict[str, Any] = {"runner": opts.runner, "parallelism": opts.parallelism}
-    if opts.campaign is None:
+    state_dir = opts.state_dir
+    named = rundir.named_run(opts.campaign, state_dir) if opts.resume else None
+    if opts.campaign is None or named is not None:
         if not opts.resume:
             raise BadInput("give a campaign file, or --resume to continue the latest run")
-        run_dir = rundir.latest(opts.state_dir)
+        run_dir = named or rundir.latest(state_dir)
+        state_dir = run_dir.parent
         campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, **overrides)
         if campaign.name != run_dir.name:  # an edited frozen copy: .latest would point elsewhere
             raise BadInput(
@@ -81,7 +86,7 @@ def prepare(opts: Options) -> PreparedRun:
     else:
         campaign = campaign_file.load(opts.campaign, **overrides)
         run_dir = opts.state_dir / campaign.name
-    preflight.cheap(campaign)  # e.g. a missing `pred`: exit 2 before anything is written
+    preflight.cheap(campaign, network=opts.preflight)  # e.g. no `pred`, no key: exit 2, nothing written
     notes = [*campaign.warnings(), *preflight.unenforced(campaign)]
     fingerprint = environment.fingerprint(campaign.environment.path, campaign.environment.tools)
     if "+dirty" in fingerprint.split()[0]:
@@ -127,7 +132,7 @@ def prepare(opts: Options) -> PreparedRun:
             },
         )
         resumed = False
-    rundir.set_latest(opts.state_dir, campaign.name)
+    rundir.set_latest(state_dir, campaign.name)
     return PreparedRun(campaign, run_dir, lock, plan, check, fingerprint, runner, resumed, notes)
 
 
@@ -187,11 +192,13 @@ class Run:
         if self.scheduler.stopping:
             return ev.CampaignEnded(finished=False, stopped=True, message="stopped: resume with --resume")
         n = self.retry_later()
+        tripped = "".join(f"; {self.scheduler.tripped_message(m)}" for m in self.scheduler.breaker.tripped)
         return ev.CampaignEnded(
             finished=False,
-            retry=n,
-            message=f"not finished: {n} session{'s' if n != 1 else ''} ended in infrastructure errors; "
-            "--resume retries them",
+            retry=n + self.scheduler.held,
+            message=f"not finished: {n} session{'s' if n != 1 else ''} ended in infrastructure errors"
+            + (f", {self.scheduler.held} not launched" if self.scheduler.held else "")
+            + f"; --resume retries them{tripped}",
         )
 
     async def write_results(self) -> None:

@@ -126,7 +126,7 @@ async def test_client_errors_are_one_line_with_exit_code_2(tmp_path, capsys, moc
     assert await ctl(capsys, run_dir, "pause") == (2, f"benchtui: the campaign in {run_dir} is not running")
     rc, out = await ctl(capsys, run_dir, "status")  # nothing runs it: read from the run dir
     assert rc == 0 and out.splitlines()[0].startswith("campaign t: stopped, "), out
-    assert "(not running)" in out and "`benchtui --resume --state-dir" in out
+    assert "(not running)" in out and f"`benchtui --resume {run_dir}` continues it" in out
 
 
 @pytest.mark.trio

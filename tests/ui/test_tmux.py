@@ -115,7 +115,7 @@ def test_tui_keys_in_a_real_terminal_pause_resume_and_quit(tmp_path, tmux):
     # The TUI said goodbye as headless does: the per-model table, the results, how to continue.
     farewell = tmux.screen("tui")
     assert "fake/model-a" in farewell.split("results: runs/t/results/")[0], farewell
-    assert "not finished: `benchtui --resume` continues it" in farewell, farewell
+    assert "not finished: `benchtui --resume t` continues it" in farewell, farewell
 
     done = benchtui("--no-ui", "--resume", "--state-dir", "runs", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

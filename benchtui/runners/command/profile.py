@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from benchtui.core.contract import RunnerProfile
+from benchtui.core.contract import ModelSpec, RunnerProfile
 
 DEFAULT_PROMPT = Path(__file__).with_name("prompt.md")
 PLACEHOLDERS = ("{prompt}", "{prompt_file}", "{task}", "{workdir}", "{gateway}", "{model}")
@@ -43,6 +43,12 @@ class CommandProfile(RunnerProfile):
     api_key_env: str | None = None
     """Default for models without `api_key_env`: the variable holding the provider key (the
     gateway's; the agent never sees it)."""
+
+    calls_model_api: ClassVar[bool] = True
+
+    def key_variable(self, model: ModelSpec) -> str | None:
+        return model.api_key_env or self.api_key_env
+
     request_timeout_s: float = Field(default=600.0, gt=0)
     """Limit of one call to the provider; a timed-out call is charged its worst case."""
     keep_workdir: bool = False
