@@ -35,6 +35,10 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(r"connection refused|econnrefused|errno 111\b|all connection attempts failed", re.I),
     ),
     (
+        "cannot connect",  # a connection error whose cause was not named
+        re.compile(r"APIConnectionError|connection error|connecterror|connection reset", re.I),
+    ),
+    (
         "the key is refused (401/403)",
         re.compile(
             r"authenticationerror|permissiondeniederror|\b40[13]\b|unauthori[sz]ed|forbidden"

@@ -42,7 +42,7 @@ def cheap(campaign: Campaign, *, network: bool = True) -> None:
     TCP connection. BadInput on the first problem, so a missing `pred`, key or server is exit 2
     before any session starts, not N sessions ending in errors (`benchtui check` checks everything)."""
     profile = campaign.runners[campaign.runner]
-    checks = [*key_checks(campaign, profile), *runner_checks(campaign.runner, profile, None, full=False)]
+    checks = [*runner_checks(campaign.runner, profile, None, full=False), *key_checks(campaign, profile)]
     if network and not any(not c.ok for c in checks):
         checks += endpoint_checks(campaign, profile)
     problems = [c for c in checks if not c.ok]

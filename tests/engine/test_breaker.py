@@ -116,6 +116,16 @@ def end(model="m", state="error", reason="", retryable=True) -> JournalRecord:
         ("model API failed (1 request): PermissionDeniedError: 403 Forbidden", "401/403"),
         ("model API failed (4 requests): InternalServerError: Error code: 503", "5xx"),
         ("API key variable OPENAI_API_KEY is not set", "key variable"),
+        (  # litellm's wording of a refusal, with the cause the mini worker adds
+            "model API failed (2 requests): InternalServerError: litellm.InternalServerError: "
+            "InternalServerError: OpenAIException - Connection error. (cause: ConnectionRefusedError: "
+            "[Errno 111] Connection refused)",
+            "refused",
+        ),
+        (
+            "model API failed (2 requests): InternalServerError: OpenAIException - Connection error.",
+            "connect",
+        ),
         ("worker failed: MemoryError", None),
         ("interrupted: campaign stopped", None),
         ("wall-clock limit of 1500 s reached", None),
