@@ -44,7 +44,7 @@ def run_dir_status(run_dir: Path) -> str:
     from benchtui.engine.run import accounts_event
 
     try:
-        campaign = campaign_file.load(run_dir / rundir.CAMPAIGN)
+        campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, require_target=False)  # reads only
         plan = build_plan(campaign)
         check = checkpoint.load(run_dir, campaign, plan)
     except BenchtuiError as exc:
@@ -54,7 +54,16 @@ def run_dir_status(run_dir: Path) -> str:
     unfinished = len(check.pending(plan))
     ended = sum(1 for s in plan if (r := check.journal.get(s.id)) is not None and r.ended)
     saved = tomllib.loads((run_dir / LEDGER).read_text())  # readable: checkpoint.load read it
+    failed = [
+        r for s in plan if (r := check.journal.get(s.id)) is not None and r.state == "error" and r.retryable
+    ]
     state = "finished" if not unfinished else f"stopped, {unfinished} of {len(plan)} sessions to run"
+    if unfinished and failed:
+        why = max(failed, key=lambda r: r.t).reason
+        state = (
+            f"failed: {len(failed)} of {len(plan)} sessions ended in infrastructure errors "
+            f"(the last: {why[:300]}); {unfinished} to run"
+        )
     head = (
         f"campaign {campaign.name}: {state} (not running), runner {saved.get('runner', campaign.runner)}, "
         f"{ended}/{len(plan)} sessions ended"
