@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from support import benchtui, journal, last_states, ledger, write_campaign
-from support.real_parts import require
+from support.real_parts import require_tools
 
 _servers = count()
 
@@ -53,7 +52,7 @@ class Tmux:
 
 @pytest.fixture
 def tmux(tmp_path):
-    require("tmux", shutil.which("tmux"), "apt install tmux (.ci/run does)")
+    require_tools("tmux")
     server = Tmux(tmp_path)
     yield server
     server.kill()
