@@ -27,7 +27,7 @@ def run_parser() -> OneLineParser:
         epilog="Exit codes: 0 finished (skips included), 1 state could not be saved, 2 bad input, "
         "3 run dir in use, 75 not finished: sessions ended in infrastructure errors (--resume "
         "retries them), 130 stopped or interrupted (--resume continues). "
-        "Also: `benchtui check --help`, `benchtui ctl --help`, `benchtui report --help`, `benchtui verify --help`, `benchtui schema`.",
+        "Also: `benchtui demo` (a real campaign with no key), `benchtui check --help`, `benchtui ctl --help`, `benchtui report --help`, `benchtui verify --help`, `benchtui schema`.",
     )
     p.add_argument("campaign", nargs="?", type=Path, help="campaign TOML file")
     p.add_argument("--no-ui", action="store_true", help="headless: log lines instead of the TUI")
@@ -164,6 +164,15 @@ def main_report(argv: list[str]) -> int:
     return report(argv)
 
 
+def main_demo(argv: list[str], stops: StopSignals) -> int:
+    from benchtui.cli.demo import main_demo as demo
+
+    return demo(argv, stops)
+
+
+RUNS = {"demo": main_demo}
+"""Commands that run a campaign (stop signals act on them as on `benchtui CAMPAIGN`)."""
+
 COMMANDS = {
     "schema": main_schema,
     "ctl": main_ctl,
@@ -177,10 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     program = argv is None  # the process itself, not an in-process caller (tests)
     argv = sys.argv[1:] if argv is None else argv
     command = COMMANDS.get(argv[0]) if argv else None
+    runs = RUNS.get(argv[0]) if argv else None
     stops = StopSignals()
     try:
         if command is None:
             stops.install()
+        if runs is not None:
+            return runs(argv[1:], stops)
         return command(argv[1:]) if command else main_run(argv, stops)
     except BenchtuiError as exc:
         print(f"benchtui: {one_line(str(exc))}", file=sys.stderr)
