@@ -26,6 +26,7 @@ from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.gateway import Gateway, open_gateway
 from benchtui.runners.command.gateway.session import upstream_model
+from benchtui.runners.command.preflight import preflight as command_preflight
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit import reaper
 from benchtui.runners.kit import secrets as keys
@@ -41,6 +42,7 @@ class CommandRunner:
     #: CLI runs commands and shows their output its own way: shell_actions and observation_chars
     #: cannot be applied from outside.
     enforces = frozenset({"model_calls", "submits", "tools"})
+    preflight = staticmethod(command_preflight)
     executors: ClassVar[tuple[str, ...]] = ("local", "ray")
 
     def __init__(
