@@ -169,8 +169,9 @@ class Scheduler:
                         nursery.start_soon(self._run_attempt, attempt)
 
     async def _reserve(self, session: PlannedSession) -> InFlight | Literal["skip", "hold"]:
-        """F3: reserve the full per-session budget, waiting while running sessions might free it
-        ("skip": it can never fit; "hold": its model's breaker tripped meanwhile, not launched)."""
+        """docs/design/invariants.md#f3: reserve the full per-session budget, waiting while running
+        sessions might free it ("skip": it can never fit; "hold": its model's breaker tripped
+        meanwhile, not launched)."""
         amount = self.campaign.per_session_usd
         while True:
             await self._unpaused.wait()  # re-checked after every wait: pause means no launch, no skip
