@@ -54,8 +54,14 @@ def run_dir_status(run_dir: Path) -> str:
     unfinished = len(check.pending(plan))
     ended = sum(1 for s in plan if (r := check.journal.get(s.id)) is not None and r.ended)
     saved = tomllib.loads((run_dir / LEDGER).read_text())  # readable: checkpoint.load read it
+    # Sessions that failed on their own (not interrupted by a stop or a crash of benchtui).
     failed = [
-        r for s in plan if (r := check.journal.get(s.id)) is not None and r.state == "error" and r.retryable
+        r
+        for s in plan
+        if (r := check.journal.get(s.id)) is not None
+        and r.state == "error"
+        and r.retryable
+        and not r.reason.startswith("interrupted")
     ]
     state = "finished" if not unfinished else f"stopped, {unfinished} of {len(plan)} sessions to run"
     if unfinished and failed:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -73,13 +74,13 @@ def mini_installed() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("minisweagent", "litellm"))
 
 
-def main_demo(argv: list[str], stops: StopSignals) -> int:
+def main_demo(argv: list[str], stops: StopSignals, run: Callable[[list[str], StopSignals], int]) -> int:
+    """`run` is `benchtui CAMPAIGN`'s own entry (cli.main.main_run), run on the demo's campaign."""
     args = parser().parse_args(argv)
     if not 1 <= args.sessions <= 100 or not 0 <= args.delay <= 60:
         raise BadInput("demo: --sessions takes 1 to 100, --delay 0 to 60 seconds")
     if not mini_installed():
         raise BadInput(f"benchtui demo runs the mini-swe-agent runner: install it with {INSTALL_MINI}")
-    from benchtui.cli.main import main_run
     from benchtui.runners.mini.scripted import ScriptedLLM
 
     folder = args.dir.resolve()
@@ -88,7 +89,7 @@ def main_demo(argv: list[str], stops: StopSignals) -> int:
         os.environ.setdefault(KEY_VARIABLE, "demo-key-not-a-secret")
         print(f"demo: a scripted model server on {llm.url}; campaign {campaign}")
         run_args = [str(campaign), "--fresh", "--state-dir", str(folder / "runs")]
-        return main_run([*run_args, *(["--no-ui"] if args.no_ui else [])], stops)
+        return run([*run_args, *(["--no-ui"] if args.no_ui else [])], stops)
 
 
 def answer(request: Request, delay: float) -> Reply:

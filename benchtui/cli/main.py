@@ -167,7 +167,7 @@ def main_report(argv: list[str]) -> int:
 def main_demo(argv: list[str], stops: StopSignals) -> int:
     from benchtui.cli.demo import main_demo as demo
 
-    return demo(argv, stops)
+    return demo(argv, stops, main_run)
 
 
 RUNS = {"demo": main_demo}
