@@ -26,8 +26,8 @@ EXIT_OK, EXIT_PROBLEMS = 0, 2
 
 def run_checks(campaign: Campaign, *, ping: bool) -> list[Check]:
     checks = [target_check(campaign)]
-    for name, profile in campaign.runners.items():
-        checks += runner_checks(name, profile, campaign.tasks, full=True)
+    for name in campaign.runners:
+        checks += runner_checks(campaign, name, campaign.tasks, full=True)
     # Keys and endpoints of every profile that calls a model API (each once).
     calling = [p for p in campaign.runners.values() if p.calls_model_api]
     for check in [c for p in calling for c in key_checks(campaign, p)]:

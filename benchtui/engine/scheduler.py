@@ -197,6 +197,7 @@ class Scheduler:
             campaign.environment.path,
             self.fingerprint,
             self.limits,
+            campaign.target.kind,
         )
         wall = campaign.runners[flight.runner].wall_time_s
         return Attempt(self.accounts, self.runners, spec, flight, wall_time_s=wall)

@@ -32,7 +32,7 @@ def test_an_agent_whose_interpreter_is_missing_in_the_sandbox_is_a_problem(tmp_p
     path = agent(tmp_path, "#!/opt/nowhere/bin/node")
     (check,) = [
         c
-        for c in preflight(CommandProfile(command=[str(path)]), tasks=None, full=False)
+        for c in preflight(CommandProfile(command=[str(path)]), target="problem-reductions")
         if "sandbox" in c.what
     ]
     assert not check.ok and "its interpreter /opt/nowhere/bin/node does not exist" in check.problem
@@ -40,14 +40,18 @@ def test_an_agent_whose_interpreter_is_missing_in_the_sandbox_is_a_problem(tmp_p
 
 def test_an_agent_the_sandbox_can_start_is_ok(tmp_path):
     path = agent(tmp_path, "#!/bin/sh")
-    checks = preflight(CommandProfile(command=[str(path)]), tasks=None, full=False)
+    checks = preflight(CommandProfile(command=[str(path)]), target="problem-reductions")
     assert all(c.ok for c in checks), checks
     assert interpreter(path) == "/bin/sh"
     assert interpreter(agent(tmp_path / "b", "#!/usr/bin/env -S node --flag")) == "node"
 
 
 def test_a_missing_agent_cli_is_a_problem_naming_where_it_looked(tmp_path):
-    (check,) = preflight(CommandProfile(command=["no-such-agent-23"]), tasks=None, full=False)
+    (check,) = [
+        c
+        for c in preflight(CommandProfile(command=["no-such-agent-23"]), target="problem-reductions")
+        if c.what == "agent CLI"
+    ]
     assert not check.ok and "'no-such-agent-23' not found" in check.problem
 
 

@@ -1,10 +1,16 @@
-"""Preflight of the `command` runner kind: the agent CLI, its interpreter and `pred` are there,
-and (bubblewrap) visible inside the sandbox with the binds sessions get, before any session
-starts: an agent that cannot start is a set-up error, never N sessions a model "lost"."""
+"""Preflight of the `command` runner kind: the tools its sessions need on this machine.
+
+The profile's validators are pure (a stopped campaign is read on any machine): whether the agent
+CLI, `pred`, and the sandbox's bwrap and socat are here is asked only before sessions start
+(the start of a campaign, `benchtui check`). With bubblewrap, the agent CLI and its interpreter
+must also be visible inside the sandbox with the binds sessions get: an agent that cannot start
+is a set-up error, never N sessions ending as a trial the model lost.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -20,18 +26,37 @@ TIMEOUT_S = 30.0
 PROBE = 'test -x "$1" || { echo "$1 is not there"; exit 1; }; [ -z "$2" ] || command -v "$2" >/dev/null || { echo "its interpreter $2 is not there"; exit 1; }'
 
 
-def preflight(profile: CommandProfile, *, tasks: list[str] | None, full: bool) -> list[Check]:
-    name = profile.command[0]
-    argv0 = sandbox.resolve(name)
-    if argv0 is None:
-        where = ", ".join(str(d) for d in sandbox.agent_bin_dirs()[:2])
-        return [Check("agent CLI", f"{name!r} not found (looked in {where} and on PATH)")]
-    checks = [Check("agent CLI", detail=str(argv0))]
-    pred = resolve_pred(profile.pred)
-    if not os.path.isabs(pred):
-        checks.append(Check("pred", f"{profile.pred!r} not found: install it or set the profile's `pred`"))
+def preflight(profile: CommandProfile, *, target: str) -> list[Check]:
+    argv0 = profile.command[0]
+    found = sandbox.resolve(argv0)
+    checks = [
+        Check("agent CLI", detail=str(found))
+        if found is not None
+        else Check("agent CLI", f"{argv0!r} not found (install it, or give its path in `command`)")
+    ]
+    if target == "problem-reductions":
+        pred = resolve_pred(profile.pred)
+        checks.append(
+            Check("pred", detail=pred)
+            if os.path.isabs(pred) and os.access(pred, os.X_OK)
+            else Check(
+                "pred", f"{profile.pred!r} not found: install it or set the profile's `pred` to its path"
+            )
+        )
     if profile.environment == "bubblewrap":
-        checks.append(visible_in_sandbox(argv0))
+        tools = {"bwrap": bwrap_executable(), "socat": shutil.which("socat")}
+        missing = [tool for tool, path in tools.items() if path is None]
+        checks.append(
+            Check("bubblewrap sandbox", detail=", ".join(f"{t} {p}" for t, p in tools.items()))
+            if not missing
+            else Check(
+                "bubblewrap sandbox",
+                f'environment = "bubblewrap" needs {" and ".join(missing)} (apt install bubblewrap socat), '
+                'or use environment = "local"',
+            )
+        )
+        if found is not None and not missing:
+            checks.append(visible_in_sandbox(found))
     return checks
 
 
