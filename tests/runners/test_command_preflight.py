@@ -33,7 +33,7 @@ def test_an_agent_whose_interpreter_is_missing_in_the_sandbox_is_a_problem(tmp_p
     (check,) = [
         c
         for c in preflight(CommandProfile(command=[str(path)]), target="problem-reductions")
-        if "sandbox" in c.what
+        if c.what == "agent CLI in the sandbox"
     ]
     assert not check.ok and "its interpreter /opt/nowhere/bin/node does not exist" in check.problem
 

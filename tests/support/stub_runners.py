@@ -115,12 +115,13 @@ class OutageProfile(RunnerProfile):
     """Alternate the outage's reason with an unrelated one (no streak of one kind ever forms)."""
 
 
-class Outage:
-    """A provider that is down for some models (each session takes one call, then fails)."""
+class Outage(RunnerKind):
+    """A provider that is down for some models (their sessions fail at once, as on a refusal)."""
 
     Profile: ClassVar[type[RunnerProfile]] = OutageProfile
 
-    def __init__(self, profile: OutageProfile, *, run_dir) -> None:
+    def __init__(self, profile: OutageProfile, *, run_dir, executor=None) -> None:
+        super().__init__(profile, run_dir=run_dir, executor=executor)
         self.profile = profile
         self.fake = FakeRunner(FakeProfile(cost_usd="0.01"), run_dir=run_dir)
 
