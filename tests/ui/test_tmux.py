@@ -134,7 +134,7 @@ def test_ctl_from_another_window_and_keys_on_a_headless_run(tmp_path, tmux):
 
     tmux.start("ctl", f"{benchtui_cmd('ctl', '--state-dir', 'runs', 'pause')} > pause.out 2>&1")
     until(lambda: paused(run_dir), "ctl pause")
-    assert (tmp_path / "pause.out").read_text().startswith("paused")
+    assert (tmp_path / "pause.out").read_text().startswith("campaign t: paused")
     nothing_starts_while_paused(run_dir)
     count_paused = len(started(run_dir))
     tmux.start("ctl2", f"{benchtui_cmd('ctl', 'runs/t', 'resume')} > resume.out 2>&1")
