@@ -86,3 +86,18 @@ def test_resume_by_name_in_the_default_state_dir(tmp_path, monkeypatch):
     assert "runs/a" in done.stdout and "runs/b" not in done.stdout
     missing = benchtui("--resume", "nope", "--no-ui", cwd=tmp_path)
     assert missing.returncode == 2 and "nope" in missing.stderr
+
+
+def test_four_starts_racing_for_one_run_dir_one_runs_and_the_losers_exit_3(tmp_path):
+    # Issue 23: about 1 in 40 four-way races exited 1 ("No such file or directory
+    # (.t.new-N/.campaign.toml.tmp)"); the deterministic guard is in test_hostile_startup.
+    from support import popen
+
+    write_campaign(tmp_path, sessions=2, latency=1.0, parallelism=1)
+    procs = [popen("t.toml", "--no-ui", "--fresh", cwd=tmp_path) for _ in range(4)]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    assert all(rc in (0, 3) for rc, _ in results), results
+    assert any(rc == 0 for rc, _ in results)
+    assert all("Traceback" not in err and "No such file" not in err for _, err in results)
+    losers = [err for rc, err in results if rc == 3]
+    assert all("benchtui" in err and ("pid" in err or "another benchtui" in err) for err in losers), losers
