@@ -54,5 +54,7 @@ def main(argv: list[str]) -> int:
     else:
         atomic_write(out, text.encode())
         runs = f"{len(run_dirs)} run{'s' if len(run_dirs) != 1 else ''}"
-        print(f"report: wrote {out} ({args.format}, {len(text.encode())} bytes, from {runs})")
+        print(
+            f"report: wrote {out} ({args.format}, {len(text.encode())} bytes, from {runs})", file=sys.stderr
+        )
     return 0
