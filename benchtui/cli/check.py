@@ -12,7 +12,14 @@ from benchtui.core.contract import Check
 from benchtui.core.money import fmt
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine.campaign import Campaign
-from benchtui.engine.preflight import runner_checks, target_check, unenforced, worst_case
+from benchtui.engine.preflight import (
+    endpoint_checks,
+    key_checks,
+    runner_checks,
+    target_check,
+    unenforced,
+    worst_case,
+)
 
 EXIT_OK, EXIT_PROBLEMS = 0, 2
 
@@ -21,6 +28,13 @@ def run_checks(campaign: Campaign, *, ping: bool) -> list[Check]:
     checks = [target_check(campaign)]
     for name in campaign.runners:
         checks += runner_checks(campaign, name, campaign.tasks, full=True)
+    # Keys and endpoints of every profile that calls a model API (each once).
+    calling = [p for p in campaign.runners.values() if p.calls_model_api]
+    for check in [c for p in calling for c in key_checks(campaign, p)]:
+        if check not in checks:
+            checks.append(check)
+    if calling:
+        checks += endpoint_checks(campaign, calling[0])
     if ping:
         from benchtui.cli import ping as pinging
 

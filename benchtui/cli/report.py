@@ -45,7 +45,7 @@ def render(report: CampaignReport, fmt: str) -> str:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    run_dirs = args.run_dirs or [rundir.latest(rundir.state_dir(args.state_dir))]
+    run_dirs = args.run_dirs or [rundir.latest(rundir.state_dir(args.state_dir), nothing="no run to report")]
     out = args.output
     if out is not None:
         check_output(out, run_dirs)
@@ -54,6 +54,10 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(text)
     else:
         write_output(out, text.encode())
+        runs = f"{len(run_dirs)} run{'s' if len(run_dirs) != 1 else ''}"
+        print(
+            f"report: wrote {out} ({args.format}, {len(text.encode())} bytes, from {runs})", file=sys.stderr
+        )
     return 0
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 from benchtui.core.errors import BadInput
 from benchtui.core.inputs import read_text
 from benchtui.targets.problem_reductions.certificate import Verdict, parse_block
-from benchtui.targets.problem_reductions.drivers import verify
+from benchtui.targets.problem_reductions.drivers import resolve_pred, verify
 from benchtui.targets.problem_reductions.sources import NoCertificate, certificates_in
 
 # -- CLI: benchtui verify CERT.json [--pred PATH] ---------------------------------------------------
@@ -53,11 +54,19 @@ def main_verify(argv: list[str]) -> int:
     except RecursionError:
         print(f"benchtui verify: {args.certificate}: JSON nested too deeply to read", file=sys.stderr)
         return EXIT_BAD_INPUT
+    pred = resolve_pred(args.pred)
+    if not (os.path.isabs(pred) and os.access(pred, os.X_OK)):
+        print(
+            f"benchtui verify: pred not found ({args.pred!r}): install it with `cargo install --locked "
+            "--path problemreductions-cli` from a problem-reductions checkout, or give --pred PATH",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
     verdicts = []
     for item in found:
         cert, problem = (item, "") if isinstance(item, dict) else parse_block(item)
         verdict = (
-            verify(cert, pred=args.pred, timeout=args.timeout)
+            verify(cert, pred=pred, timeout=args.timeout)
             if cert is not None
             else Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
         )

@@ -38,6 +38,15 @@ class RunnerProfile(BaseModel):
     wall_time_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Wall-clock limit of one session; past it the session is cancelled and ends as `error`."""
 
+    calls_model_api: ClassVar[bool] = False
+    """True for kinds whose sessions call each model's real API (its key and `api_base` are then
+    checked before a campaign starts); fake and demo kinds call none."""
+
+    def key_variable(self, model: ModelSpec) -> str | None:
+        """The environment variable that must hold `model`'s API key for sessions of this profile
+        (None: none is needed, or the provider library's own default applies)."""
+        return model.api_key_env if self.calls_model_api else None
+
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:

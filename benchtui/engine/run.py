@@ -41,6 +41,8 @@ class Options:
     fresh: bool = False
     runner: str | None = None
     parallelism: int | None = None
+    preflight: bool = True
+    """Probe every `api_base` with a TCP connection before starting (`--no-preflight`: don't)."""
 
 
 @dataclass
@@ -67,10 +69,13 @@ class PreparedRun:
 def prepare(opts: Options) -> PreparedRun:
     """Validate, lock and open the run dir; raises BadInput / RunDirBusy with one clear line."""
     overrides: dict[str, Any] = {"runner": opts.runner, "parallelism": opts.parallelism}
-    if opts.campaign is None:
+    state_dir = opts.state_dir
+    named = rundir.named_run(opts.campaign, state_dir) if opts.resume else None
+    if opts.campaign is None or named is not None:
         if not opts.resume:
             raise BadInput("give a campaign file, or --resume to continue the latest run")
-        run_dir = rundir.latest(opts.state_dir)
+        run_dir = named or rundir.latest(state_dir)
+        state_dir = run_dir.parent
         campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, **overrides)
         if campaign.name != run_dir.name:  # an edited frozen copy: .latest would point elsewhere
             raise BadInput(
@@ -79,7 +84,7 @@ def prepare(opts: Options) -> PreparedRun:
     else:
         campaign = campaign_file.load(opts.campaign, **overrides)
         run_dir = opts.state_dir / campaign.name
-    start = preflight.at_start(campaign)  # every check: exit 2 before anything is written
+    start = preflight.at_start(campaign, network=opts.preflight)  # every check: exit 2, nothing written
     fingerprint, notes = start.fingerprint, start.notes
     digest = campaign.identity(fingerprint)
     plan = build_plan(campaign)
@@ -111,7 +116,7 @@ def prepare(opts: Options) -> PreparedRun:
         check = checkpoint.Checkpoint.fresh(campaign, runner)
         lock = rundir.create(run_dir, check.first_files(campaign, digest))
         resumed = False
-    rundir.set_latest(opts.state_dir, campaign.name)
+    rundir.set_latest(state_dir, campaign.name)
     return PreparedRun(campaign, run_dir, lock, plan, check, fingerprint, runner, resumed, notes)
 
 
@@ -171,11 +176,13 @@ class OpenRun:
         if self.scheduler.stopping:
             return ev.CampaignEnded(finished=False, stopped=True, message="stopped: resume with --resume")
         n = self.retry_later()
+        tripped = "".join(f"; {self.scheduler.tripped_message(m)}" for m in self.scheduler.breaker.tripped)
         return ev.CampaignEnded(
             finished=False,
-            retry=n,
-            message=f"not finished: {n} session{'s' if n != 1 else ''} ended in infrastructure errors; "
-            "--resume retries them",
+            retry=n + self.scheduler.held,
+            message=f"not finished: {n} session{'s' if n != 1 else ''} ended in infrastructure errors"
+            + (f", {self.scheduler.held} not launched" if self.scheduler.held else "")
+            + f"; --resume retries them{tripped}",
         )
 
     async def write_results(self) -> None:

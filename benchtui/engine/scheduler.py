@@ -8,6 +8,7 @@ through `Accounts` and return their end record here, where their slot is handed 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import trio
 
@@ -15,6 +16,7 @@ from benchtui.core.contract import SessionSpec
 from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.attempt import KILLED, STOPPED_NOW, Attempt
+from benchtui.engine.breaker import Breaker
 from benchtui.engine.campaign import Campaign
 from benchtui.engine.ledger import ControlState, InFlight
 from benchtui.engine.plan import PlannedSession
@@ -55,6 +57,10 @@ class Scheduler:
         self._released = trio.Event()
         self.ended = 0
         """Sessions ended (or skipped) in this run."""
+        self.breaker = Breaker()
+        """Models whose sessions keep failing the same way: their sessions are not launched."""
+        self.held = 0
+        """Sessions left pending in this run because their model's breaker tripped."""
 
     # -- control calls ------------------------------------------------------------------------
     @property
@@ -147,24 +153,34 @@ class Scheduler:
         async with trio.open_nursery() as nursery:
             with self._launching:
                 for session in self.queue:
+                    if session.model in self.breaker.tripped:  # stays pending: --resume runs it
+                        self.held += 1
+                        continue
                     await self.limiter.acquire_on_behalf_of(session.id)
                     flight = await self._reserve(session)
-                    if flight is None:
+                    if not isinstance(flight, InFlight):
                         self.limiter.release_on_behalf_of(session.id)
-                        await self._skip(session)
+                        if flight == "skip":
+                            await self._skip(session)
+                        else:
+                            self.held += 1
                     else:
                         attempt = self._attempts[session.id] = self._attempt(session, flight)
                         nursery.start_soon(self._run_attempt, attempt)
 
-    async def _reserve(self, session: PlannedSession) -> InFlight | None:
-        """docs/design/invariants.md#f3: reserve the full per-session budget, waiting while running sessions might free it."""
+    async def _reserve(self, session: PlannedSession) -> InFlight | Literal["skip", "hold"]:
+        """docs/design/invariants.md#f3: reserve the full per-session budget, waiting while running
+        sessions might free it ("skip": it can never fit; "hold": its model's breaker tripped
+        meanwhile, not launched)."""
         amount = self.campaign.per_session_usd
         while True:
             await self._unpaused.wait()  # re-checked after every wait: pause means no launch, no skip
+            if session.model in self.breaker.tripped:
+                return "hold"
             if self.accounts.fits_now(session.model, amount):
                 break
             if not self.accounts.may_fit_later(session.model, amount):
-                return None
+                return "skip"
             await self._released.wait()
         return self.accounts.open(session, self.runner, amount)
 
@@ -220,3 +236,16 @@ class Scheduler:
     def _ended(self, record: JournalRecord) -> None:
         self.ended += 1
         self.accounts.emit(ev.SessionEnded.of(record))
+        kind = self.breaker.ended(record)
+        if kind is not None:
+            self.accounts.emit(ev.Notice(level="error", message=self.tripped_message(record.model)))
+
+    def tripped_message(self, model: str) -> str:
+        """Why `model`'s sessions are no longer launched (said once, and again at the end)."""
+        base = self.campaign.models_by_name[model].api_base
+        where = f"api_base {base}" if base else "the provider's default endpoint"
+        return (
+            f"{model}: {self.breaker.trip_after} sessions in a row ended in the same infrastructure "
+            f"error ({self.breaker.tripped[model]}, {where}); no more of its sessions are launched "
+            "in this run: they stay pending, --resume runs them once that is fixed"
+        )

@@ -16,7 +16,7 @@ from support import popen
 from support.command import MAKE_CERTIFICATE, agent_available, had_tool_result, hunt, write_campaign
 from support.mini import journal, pred_on_path, price, run_campaign
 from support.processes import pids_matching
-from support.real_parts import require
+from support.real_parts import require, require_tools
 from support.scripted_upstream import Answer, Call, ScriptedUpstream
 
 from benchtui.engine import events as ev
@@ -29,6 +29,7 @@ SHOW_ENV = "env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; "
 @pytest.fixture(autouse=True)
 def _env(tmp_path, monkeypatch, request):
     # Checked here, outside the Trio run: a skip raised inside it loses its reason in the report.
+    require_tools("bwrap", "socat")  # every test here runs its agent in bubblewrap, behind socat
     profile = getattr(request.node, "callspec", None) and request.node.callspec.params.get("profile")
     if profile:
         need(profile)
@@ -37,6 +38,8 @@ def _env(tmp_path, monkeypatch, request):
 
 
 def need(profile: str) -> None:
+    if profile != "mini":  # the npm agent CLIs are node scripts
+        require_tools("node")
     require(
         f"the {profile} agent CLI",
         agent_available(profile),

@@ -19,7 +19,7 @@ from support import check_accounts, popen
 from support.mini import journal, outcome_rows, pred_on_path, price, run_campaign
 from support.processes import pids_matching
 from support.ray import LocalCluster, left_behind, node_folders, write_campaign
-from support.real_parts import require
+from support.real_parts import require, require_tools
 from support.scripted_upstream import Answer, Call, ScriptedUpstream
 
 from benchtui.engine import events as ev
@@ -42,6 +42,7 @@ MAKE_CERTIFICATE = (
 @pytest.fixture(scope="session")
 def cluster():
     require("Ray", ray is not None, "pip install -e '.[ray]'")
+    require_tools("bwrap", "socat")  # before the cluster starts: its agents run in bubblewrap, behind socat
     found = LocalCluster()
     try:
         yield found.start()
@@ -51,6 +52,7 @@ def cluster():
 
 @pytest.fixture(autouse=True)
 def _env(tmp_path, monkeypatch):
+    require_tools("bwrap", "socat")
     pred_on_path(tmp_path, monkeypatch)
     monkeypatch.setenv("SCRIPTED_API_KEY", "sk-scripted")
 

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from benchtui.core.contract import RunnerProfile
+from benchtui.core.contract import ModelSpec, RunnerProfile
 
 DEFAULT_PROMPT = Path(__file__).with_name("prompt.md")
 ADDED_KEYS: dict[str, Any] = {"unsandboxed": False, "max_processes": 256, "max_disk_mb": 1024}
@@ -48,6 +48,12 @@ class CommandProfile(RunnerProfile):
     api_key_env: str | None = None
     """Default for models without `api_key_env`: the variable holding the provider key (the
     gateway's; the agent never sees it)."""
+
+    calls_model_api: ClassVar[bool] = True
+
+    def key_variable(self, model: ModelSpec) -> str | None:
+        return model.api_key_env or self.api_key_env
+
     request_timeout_s: float = Field(default=600.0, gt=0)
     """Limit of one call to the provider; a timed-out call is charged its worst case."""
     max_processes: int = Field(default=256, gt=0)

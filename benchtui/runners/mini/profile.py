@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from benchtui.core.contract import RunnerProfile
+from benchtui.core.contract import ModelSpec, RunnerProfile
 
 DEFAULT_TEMPLATES = Path(__file__).with_name("templates.yaml")
 TEMPLATE_KEYS = ("system_template", "instance_template", "observation_template", "format_error_template")
@@ -72,6 +72,12 @@ class MiniSweProfile(RunnerProfile):
     a call uses count × margin, as the provider's tokenizer may count more."""
     api_key_env: str | None = None
     """Default for models without `api_key_env`: the environment variable holding the API key."""
+
+    calls_model_api: ClassVar[bool] = True
+
+    def key_variable(self, model: ModelSpec) -> str | None:
+        return model.api_key_env or self.api_key_env
+
     keep_workdir: bool = False
     """Keep each session's copy of the target after the session (default: delete it)."""
     startup_timeout_s: float = Field(default=120.0, gt=0)
