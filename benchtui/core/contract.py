@@ -106,6 +106,18 @@ def _runs(words: list[str], name: str, args: list[str]) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class Triage:
+    """What a triage session of a shortlist campaign (`[protocol] kind = "shortlist"`) is given:
+    the target's rule inventory and how many distinct rules to commit, each with a one-line
+    hypothesis. It works on the target's source only (no `pred`): its outcome's `shortlist`."""
+
+    rules: tuple[str, ...]
+    """The rule inventory (rule ids as `pred list --rules` names them: `SOURCE -> TARGET`)."""
+    size: int
+    """Rules to commit, in priority order; fewer is the model's outcome (fewer episodes)."""
+
+
+@dataclass(frozen=True, slots=True)
 class SessionSpec:
     """Everything a runner needs to run one session."""
 
@@ -122,6 +134,10 @@ class SessionSpec:
     environment_fingerprint: str
     limits: LogicalLimits = LogicalLimits()
     """The campaign's logical budget (`[budget.per_session]`); empty when it sets none."""
+    triage: Triage | None = None
+    """Set for the triage session of a shortlist campaign (`task` is None then)."""
+    hypothesis: str = ""
+    """An episode of a shortlist campaign: the triage's one-line hypothesis for its rule."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +160,9 @@ class SessionOutcome:
     verify_details: dict[str, Any] | None = None
     infra_error: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    shortlist: list[Any] | None = None
+    """A triage session's commit, as the model wrote it: `{"rule": ..., "hypothesis": ...}`
+    objects in priority order (the engine validates them against the rule inventory)."""
 
 
 @runtime_checkable

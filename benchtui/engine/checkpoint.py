@@ -20,7 +20,7 @@ from benchtui.core import counters, inputs
 from benchtui.core.atomic import gc_paused
 from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO, fmt, usd
-from benchtui.engine import rundir
+from benchtui.engine import rundir, shortlist
 from benchtui.engine.campaign import Campaign
 from benchtui.engine.ledger import Ledger
 from benchtui.engine.plan import PlannedSession
@@ -50,7 +50,10 @@ class Checkpoint:
 
 
 def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[JournalRecord]:
-    """Parse the journal; a torn last line is ignored, any other bad line is corruption."""
+    """Parse the journal; a torn last line is ignored, any other bad line is corruption.
+
+    A shortlist campaign's plan grows as it is read: a triage's end line adds its episodes to
+    `plan_ids` (engine/shortlist.py)."""
     try:
         text = inputs.read_bytes(path, None, "the journal").decode("utf-8", errors="replace")
     except FileNotFoundError:
@@ -76,6 +79,9 @@ def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[Journa
                     f"{path}: corrupted journal at line {number} ({exc}); use --fresh to start over"
                 ) from None
             records.append(rec)
+            if planned.triage:
+                for episode in shortlist.grown_by(rec, planned):
+                    plan_ids.setdefault(episode.id, episode)
     return records
 
 
@@ -114,7 +120,10 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
     runner = saved.get("runner")
     check = Checkpoint(ledger, saved_runner=runner if isinstance(runner, str) else None)
     plan_ids = {s.id: s for s in plan}
-    for rec in read_journal(run_dir / JOURNAL, plan_ids):
+    records = read_journal(run_dir / JOURNAL, plan_ids)
+    if len(plan_ids) > len(plan):  # episodes of committed shortlists join the plan, round-robin
+        plan[:] = shortlist.ordered(plan_ids.values(), [m.name for m in campaign.models])
+    for rec in records:
         previous = check.journal.get(rec.session)
         if previous is not None and previous.ended:  # a retry: count sessions by current state
             ledger.supersede(rec.model, previous.state)

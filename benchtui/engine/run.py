@@ -23,7 +23,7 @@ import trio
 from benchtui.core import workspace as environment
 from benchtui.core.errors import BadInput, StorageFailed, first_error
 from benchtui.engine import campaign as campaign_file
-from benchtui.engine import checkpoint, control, preflight, results, rundir
+from benchtui.engine import checkpoint, control, preflight, results, rundir, shortlist
 from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.campaign import Campaign, identity_digest
@@ -56,6 +56,8 @@ class PreparedRun:
     runner: str
     resumed: bool
     notes: list[str] = field(default_factory=list)
+    inventory: tuple[str, ...] = ()
+    """A shortlist campaign's rule inventory (its hash is part of the identity)."""
 
     def __enter__(self) -> PreparedRun:
         return self
@@ -89,7 +91,12 @@ def prepare(opts: Options) -> PreparedRun:
             f"{campaign.environment.path} has uncommitted changes: sessions get copies of "
             "its last commit, without them"
         )
-    digest = identity_digest(campaign.identity_parts(fingerprint))
+    parts = campaign.identity_parts(fingerprint)
+    inventory: list[str] = []
+    if campaign.protocol is not None:  # the triage chooses among these: the same for every model
+        inventory = shortlist.inventory_of(campaign)
+        parts["inventory"] = shortlist.inventory_digest(inventory)
+    digest = identity_digest(parts)
     plan = build_plan(campaign)
     runner = campaign.runner
     if opts.resume and (run_dir / rundir.CAMPAIGN).exists():
@@ -124,11 +131,14 @@ def prepare(opts: Options) -> PreparedRun:
                 rundir.CAMPAIGN: campaign.to_toml().encode(),
                 rundir.IDENTITY: json.dumps(digest, indent=1).encode(),
                 LEDGER: check.ledger.to_toml(),
+                **({shortlist.INVENTORY: shortlist.inventory_bytes(inventory)} if inventory else {}),
             },
         )
         resumed = False
     rundir.set_latest(opts.state_dir, campaign.name)
-    return PreparedRun(campaign, run_dir, lock, plan, check, fingerprint, runner, resumed, notes)
+    return PreparedRun(
+        campaign, run_dir, lock, plan, check, fingerprint, runner, resumed, notes, tuple(inventory)
+    )
 
 
 def accounts_event(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitted:
@@ -252,6 +262,11 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
                     runners,
                     ledger.control,
                     fingerprint=prep.fingerprint,
+                    inventory=prep.inventory,
+                    on_grow=lambda sessions: (
+                        prep.plan.extend(sessions),
+                        planned.update(s.model for s in sessions),
+                    ),
                 )
                 run = Run(prep, scheduler, journal, ledger, store)
                 await services.start(control.serve, prep.run_dir, scheduler, bus)  # for `benchtui ctl`

@@ -7,12 +7,15 @@ through `Accounts` and return their end record here, where their slot is handed 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import trio
 
-from benchtui.core.contract import SessionSpec
+from benchtui.core.contract import SessionOutcome, SessionSpec, Triage
 from benchtui.engine import events as ev
+from benchtui.engine import shortlist
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.attempt import KILLED, STOPPED_NOW, Attempt
 from benchtui.engine.campaign import Campaign
@@ -35,6 +38,8 @@ class Scheduler:
         control: ControlState,
         *,
         fingerprint: str,
+        inventory: tuple[str, ...] = (),
+        on_grow: Callable[[list[PlannedSession]], None] = lambda sessions: None,
     ) -> None:
         self.campaign = campaign
         self.run_dir = run_dir
@@ -55,6 +60,12 @@ class Scheduler:
         self._released = trio.Event()
         self.ended = 0
         """Sessions ended (or skipped) in this run."""
+        self.inventory = inventory
+        """A shortlist campaign's rule inventory (frozen at its start)."""
+        self.on_grow = on_grow
+        """Called with the episodes a triage planned, once they are durable."""
+        self._cursor = 0
+        self._grown: dict[str, list[PlannedSession]] = {}
 
     # -- control calls ------------------------------------------------------------------------
     @property
@@ -146,7 +157,14 @@ class Scheduler:
         """Launch every queued session (until stopped); returns when every attempt has ended."""
         async with trio.open_nursery() as nursery:
             with self._launching:
-                for session in self.queue:
+                while True:
+                    if self._cursor == len(self.queue):
+                        if not any(a.spec.triage for a in self._attempts.values()):
+                            break
+                        await self._released.wait()  # a triage may still plan episodes
+                        continue
+                    session = self.queue[self._cursor]
+                    self._cursor += 1
                     await self.limiter.acquire_on_behalf_of(session.id)
                     flight = await self._reserve(session)
                     if flight is None:
@@ -170,6 +188,8 @@ class Scheduler:
 
     def _attempt(self, session: PlannedSession, flight: InFlight) -> Attempt:
         campaign = self.campaign
+        protocol = campaign.protocol
+        triage = protocol is not None and session.triage
         spec = SessionSpec(
             session.id,
             campaign.models_by_name[session.model].spec(),
@@ -180,13 +200,49 @@ class Scheduler:
             self.run_dir / "sessions" / session.id,
             campaign.environment.path,
             self.fingerprint,
-            self.limits,
+            protocol.triage.limits() if protocol is not None and triage else self.limits,
+            Triage(self.inventory, protocol.shortlist_size) if protocol is not None and triage else None,
+            session.hypothesis,
         )
         wall = campaign.runners[flight.runner].wall_time_s
-        return Attempt(self.accounts, self.runners, spec, flight, wall_time_s=wall)
+        conclude = self._conclude_triage if triage else None
+        return Attempt(self.accounts, self.runners, spec, flight, wall_time_s=wall, conclude=conclude)
+
+    def _conclude_triage(
+        self, end: JournalRecord, outcome: SessionOutcome | None
+    ) -> tuple[JournalRecord, list[JournalRecord]]:
+        """A triage's end line carries its judged shortlist; its episodes' `pending` lines go in
+        the same commit, so the grown plan is durable before any episode runs."""
+        protocol = self.campaign.protocol
+        assert protocol is not None
+        extra: dict[str, Any] = {
+            **end.extra,
+            "phase": "triage",
+            "shortlist_size": protocol.shortlist_size,
+            "triage_limits": protocol.triage.model_dump(),
+        }
+        if not end.is_final or end.state != "done" or outcome is None:
+            return end.but(extra=extra), []  # retried on resume, or killed: no shortlist
+        verdict = shortlist.judge(outcome.shortlist, self.inventory, protocol.shortlist_size)
+        extra |= verdict.extra()
+        end = end.but(reason=verdict.reason, extra=extra)
+        sessions = shortlist.episodes(end.model, extra["shortlist"])
+        self._grown[end.session] = sessions
+        return end, [shortlist.pending_line(s, end.runner, end.t) for s in sessions]
+
+    def _grow(self, triage: str) -> None:
+        """Queue a committed triage's episodes among those not launched yet, round-robin (F4)."""
+        sessions = self._grown.pop(triage, [])
+        if not sessions:
+            return
+        models = [m.name for m in self.campaign.models]
+        tail = self.queue[self._cursor :] + sessions
+        self.queue[self._cursor :] = shortlist.ordered(tail, models)
+        self.on_grow(sessions)
 
     async def _run_attempt(self, attempt: Attempt) -> None:
         end = await attempt.run()
+        self._grow(end.session)
         self._release(end.session)
         self._ended(end)
 
