@@ -13,6 +13,7 @@ from benchtui.core.money import ZERO
 from benchtui.report.audit import Audit, audit
 from benchtui.report.leaderboard import Comparison, ModelStats, found_bug, leaderboard, rule_of
 from benchtui.report.runs import Run, identity_key, read_runs
+from benchtui.report.shortlist import ModelShortlist, findings, shortlists
 
 __all__ = ["Report", "build"]
 
@@ -32,6 +33,8 @@ class Report:
     models: list[ModelStats]
     comparisons: list[Comparison]
     fairness: Audit
+    shortlists: list[ModelShortlist] | None = None
+    """A shortlist campaign (`[protocol]`): per model, its shortlist and bugs@K."""
 
     @property
     def identity(self) -> str:
@@ -45,6 +48,7 @@ class Report:
             "models": [{"rank": n, **m.to_json()} for n, m in enumerate(self.models, 1)],
             "comparisons": [c.to_json() for c in self.comparisons],
             "fairness": self.fairness.to_json(),
+            **({"shortlist": [s.to_json() for s in self.shortlists]} if self.shortlists is not None else {}),
         }
 
     def curves(self) -> dict[str, list[Point]]:
@@ -81,4 +85,7 @@ def build(run_dirs: list[Path]) -> Report:
     with gc_paused():
         runs = read_runs(list(reversed(unique.values())))
         models, comparisons = leaderboard(runs)
-        return Report(runs, models, comparisons, audit(runs))
+        fairness = audit(runs)
+        if runs[0].campaign.protocol is not None:
+            fairness = Audit(fairness.models, [*fairness.findings, *findings(runs)])
+        return Report(runs, models, comparisons, fairness, shortlists(runs))

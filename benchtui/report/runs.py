@@ -85,6 +85,9 @@ class Run:
     """Every attempt's end line (cost, time), in journal order: the spend over time."""
     t0: float | None = None
     """When the run's first journal line was written."""
+    triages: dict[str, JournalRecord] = field(default_factory=dict)
+    """A shortlist campaign: each model's triage, its last journal line (the shortlist it
+    committed, the refused entries); the triage is not among `sessions` (it hunts no bug)."""
 
 
 def journal_records(run_dir: Path, plan: list[PlannedSession]) -> list[JournalRecord]:
@@ -111,12 +114,15 @@ def read_run(run_dir: Path) -> Run:
         raise BadInput(f"{run_dir / LEDGER}: missing") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
         raise BadInput(f"{run_dir / LEDGER}: corrupted ledger ({exc})") from None
-    plan = build_plan(campaign)
-    views = {s.id: SessionView(str(run_dir), s) for s in plan}
-    run = Run(run_dir, campaign, identity, spent, wasted, list(views.values()))
+    plan_ids = {s.id: s for s in build_plan(campaign)}
+    records = read_journal(run_dir / JOURNAL, plan_ids)  # a triage's episodes join the plan
+    views = {s.id: SessionView(str(run_dir), s) for s in plan_ids.values()}
+    run = Run(run_dir, campaign, identity, spent, wasted, [v for v in views.values() if not v.planned.triage])
     starts: dict[tuple[str, int], JournalRecord] = {}
-    for rec in journal_records(run_dir, plan):
+    for rec in records:
         view = views[rec.session]
+        if view.planned.triage:
+            run.triages[rec.model] = rec
         if run.t0 is None:
             run.t0 = rec.t
         if rec.state == "running":

@@ -105,6 +105,11 @@ def render(report: Report) -> str:
         "bugs: verified distinct-rule bugs; bug rate: sessions with a confirmed bug / sessions that ran",
     ]
     out += logical_lines(report)
+    if report.shortlists is not None:
+        from benchtui.report.shortlist import text as shortlist_text
+
+        out += ["", shortlist_text(report.shortlists)]
+        out.append("bugs@K: distinct rules with a bug among the first K shortlisted (K scaled to the size)")
     if report.comparisons:
         out += ["", "Pairwise, Fisher's exact test (two-sided, per pair):", *comparison_lines(report)]
     audit = report.fairness
