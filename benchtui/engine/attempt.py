@@ -64,9 +64,7 @@ class Attempt:
         flight: InFlight,
         *,
         wall_time_s: float | None,
-        conclude: Callable[
-            [JournalRecord, SessionOutcome | None], tuple[JournalRecord, list[JournalRecord]]
-        ]
+        conclude: Callable[[JournalRecord, SessionOutcome | None], tuple[JournalRecord, list[JournalRecord]]]
         | None = None,
     ) -> None:
         self.accounts = accounts

@@ -234,6 +234,12 @@ async def _refresh_results(run: Run, bus: ev.EventBus, interval: float = 30.0) -
             interval = max(interval, 20 * (time.perf_counter() - start))  # the real cost of a rewrite
 
 
+def _grow_plan(plan: list[PlannedSession], planned: Counter[str], sessions: list[PlannedSession]) -> None:
+    """A triage committed: its episodes join the plan (and each model's planned count)."""
+    plan.extend(sessions)
+    planned.update(s.model for s in sessions)
+
+
 @asynccontextmanager
 async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
     """Open a prepared run: its store, control socket, runners and result refreshes.
@@ -263,10 +269,7 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
                     ledger.control,
                     fingerprint=prep.fingerprint,
                     inventory=prep.inventory,
-                    on_grow=lambda sessions: (
-                        prep.plan.extend(sessions),
-                        planned.update(s.model for s in sessions),
-                    ),
+                    on_grow=lambda sessions: _grow_plan(prep.plan, planned, sessions),
                 )
                 run = Run(prep, scheduler, journal, ledger, store)
                 await services.start(control.serve, prep.run_dir, scheduler, bus)  # for `benchtui ctl`

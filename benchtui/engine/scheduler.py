@@ -225,7 +225,8 @@ class Scheduler:
             return end.but(extra=extra), []  # retried on resume, or killed: no shortlist
         verdict = shortlist.judge(outcome.shortlist, self.inventory, protocol.shortlist_size)
         extra |= verdict.extra()
-        end = end.but(reason=verdict.reason, extra=extra)
+        why = f" ({outcome.reason})" if outcome.shortlist is None and outcome.reason else ""
+        end = end.but(reason=verdict.reason + why, extra=extra)
         sessions = shortlist.episodes(end.model, extra["shortlist"])
         self._grown[end.session] = sessions
         return end, [shortlist.pending_line(s, end.runner, end.t) for s in sessions]

@@ -109,8 +109,11 @@ def episodes(model: str, shortlist: Any) -> list[PlannedSession]:
     out = []
     for position, entry in enumerate(shortlist if isinstance(shortlist, list) else []):
         if isinstance(entry, dict) and isinstance(entry.get("rule"), str):
-            hypothesis = entry.get("hypothesis") if isinstance(entry.get("hypothesis"), str) else ""
-            out.append(PlannedSession(episode_id(model, position), model, position, entry["rule"], hypothesis))
+            hypothesis = entry.get("hypothesis")
+            hypothesis = hypothesis if isinstance(hypothesis, str) else ""
+            out.append(
+                PlannedSession(episode_id(model, position), model, position, entry["rule"], hypothesis)
+            )
     return out
 
 
@@ -168,9 +171,7 @@ def inventory_of(campaign: Campaign) -> list[str]:
         raise BadInput(f"the rule inventory has {len(unique):,} rules (at most {MAX_INVENTORY:,})")
     size = campaign.protocol.shortlist_size if campaign.protocol else 0
     if len(unique) < size:
-        raise BadInput(
-            f"the rule inventory has {len(unique)} rules: fewer than shortlist_size = {size}"
-        )
+        raise BadInput(f"the rule inventory has {len(unique)} rules: fewer than shortlist_size = {size}")
     return unique
 
 

@@ -53,7 +53,9 @@ class ModelShortlist:
             "triage": self.triage_state,
             "bugs": self.bugs,
             "judged_by": self.judged_by,
-            "bugs_at": [{"label": label, "k": k, "bugs": self.bugs_at(k)} for label, k in cut_points(self.size)],
+            "bugs_at": [
+                {"label": label, "k": k, "bugs": self.bugs_at(k)} for label, k in cut_points(self.size)
+            ],
             "rules": list(self.committed),
         }
 
@@ -81,12 +83,16 @@ def shortlists(runs: list[Run]) -> list[ModelShortlist] | None:
             state = triage.state
             entries = triage.extra.get("shortlist")
             if isinstance(entries, list) and not committed:
-                committed = [e["rule"] for e in entries if isinstance(e, dict) and isinstance(e.get("rule"), str)]
+                committed = [
+                    e["rule"] for e in entries if isinstance(e, dict) and isinstance(e.get("rule"), str)
+                ]
                 refused = len(triage.extra.get("refused") or [])
         found = frozenset(r for v in views if (r := _bug_rule(v)) is not None) & frozenset(committed)
         judged = {str((v.verify_details or {}).get("verifier", "")) for v in views if found_bug(v)}
         judged_by = "runner" if any(j.startswith("none") for j in judged) else "verifier" if judged else "-"
-        out.append(ModelShortlist(model, protocol.shortlist_size, tuple(committed), refused, state, found, judged_by))
+        out.append(
+            ModelShortlist(model, protocol.shortlist_size, tuple(committed), refused, state, found, judged_by)
+        )
     return out
 
 
