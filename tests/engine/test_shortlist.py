@@ -343,3 +343,46 @@ def test_the_audit_finds_a_triage_that_ran_with_another_budget(tmp_path):
     fair = json.loads(benchtui("report", "runs/s", "--format", "json", cwd=tmp_path).stdout)["fairness"]
     assert len(fair["findings"]) == 1 and fair["findings"][0].startswith("triage:")
     assert "model_calls=80" in fair["findings"][0]
+
+
+def test_the_shipped_top50_campaign_has_the_benchmarks_numbers():
+    from support import ROOT
+
+    from benchtui.engine import campaign as campaign_file
+
+    shipped = campaign_file.load(ROOT / "campaigns/problem-reductions-top50.toml", require_target=False)
+    assert shipped.protocol is not None and shipped.protocol.shortlist_size == 50
+    assert (shipped.protocol.triage.model_calls, shipped.protocol.triage.shell_actions) == (8, 12)
+    limits = shipped.logical_limits
+    assert (limits.model_calls, limits.shell_actions, limits.submits, limits.observation_chars) == (
+        10,
+        12,
+        2,
+        10_000,
+    )
+    assert dict(limits.tools) == {"pred": 24, "pred solve": 10}
+    # F3: every model's cap holds its triage and all 50 episodes at their full reservation.
+    assert shipped.per_session_usd * 51 <= shipped.per_model_usd
+    assert shipped.sessions_per_model_count == 51
+
+
+def test_the_real_rule_inventory_fits_the_top50_triage_prompt():
+    """The real pred's 260 rules (`../shared`, test time only) rendered into the shipped triage template."""
+    import jinja2
+    from support import ROOT
+
+    from benchtui.runners.mini.profile import DEFAULT_TEMPLATES, load_templates
+
+    rules_file = ROOT.parent / "shared/tools/pred/rules.json"
+    if not rules_file.exists():
+        pytest.skip(f"{rules_file} is absent (it exists in the project's CI, not in a fresh clone)")
+    rules = [f"{r['source']} -> {r['target']}" for r in json.loads(rules_file.read_text())["rules"]]
+    assert len(rules) == len(set(rules)) >= 50  # rule ids are unique: a shortlist entry names one
+    template = load_templates(DEFAULT_TEMPLATES)["triage_template"]
+    text = (
+        jinja2.Environment(undefined=jinja2.StrictUndefined)
+        .from_string(template)
+        .render(rules=rules, shortlist_size=50, budget="8 model calls, 12 shell actions", step_limit=50)
+    )
+    assert all(f"- {rule}\n" in text for rule in rules) and "shortlist.json" in text
+    assert len(text) < 20_000  # the inventory costs the triage ~5k tokens of its prompt
