@@ -240,6 +240,11 @@ class Scheduler:
         tail = self.queue[self._cursor :] + sessions
         self.queue[self._cursor :] = shortlist.ordered(tail, models)
         self.on_grow(sessions)
+        self.accounts.emit(
+            ev.SessionsPlanned(
+                model=sessions[0].model, sessions=tuple((s.id, s.index, s.task) for s in sessions)
+            )
+        )
 
     async def _run_attempt(self, attempt: Attempt) -> None:
         end = await attempt.run()

@@ -386,3 +386,20 @@ def test_the_real_rule_inventory_fits_the_top50_triage_prompt():
     )
     assert all(f"- {rule}\n" in text for rule in rules) and "shortlist.json" in text
     assert len(text) < 20_000  # the inventory costs the triage ~5k tokens of its prompt
+
+
+def test_the_ui_model_takes_a_triages_episodes_as_they_are_planned():
+    from benchtui.engine import events as ev
+    from benchtui.engine.plan import PlannedSession
+    from benchtui.ui.model import ViewModel
+
+    view = ViewModel(
+        "s", "fake", 1, [PlannedSession("m-triage", "m", -1, None, triage=True)], {}, clock=lambda: 0.0
+    )
+    view.apply(ev.SessionsPlanned(model="m", sessions=(("m-0000", 0, "R1 -> T1"), ("m-0001", 1, "R2 -> T2"))))
+    assert list(view.sessions) == ["m-triage", "m-0000", "m-0001"] and view.states["pending"] == 3
+    view.apply(
+        ev.SessionStarted(session="m-0001", model="m", index=1, task="R2 -> T2", attempt=1, runner="fake")
+    )
+    assert view.sessions["m-0001"].state == "running" and view.states["pending"] == 2
+    assert view.take_changes().log[0].endswith("plan  2 episodes of m (its shortlist)")
