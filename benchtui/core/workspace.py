@@ -1,4 +1,4 @@
-"""The target environment: its fingerprint (F1) and fresh per-session copies of it."""
+"""The target environment: its fingerprint (docs/design/invariants.md#f1) and fresh per-session copies of it."""
 
 from __future__ import annotations
 

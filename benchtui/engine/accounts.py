@@ -38,7 +38,7 @@ class Accounts:
         return self._ledger.may_fit_later(model, amount)
 
     def open(self, session: PlannedSession, runner: str, reservation: Decimal) -> InFlight:
-        """Reserve a session's full budget for its next attempt (F3)."""
+        """Reserve a session's full budget for its next attempt (docs/design/invariants.md#f3)."""
         previous = self.journal.get(session.id)
         if previous is not None and previous.ended:  # counted by its current state, not per attempt
             self._ledger.supersede(session.model, previous.state)
@@ -54,7 +54,7 @@ class Accounts:
         self._store.mark_dirty()
 
     def close(self, flight: InFlight, state: SessionState, *, certificate: bool, tokens: int) -> Decimal:
-        """End an attempt's reservation; open holds are charged at their worst case (F6)."""
+        """End an attempt's reservation; open holds are charged at their worst case (docs/design/invariants.md#f6)."""
         return self._ledger.close(flight.session, state, certificates=int(certificate), tokens=tokens)
 
     def skip(self, session: PlannedSession) -> None:

@@ -4,7 +4,7 @@ The journal is the history of attempts; the accounts are rebuilt from its end li
 finished attempt is counted exactly once whatever instant a crash hit. The saved ledger adds
 what only it knows: the spend and open holds of attempts that were in flight. An attempt that
 was running when the previous process died is ended as an `error` (interrupted, retryable),
-charged what it spent plus its unsettled holds at their worst case (F6), and queued again.
+charged what it spent plus its unsettled holds at their worst case (docs/design/invariants.md#f6), and queued again.
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def _check_nothing_forgotten(run_dir: Path, saved: dict[str, Any], rebuilt: Ledg
 
     The store writes journal lines before the ledger in every batch, so after any crash the
     journal knows at least what the ledger does; less means the journal was cut or replaced,
-    and resuming would silently run finished sessions again and forget money (F6/F7).
+    and resuming would silently run finished sessions again and forget money (docs/design/invariants.md#f6, #f7).
     """
     models = saved.get("models")
     if not isinstance(models, dict):

@@ -3,7 +3,7 @@
 Amounts per model: `spent` (every settled charge, in-flight sessions included), `reserved` (the
 unspent part of in-flight reservations, holds included) and `wasted` (spend of attempts that did
 not end `done`: errors, kills, interruptions). A session runs only on a reservation of its full
-per-session budget (F3); each call is authorised against that reservation first (F5). The
+per-session budget (docs/design/invariants.md#f3); each call is authorised against that reservation first (docs/design/invariants.md#f5). The
 ledger holds accounts, not history, so rewriting it after every commit stays cheap.
 """
 
@@ -135,7 +135,7 @@ class Ledger:
     def wasted(self) -> Decimal:
         return sum((m.wasted for m in self.models.values()), ZERO)
 
-    # -- F3: reserve or wait or skip ----------------------------------------------------------
+    # -- docs/design/invariants.md#f3: reserve or wait or skip ----------------------------------------------------------
     def fits_now(self, model: str, amount: Decimal) -> bool:
         if not self.enforce:
             return True
@@ -161,7 +161,7 @@ class Ledger:
         account.running += 1
         return flight
 
-    # -- F5 / F6: per-call holds and charges ---------------------------------------------------
+    # -- docs/design/invariants.md#f5, #f6: per-call holds and charges ---------------------------------------------------
     def authorise(self, session: str, worst_case: Decimal) -> bool:
         """Hold `worst_case` for a call if it fits the session's reservation (always, unenforced)."""
         flight = self.running[session]

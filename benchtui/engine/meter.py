@@ -15,7 +15,7 @@ UNLIMITED = LogicalLimits()
 
 
 class SessionMeter:
-    """Implements `benchtui.core.contract.Meter` against the accounts; costs use the campaign's prices (F6).
+    """Implements `benchtui.core.contract.Meter` against the accounts; costs use the campaign's prices (docs/design/invariants.md#f6).
 
     `on_overspent` is called when charges pass the session's reservation (a provider ignoring
     `max_tokens`): the attempt that owns this meter then stops its session. Logical budget units

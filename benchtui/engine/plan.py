@@ -1,4 +1,4 @@
-"""The session plan: stable ids, round-robin launch order by session index (F4)."""
+"""The session plan: stable ids, round-robin launch order by session index (docs/design/invariants.md#f4)."""
 
 from __future__ import annotations
 

@@ -175,7 +175,7 @@ class Scheduler:
                         nursery.start_soon(self._run_attempt, attempt)
 
     async def _reserve(self, session: PlannedSession) -> InFlight | None:
-        """F3: reserve the full per-session budget, waiting while running sessions might free it."""
+        """docs/design/invariants.md#f3: reserve the full per-session budget, waiting while running sessions might free it."""
         amount = self.campaign.per_session_usd
         while True:
             await self._unpaused.wait()  # re-checked after every wait: pause means no launch, no skip

@@ -1,4 +1,4 @@
-"""Trio as a guest on Textual's asyncio loop (DESIGN.md §5).
+"""Trio as a guest on Textual's asyncio loop (docs/design/decisions.md#trio-guest).
 
 Both loops share one thread: Trio code may touch the view model directly, while the asyncio
 side reaches Trio only through `TrioToken.run_sync_soon` (Trio's run state is only current

@@ -18,7 +18,7 @@ from support.mini import pred_on_path, write_campaign
 from support.real_parts import ROOT, require_pred
 from support.scripted_llm import Reply, ScriptedLLM
 
-from benchtui.cli import main as cli
+from benchtui.cli.main import main as cli
 from benchtui.core.money import token_cost
 
 SHIPPED = ROOT / "campaigns" / "problem-reductions.toml"

@@ -24,7 +24,7 @@ def test_fair_campaign_runs_end_to_end_without_heavy_imports(tmp_path):
     shutil.copytree(ROOT / "campaigns", tmp_path / "campaigns")
     probe = textwrap.dedent("""
         import atexit, json, sys
-        from benchtui.cli import main
+        from benchtui.cli.main import main
         def report():
             heavy = sorted({m.split(".")[0] for m in sys.modules} & {"textual", "litellm", "minisweagent"})
             print("HEAVY=" + json.dumps(heavy))

@@ -18,7 +18,7 @@ import trio
 from support import CONTRACTS
 from support.mini import STAND_IN_PRED
 
-from benchtui.cli import main as cli
+from benchtui.cli.main import main as cli
 from benchtui.targets.problem_reductions import find_blocks, parse_block, parse_value, verify, verify_async
 
 PRED = str(STAND_IN_PRED)

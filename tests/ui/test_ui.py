@@ -213,7 +213,7 @@ async def test_plus_and_minus_change_parallelism(tmp_path):
         await until(pilot, lambda: ledger(app.prep.run_dir)["parallelism"] == 3, what="the ledger")
 
 
-@pytest.mark.parametrize(("choice", "latency", "ended"), [("now", 5.0, "error"), ("finish", 0.5, "done")])
+@pytest.mark.parametrize(("choice", "latency", "ended"), [("now", 5.0, "error"), ("finish", 3.0, "done")])
 async def test_quitting_saves_state_and_no_ui_resume_finishes_the_campaign(tmp_path, choice, latency, ended):
     app = open_app(
         tmp_path,

@@ -1,7 +1,7 @@
 """The `[runners.<name>]` table of kind "command": any agent CLI, behind the metering gateway.
 
 The prompt file's content hash is computed at validation and is a field of the profile, so it is
-part of the campaign identity (F2): editing the prompt makes `--resume` refuse.
+part of the campaign identity (docs/design/invariants.md#f2): editing the prompt makes `--resume` refuse.
 """
 
 from __future__ import annotations

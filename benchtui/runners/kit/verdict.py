@@ -93,7 +93,7 @@ async def judge(
         "prompt_sha256": report.prompt_sha256,
         **report.extra,
     }
-    if report.worst_case:  # F6: each charge above the usage reported, and why
+    if report.worst_case:  # docs/design/invariants.md#f6: each charge above the usage reported, and why
         extra["worst_case_charges"] = len(report.worst_case)
         extra["worst_case_reasons"] = report.worst_case[:20]
     if report.authorisations:

@@ -1,6 +1,6 @@
 """What one HTTP attempt to a model may have cost: the usage to charge, and a total deadline.
 
-Rule (F6): whenever the provider may have served, and billed, a call whose usage is missing,
+Rule (docs/design/invariants.md#f6): whenever the provider may have served, and billed, a call whose usage is missing,
 partial, negative or unreadable, charge the worst case that was authorised for it, and say why.
 A provider may have served a call once it answered 200 (whatever its body), or when we gave up
 waiting (a timeout), or when the connection broke after the request went out. It has not when

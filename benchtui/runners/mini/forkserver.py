@@ -29,7 +29,7 @@ from benchtui.runners.mini.zygote import MAX_REQUEST
 SETTINGS = {
     "MSWEA_SILENT_STARTUP": "1",  # no banner
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no price-map download
-    "MSWEA_COST_TRACKING": "ignore_errors",  # prices are the campaign's, never litellm's (F6)
+    "MSWEA_COST_TRACKING": "ignore_errors",  # prices are the campaign's, never litellm's (docs/design/invariants.md#f6)
 }
 PROJECT_ROOT = str(Path(benchtui.__file__).resolve().parent.parent)
 

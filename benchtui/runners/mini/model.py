@@ -1,8 +1,8 @@
 """The metered model: mini-swe-agent's LitellmModel with every HTTP attempt authorised and charged.
 
 Each attempt of a call: count the prompt (litellm.token_counter × margin), ask the engine to
-authorise the worst case (F5), send it with `max_tokens` = the campaign's max_output_tokens,
-report the usage the provider returned (F6). Retries on 429/5xx/timeouts are ours, not litellm's
+authorise the worst case (docs/design/invariants.md#f5), send it with `max_tokens` = the campaign's max_output_tokens,
+report the usage the provider returned (docs/design/invariants.md#f6). Retries on 429/5xx/timeouts are ours, not litellm's
 or mini-swe-agent's, so that each attempt is authorised and charged on its own. An attempt the
 provider may have served (and billed) without a usable usage is charged its worst case, with the
 reason (see `billing`); one it refused costs nothing. Each attempt has a total deadline
@@ -77,7 +77,7 @@ class MeteredModel(LitellmModel):
         self.prompt_sent = False
 
     def _query(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
-        if not self.prompt_sent:  # F2: the rendered system + task prompt, hashed
+        if not self.prompt_sent:  # docs/design/invariants.md#f2: the rendered system + task prompt, hashed
             prompt = "\n\0\n".join(str(m.get("content", "")) for m in messages[:2])
             self.channel.send("prompt", sha256=hashlib.sha256(prompt.encode()).hexdigest(), chars=len(prompt))
             self.prompt_sent = True

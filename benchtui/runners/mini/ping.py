@@ -1,9 +1,9 @@
 """PingRunner: one tiny model call per session, metered like any other (`benchtui check --ping`).
 
 It proves a model's key and endpoint before a campaign spends money: the call is authorised at
-its worst case by the meter (F5), sent in a child process with the same litellm arguments a
+its worst case by the meter (docs/design/invariants.md#f5), sent in a child process with the same litellm arguments a
 session uses (`ping_call.py`: litellm stays out of the engine's process), and charged from the
-usage the provider returned at the campaign's prices (F6). A timed-out call is charged its worst
+usage the provider returned at the campaign's prices (docs/design/invariants.md#f6). A timed-out call is charged its worst
 case, as a session's would be.
 """
 
@@ -81,7 +81,8 @@ class PingRunner:
             timed_out = bool(answer.get("timeout"))  # the provider may have billed it: the worst case
             meter.charge(Usage(PROMPT_TOKENS, max_tokens) if timed_out else Usage())
             return SessionOutcome("error", reason=keys.scrub(str(answer["error"]), secrets), infra_error=True)
-        if answer.get("input_tokens") is None:  # no usage reported: the worst case, never under (F6)
+        # No usage reported: the worst case, never under (docs/design/invariants.md#f6).
+        if answer.get("input_tokens") is None:
             usage = Usage(PROMPT_TOKENS, max_tokens)
         else:
             usage = Usage(int(answer["input_tokens"]), int(answer["output_tokens"]))

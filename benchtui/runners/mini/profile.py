@@ -1,4 +1,4 @@
-"""The `[runners.<name>]` table of kind "mini-swe-agent", and its prompt templates (F2).
+"""The `[runners.<name>]` table of kind "mini-swe-agent", and its prompt templates (docs/design/invariants.md#f2).
 
 The templates' content hash and mini-swe-agent's version are computed at validation and are
 fields of the profile, so they are part of the campaign identity: editing the templates or

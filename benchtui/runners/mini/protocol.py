@@ -4,10 +4,10 @@ Not stdout (litellm prints there). The worker speaks first and the engine only e
 
     worker -> engine                                   engine -> worker
     {"t": "hello", "pid": 123}
-    {"t": "copy", "fingerprint": "git:…"}              (the fresh session copy, F1)
-    {"t": "prompt", "sha256": "…"}                     (the rendered prompt, F2)
-    {"t": "authorise", "prompt_tokens": 812}     ->    {"t": "authorised", "ok": true}   (F5)
-    {"t": "usage", "input_tokens": 800, "output_tokens": 90}                             (F6)
+    {"t": "copy", "fingerprint": "git:…"}              (the fresh session copy, docs/design/invariants.md#f1)
+    {"t": "prompt", "sha256": "…"}                     (the rendered prompt, docs/design/invariants.md#f2)
+    {"t": "authorise", "prompt_tokens": 812}     ->    {"t": "authorised", "ok": true}   (docs/design/invariants.md#f5)
+    {"t": "usage", "input_tokens": 800, "output_tokens": 90}                             (docs/design/invariants.md#f6)
     {"t": "step", "note": "call 3: pred solve …"}
     {"t": "done", "exit_status": "Submitted", "steps": 7, "blocks": […], "error": null, "infra_error": false}
 """

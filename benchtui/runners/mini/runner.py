@@ -1,7 +1,7 @@
 """MiniSweRunner: the engine's side of a mini-swe-agent session (Trio; never imports litellm).
 
 A session is a worker process forked from the pre-warmed zygote. The engine answers its
-authorisation requests with the meter (F5), charges its reported usage at campaign prices (F6),
+authorisation requests with the meter (docs/design/invariants.md#f5), charges its reported usage at campaign prices (docs/design/invariants.md#f6),
 and, when the session ends in any way (done, killed, cancelled, wall time), freezes and kills
 the worker's whole process tree, including commands the agent left running.
 """
@@ -314,7 +314,7 @@ class MiniSweRunner:
     async def _stop(
         self, channel: EngineChannel, worker: WorkerProcess, meter: Meter, report: Report
     ) -> None:
-        """End the worker for sure; then settle the usage it reported before it died (F6)."""
+        """End the worker for sure; then settle the usage it reported before it died (docs/design/invariants.md#f6)."""
         if worker.pid is None:  # cancelled before it said hello: wait for its pid (a moment)
             with trio.move_on_after(1.0):
                 while worker.pid is None and (message := await channel.receive()) is not None:
@@ -381,7 +381,7 @@ def _count(value: Any) -> int | None:
 
 def _settle(message: dict[str, Any], meter: Meter, report: Report) -> None:
     """Charge one attempt's usage report; one that is unreadable is charged the worst case that
-    was authorised for the attempt (F6: never under), and every worst-case charge says why."""
+    was authorised for the attempt (docs/design/invariants.md#f6: never under), and every worst-case charge says why."""
     tokens = _count(message.get("input_tokens")), _count(message.get("output_tokens"))
     why = message.get("worst_case")
     if None in tokens:

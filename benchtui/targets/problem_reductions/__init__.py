@@ -1,4 +1,4 @@
-"""Independent certificate verification with `pred` (DESIGN §6): re-derive, never trust the claim.
+"""Independent certificate verification with `pred` (docs/guide/verify.md): re-derive, never trust the claim.
 
 The checks are written once, as a generator that yields `PredCall`s and is sent `PredResult`s,
 so the same logic runs synchronously (`benchtui verify CERT.json`) and under Trio (a runner,

@@ -86,7 +86,7 @@ async def metered_call(
             )
     finally:
         binding.calls.discard(scope)
-        settle(None)  # cancelled or failed after the hold: the worst case (F6)
+        settle(None)  # cancelled or failed after the hold: the worst case (docs/design/invariants.md#f6)
 
 
 async def _forward(

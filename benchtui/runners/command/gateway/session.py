@@ -21,7 +21,7 @@ def upstream_model(name: str) -> str:
 @dataclass(eq=False)
 class Binding:
     """token -> session. `open` turns False when the session ends: its token is dead from then on,
-    its calls in flight are cancelled, and their holds are left to the ledger (worst case, F6)."""
+    its calls in flight are cancelled, and their holds are left to the ledger (worst case, docs/design/invariants.md#f6)."""
 
     meter: Meter
     model: ModelSpec

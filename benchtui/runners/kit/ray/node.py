@@ -1,7 +1,7 @@
 """The node's side of a remote attempt: runs inside a Ray task (a worker process on some node).
 
 It makes the session's copy of the target in a private folder of the node, checks its
-fingerprint before anything starts (F1), starts the agent in its own process group (with a
+fingerprint before anything starts (docs/design/invariants.md#f1), starts the agent in its own process group (with a
 relay from the sandbox to the engine's gateway), waits for it, and hands back its log and
 certificate lines by value, so nothing needs a filesystem shared with the engine.
 
