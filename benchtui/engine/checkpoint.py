@@ -141,7 +141,10 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
         ours = flight is not None and flight.attempt == rec.attempt
         cost = flight.spent + flight.held if flight and ours else ZERO
         used = flight.counters if flight and ours else {}
-        units = counters.nest(used, logical.counters) if logical else None
+        given = logical
+        if campaign.protocol is not None and plan_ids[sid].triage:  # a triage has its own budget
+            given = campaign.protocol.triage.limits()
+        units = counters.nest(used, given.counters) if given else None
         end = rec.but(
             state="error",
             cost_usd=cost,

@@ -135,6 +135,14 @@ def prepare(opts: Options) -> PreparedRun:
             },
         )
         resumed = False
+    if campaign.protocol is not None and not shortlist.can_triage(campaign, runner):
+        waiting = shortlist.untriaged(plan, check.journal)
+        if waiting:
+            lock.release()
+            raise BadInput(
+                f"runner {runner!r} cannot run a triage (its kind has no rule inventory), and the "
+                f"triage of {', '.join(waiting)} is still to run: choose another --runner"
+            )
     rundir.set_latest(opts.state_dir, campaign.name)
     return PreparedRun(
         campaign, run_dir, lock, plan, check, fingerprint, runner, resumed, notes, tuple(inventory)

@@ -122,6 +122,13 @@ class Scheduler:
             )
         if profile == self.runner:
             return
+        if self.campaign.protocol is not None and not shortlist.can_triage(self.campaign, profile):
+            waiting = shortlist.untriaged(self.queue, self.accounts.journal)
+            if waiting:
+                raise ValueError(
+                    f"runner profile {profile!r} cannot run a triage, and {len(waiting)} "
+                    "triage(s) are still to run"
+                )
         self.control.runner = profile
         used = {r.runner for r in self.accounts.journal.values() if r.runner and r.state != "skipped_budget"}
         if used - {profile}:

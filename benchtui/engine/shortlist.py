@@ -145,16 +145,25 @@ def pending_line(session: PlannedSession, runner: str, t: float) -> JournalRecor
 
 
 # -- the rule inventory -------------------------------------------------------------------------
+def can_triage(campaign: Campaign, runner: str) -> bool:
+    """Whether the profile's runner kind can run a triage (it has a rule inventory to give)."""
+    return hasattr(registry.runner_class(campaign.runners[runner].kind), "rule_inventory")
+
+
 def inventory_of(campaign: Campaign) -> list[str]:
-    """The target's rule inventory, from the active runner kind (`rule_inventory(profile,
-    environment)`); one clear BadInput line when it cannot give one."""
-    profile: RunnerProfile = campaign.runners[campaign.runner]
-    hook = getattr(registry.runner_class(profile.kind), "rule_inventory", None)
-    if hook is None:
+    """The target's rule inventory (`rule_inventory(profile, environment)`), from the active
+    runner's kind, else the first profile's whose kind has one (episodes may run on a runner that
+    cannot triage); one clear BadInput line when none can give one."""
+    able = [campaign.runner] if can_triage(campaign, campaign.runner) else []
+    able += [name for name in campaign.runners if name not in able and can_triage(campaign, name)]
+    if not able:
+        kind = campaign.runners[campaign.runner].kind
         raise BadInput(
-            f"runner {campaign.runner!r} (kind {profile.kind!r}) cannot run a shortlist campaign: "
+            f"runner {campaign.runner!r} (kind {kind!r}) cannot run a shortlist campaign: "
             "it has no rule inventory"
         )
+    profile: RunnerProfile = campaign.runners[able[0]]
+    hook = registry.runner_class(profile.kind).rule_inventory  # type: ignore[attr-defined]
     try:
         rules = hook(profile, campaign.environment.path)
     except ValueError as exc:
@@ -199,3 +208,8 @@ def triage_limits_by_model(records: Mapping[str, JournalRecord]) -> dict[str, tu
         if rec.extra.get("phase") == "triage":
             out[rec.model] = (rec.extra.get("shortlist_size"), rec.extra.get("triage_limits"))
     return out
+
+
+def untriaged(plan: Iterable[PlannedSession], journal: Mapping[str, JournalRecord]) -> list[str]:
+    """Models whose triage is still to run (not final)."""
+    return [s.model for s in plan if s.triage and not ((r := journal.get(s.id)) and r.is_final)]

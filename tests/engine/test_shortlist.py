@@ -292,14 +292,26 @@ def test_bad_protocol_keys_are_one_line_errors(tmp_path, kw, message):
     assert not (tmp_path / "runs").exists()
 
 
-def test_a_runner_without_a_rule_inventory_is_refused_at_start(tmp_path):
-    path = shortlist_toml(tmp_path)
-    text = path.read_text().replace('runner = "fake"', 'runner = "cli"')
-    path.write_text(
-        text.replace("[[models]]", '[runners.cli]\nkind = "command"\ncommand = ["true"]\n\n[[models]]', 1)
+def test_a_triage_never_runs_on_a_runner_without_a_rule_inventory(tmp_path):
+    path = shortlist_toml(tmp_path, size=2)
+    text = path.read_text().replace(
+        "[[models]]", '[runners.cli]\nkind = "command"\ncommand = ["true"]\n\n[[models]]', 1
     )
-    done = benchtui("s.toml", "--no-ui", cwd=tmp_path)
-    assert done.returncode == 2 and "no rule inventory" in done.stderr, done.stderr
+    path.write_text(text)
+    done = benchtui("s.toml", "--no-ui", "--runner", "cli", cwd=tmp_path)
+    assert done.returncode == 2 and "cannot run a triage" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    # Once every triage committed, episodes may run on it (here: nothing is left to run).
+    assert benchtui("s.toml", "--no-ui", cwd=tmp_path).returncode == 0
+    again = benchtui("s.toml", "--no-ui", "--resume", "--runner", "cli", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    # A campaign none of whose runners has an inventory cannot start.
+    lines = path.read_text().replace('runner = "fake"', 'runner = "cli"').split("\n")
+    start = lines.index("[runners.fake]")
+    stop = lines.index("[runners.cli]")
+    path.write_text("\n".join(lines[:start] + lines[stop:]))
+    done = benchtui("s.toml", "--no-ui", "--fresh", cwd=tmp_path)
+    assert done.returncode == 2 and "cannot run a shortlist campaign" in done.stderr, done.stderr
 
 
 def test_the_protocol_and_the_inventory_are_identity(tmp_path):
@@ -403,3 +415,25 @@ def test_the_ui_model_takes_a_triages_episodes_as_they_are_planned():
     )
     assert view.sessions["m-0001"].state == "running" and view.states["pending"] == 2
     assert view.take_changes().log[0].endswith("plan  2 episodes of m (its shortlist)")
+
+
+@pytest.mark.trio
+async def test_switching_to_a_runner_without_an_inventory_is_refused_while_a_triage_is_to_run(tmp_path):
+    import trio
+    from support import start
+
+    from benchtui.engine import run as engine
+
+    path = shortlist_toml(tmp_path, size=2, latency=0.3, parallelism=1)
+    path.write_text(
+        path.read_text().replace(
+            "[[models]]", '[runners.cli]\nkind = "command"\ncommand = ["true"]\n\n[[models]]', 1
+        )
+    )
+    with engine.prepare(engine.Options(path, tmp_path / "runs")) as prep:
+        async with trio.open_nursery() as nursery:
+            scheduler, result = await start(prep, nursery)
+            with pytest.raises(ValueError, match="cannot run a triage, and 2 triage"):
+                scheduler.set_runner("cli")
+            assert scheduler.runner == "fake"
+    assert result["finished"]

@@ -161,3 +161,31 @@ def test_triage_then_episodes_in_a_real_loop_resumed_after_sigkill_in_each_phase
     (row,) = json.loads(report.stdout)["shortlist"]
     assert (row["committed"], row["bugs"], row["judged_by"]) == (2, 1, "verifier")
     assert [(x["k"], x["bugs"]) for x in row["bugs_at"]] == [(1, 1), (1, 1), (2, 1)]
+
+
+def test_the_commit_file_is_read_as_the_agent_wrote_it_never_through_a_link(tmp_path):
+    import os
+
+    from benchtui.runners.mini.runner import SHORTLIST_MAX_BYTES, read_shortlist
+
+    outside = tmp_path / "host-secret.json"
+    outside.write_text(json.dumps([{"rule": "the host's file"}]))
+    workdir = tmp_path / "workdir"
+    workdir.mkdir()
+    commit = workdir / "shortlist.json"
+    assert read_shortlist(workdir) == (None, "no shortlist.json committed")
+    commit.symlink_to(outside)
+    entries, why = read_shortlist(workdir)
+    assert entries is None and "cannot read it" in why  # a link is never followed out of the sandbox
+    commit.unlink()
+    os.mkfifo(commit)  # a FIFO would block a reader forever
+    assert read_shortlist(workdir) == (None, "shortlist.json is not a regular file")
+    commit.unlink()
+    commit.write_text("[" * 100_000)
+    assert read_shortlist(workdir) == (None, "shortlist.json is not JSON")
+    commit.write_text(json.dumps({"rule": "R"}))
+    assert read_shortlist(workdir) == (None, "shortlist.json is not a JSON list")
+    commit.write_text(" " * (SHORTLIST_MAX_BYTES + 1))
+    assert read_shortlist(workdir)[1].endswith(f"larger than {SHORTLIST_MAX_BYTES} bytes")
+    commit.write_text(json.dumps([{"rule": BUGGY, "hypothesis": "h"}]))
+    assert read_shortlist(workdir) == ([{"rule": BUGGY, "hypothesis": "h"}], "")
