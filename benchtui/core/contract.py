@@ -242,6 +242,9 @@ class AgentRunner(Protocol):
     `preflight(profile, *, tasks, full) -> list[Check]` checks the tools the kind needs (`full`:
     also the slow checks, e.g. each task verifiable), and `ping_profile(profile) -> dict` gives
     the `[runners.*]` table of a runner making one tiny metered call per model (`--ping`).
+    `rule_inventory(profile, environment) -> list[str]` gives the rules a shortlist campaign's
+    triage chooses from (ValueError with the problem); such a runner reads `SessionSpec.triage`
+    and returns the triage's commit as `SessionOutcome.shortlist`.
     """
 
     Profile: ClassVar[type[RunnerProfile]]

@@ -15,7 +15,6 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from benchtui.core import bounds, registry
@@ -50,13 +49,13 @@ class Verdict:
 
     @property
     def reason(self) -> str:
-        n = len(self.shortlist)
-        refused = f"; {len(self.refused)} entr{'y' if len(self.refused) == 1 else 'ies'} refused" * bool(
-            self.refused
+        n, refused = len(self.shortlist), len(self.refused)
+        said = (
+            f"shortlist: {n} of {self.size} rules committed (too few)"
+            if n < self.size
+            else (f"shortlist: {n} rules committed")
         )
-        if n < self.size:
-            return f"shortlist: {n} of {self.size} rules committed (too few){refused}"
-        return f"shortlist: {n} rules committed{refused}"
+        return said + (f"; {refused} entr{'y' if refused == 1 else 'ies'} refused" if refused else "")
 
     def extra(self) -> dict[str, Any]:
         return {
@@ -190,24 +189,6 @@ def inventory_digest(rules: list[str]) -> str:
 
 def inventory_bytes(rules: list[str]) -> bytes:
     return json.dumps({"rules": rules}, indent=0).encode()
-
-
-def read_inventory(run_dir: Path) -> list[str] | None:
-    try:
-        data = json.loads((run_dir / INVENTORY).read_text())
-    except (OSError, ValueError):
-        return None
-    rules = data.get("rules") if isinstance(data, dict) else None
-    return rules if isinstance(rules, list) and all(isinstance(r, str) for r in rules) else None
-
-
-def triage_limits_by_model(records: Mapping[str, JournalRecord]) -> dict[str, tuple[Any, Any]]:
-    """(shortlist size, triage counters' limits) each model's triage ran with (the audit)."""
-    out = {}
-    for rec in records.values():
-        if rec.extra.get("phase") == "triage":
-            out[rec.model] = (rec.extra.get("shortlist_size"), rec.extra.get("triage_limits"))
-    return out
 
 
 def untriaged(plan: Iterable[PlannedSession], journal: Mapping[str, JournalRecord]) -> list[str]:
