@@ -437,3 +437,12 @@ async def test_switching_to_a_runner_without_an_inventory_is_refused_while_a_tri
                 scheduler.set_runner("cli")
             assert scheduler.runner == "fake"
     assert result["finished"]
+
+
+def test_check_reports_the_rule_inventory(tmp_path):
+    shortlist_toml(tmp_path, size=3)
+    done = benchtui("check", "s.toml", cwd=tmp_path)
+    assert done.returncode == 0 and "8 rules; each triage commits 3" in done.stdout, done.stdout
+    shortlist_toml(tmp_path, size=9)
+    done = benchtui("check", "s.toml", cwd=tmp_path)
+    assert done.returncode == 2 and "fewer than shortlist_size = 9" in done.stderr
