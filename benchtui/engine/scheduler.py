@@ -66,6 +66,13 @@ class Scheduler:
         """Called with the episodes a triage planned, once they are durable."""
         self._cursor = 0
         self._grown: dict[str, list[PlannedSession]] = {}
+        caps = campaign.per_model_usd * len(campaign.models)
+        self._shared_total = (
+            campaign.protocol is not None and campaign.budget.enforce and caps > campaign.budget.total_usd
+        )
+        """Models' caps add up to more than the total, so the total is shared first come, first
+        served: a shortlist campaign's episodes then wait until every triage has ended, so one
+        model's episodes cannot run ahead into the total while another's triage still runs (F4)."""
 
     # -- control calls ------------------------------------------------------------------------
     @property
@@ -165,10 +172,14 @@ class Scheduler:
         async with trio.open_nursery() as nursery:
             with self._launching:
                 while True:
+                    triaging = any(a.spec.triage for a in self._attempts.values())
                     if self._cursor == len(self.queue):
-                        if not any(a.spec.triage for a in self._attempts.values()):
+                        if not triaging:
                             break
                         await self._released.wait()  # a triage may still plan episodes
+                        continue
+                    if triaging and self._shared_total and not self.queue[self._cursor].triage:
+                        await self._released.wait()  # see _shared_total
                         continue
                     session = self.queue[self._cursor]
                     self._cursor += 1

@@ -15,6 +15,7 @@ from support import benchtui, calls, check_accounts, check_reconciled, journal, 
 
 from benchtui.engine.shortlist import judge
 from benchtui.report.shortlist import cut_points
+from benchtui.runners.fake import FakeProfile, FakeRunner
 
 RULES = [f"R{i} -> T{i}" for i in range(1, 9)]
 
@@ -446,3 +447,42 @@ def test_check_reports_the_rule_inventory(tmp_path):
     shortlist_toml(tmp_path, size=9)
     done = benchtui("check", "s.toml", cwd=tmp_path)
     assert done.returncode == 2 and "fewer than shortlist_size = 9" in done.stderr
+
+
+class UnevenProfile(FakeProfile):
+    kind: str = "test_shortlist:UnevenTriage"
+
+
+class UnevenTriage(FakeRunner):
+    """The fake runner, but model b's triage takes a while (a slower model thinking longer)."""
+
+    Profile = UnevenProfile
+
+    async def run(self, session, meter):
+        import trio
+
+        if session.triage is not None and session.model.name.endswith("-b"):
+            await trio.sleep(0.5)
+        return await super().run(session, meter)
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("per_model", ["0.20", "0.10"])
+async def test_a_slow_triage_loses_no_share_of_a_shared_total(tmp_path, per_model):
+    """Caps adding up to more than the total (0.20 each of 0.20): episodes wait for every triage,
+    then launch round-robin, so the cut-off hits both models alike (F4). With caps that add up to
+    the total (0.10 each), each model's cap already protects its share."""
+    import trio
+    from support import start
+
+    from benchtui.engine import run as engine
+
+    path = shortlist_toml(tmp_path, size=4, total="0.20", per_model=per_model, per_session="0.05")
+    path.write_text(path.read_text().replace('kind = "fake"', 'kind = "test_shortlist:UnevenTriage"'))
+    with engine.prepare(engine.Options(path, tmp_path / "runs")) as prep:
+        async with trio.open_nursery() as nursery:
+            await start(prep, nursery)
+    last = last_states(tmp_path / "runs/s")
+    done = Counter(r["model"] for s, r in last.items() if r["state"] == "done" and "triage" not in s)
+    assert done["fake/model-a"] == done["fake/model-b"] >= 1, done
+    check_accounts(tmp_path / "runs/s")
