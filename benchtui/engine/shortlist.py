@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -92,11 +93,17 @@ def judge(committed: Any, inventory: Iterable[str], size: int) -> Verdict:
             refused.append({"rule": shown, "position": position, "reason": f"beyond the {size} asked for"})
         else:
             seen.add(rule)
-            line = " ".join(str(hypothesis).split())[:HYPOTHESIS_MAX_CHARS] if hypothesis else ""
+            line = _one_line(str(hypothesis)) if hypothesis else ""
             kept.append(Entry(rule, line))
     if len(entries) > 4 * size + 64:
         refused.append({"rule": None, "reason": f"{len(entries) - 4 * size - 64} more entries not read"})
     return Verdict(tuple(kept), tuple(refused), size)
+
+
+def _one_line(text: str) -> str:
+    """A hypothesis as one printable line (no escape codes for a terminal), bounded."""
+    printable = "".join(c if unicodedata.category(c) not in ("Cc", "Cs") else " " for c in text)
+    return " ".join(printable.split())[:HYPOTHESIS_MAX_CHARS]
 
 
 def episode_id(model: str, position: int) -> str:
