@@ -19,8 +19,8 @@ EXIT_OK, EXIT_PROBLEMS = 0, 2
 
 def run_checks(campaign: Campaign, *, ping: bool) -> list[Check]:
     checks = [target_check(campaign), *inventory_check(campaign)]
-    for name, profile in campaign.runners.items():
-        checks += runner_checks(name, profile, campaign.tasks, full=True)
+    for name in campaign.runners:
+        checks += runner_checks(campaign, name, campaign.tasks, full=True)
     if ping:
         from benchtui.cli import ping as pinging
 

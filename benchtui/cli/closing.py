@@ -6,7 +6,6 @@ how to continue); `benchtui ctl status` on a run that is not running reads the s
 
 from __future__ import annotations
 
-import tomllib
 from collections import Counter
 from pathlib import Path
 
@@ -14,7 +13,6 @@ from benchtui.cli.headless import summary_table
 from benchtui.core.errors import BadInput, BenchtuiError
 from benchtui.engine import events as ev
 from benchtui.engine import rundir
-from benchtui.engine.store import LEDGER
 
 
 def resume_command(run_dir: Path) -> str:
@@ -37,25 +35,23 @@ def closing_text(run_dir: Path, accounts: ev.AccountsCommitted | None, finished:
 def run_dir_status(run_dir: Path) -> str:
     """`ctl status` of a run nobody runs: its accounts rebuilt from the journal and the saved
     ledger (read-only: an interrupted attempt shows as the error `--resume` will record)."""
-    from benchtui.engine import campaign as campaign_file
-    from benchtui.engine import checkpoint
-    from benchtui.engine.plan import build_plan
+    from benchtui.engine.reader import RunDir
     from benchtui.engine.run import accounts_event
 
+    saved = RunDir(run_dir)
     try:
-        campaign = campaign_file.load(run_dir / rundir.CAMPAIGN)
-        plan = build_plan(campaign)
-        check = checkpoint.load(run_dir, campaign, plan)
+        campaign, plan = saved.campaign, saved.plan
+        check = saved.checkpoint()
+        runner = saved.ledger.control.runner or campaign.runner
     except BenchtuiError as exc:
         raise BadInput(
             f"the campaign in {run_dir} is not running, and its state cannot be read: {exc}"
         ) from None
     unfinished = len(check.pending(plan))
     ended = sum(1 for s in plan if (r := check.journal.get(s.id)) is not None and r.ended)
-    saved = tomllib.loads((run_dir / LEDGER).read_text())  # readable: checkpoint.load read it
     state = "finished" if not unfinished else f"stopped, {unfinished} of {len(plan)} sessions to run"
     head = (
-        f"campaign {campaign.name}: {state} (not running), runner {saved.get('runner', campaign.runner)}, "
+        f"campaign {campaign.name}: {state} (not running), runner {runner}, "
         f"{ended}/{len(plan)} sessions ended"
     )
     table = accounts_event(check.ledger, Counter(s.model for s in plan))

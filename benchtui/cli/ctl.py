@@ -9,7 +9,6 @@ import argparse
 import json
 import socket
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -114,18 +113,13 @@ def running_counters(run_dir: Path, running: list[str]) -> list[str]:
     """The logical budget each running session has taken (campaigns with `[budget.per_session]`),
     from the saved ledger's in-flight tables: the units that are durable, as a crash would keep them."""
     from benchtui.core.counters import line, usage
-    from benchtui.engine import campaign as campaign_file
-    from benchtui.engine.ledger import Ledger
-    from benchtui.engine.store import LEDGER
+    from benchtui.engine.reader import RunDir
 
-    limits = campaign_file.load(run_dir / rundir.CAMPAIGN, require_target=False).logical_limits
+    saved = RunDir(run_dir)
+    limits = saved.campaign.logical_limits
     if not limits or not running:
         return []
-    path = run_dir / LEDGER
-    try:
-        flights = {f.session: f for f in Ledger.running_from_toml(tomllib.loads(path.read_text()))}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise BadInput(f"{path}: unreadable ({exc})") from None
+    flights = saved.ledger.running
     width = max(map(len, running))
     return ["logical budget used:"] + [
         f"  {sid:<{width}}  {line(usage(f.counters if (f := flights.get(sid)) else {}, limits))}"

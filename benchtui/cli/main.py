@@ -114,7 +114,13 @@ def main_schema(argv: list[str]) -> int:
         description="Print the JSON Schema of the campaign file (every key documented), "
         "for editors and validators: `benchtui schema > benchtui.schema.json`.",
     )
-    p.parse_args(argv)
+    p.add_argument("--results", action="store_true", help="the schema of results/<model>.json instead")
+    args = p.parse_args(argv)
+    if args.results:
+        from benchtui.engine.results_format import json_schema as results_schema
+
+        print(json.dumps(results_schema(), indent=2))
+        return EXIT_OK
     from benchtui.cli.schema import json_schema
 
     print(json.dumps(json_schema(), indent=2))

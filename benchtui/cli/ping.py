@@ -16,7 +16,6 @@ from typing import Any
 import tomli_w
 import trio
 
-from benchtui.core import registry
 from benchtui.core.contract import Check
 from benchtui.core.money import token_cost, usd
 from benchtui.engine import events as ev
@@ -55,14 +54,14 @@ def throwaway_campaign(campaign: Campaign, ping_table: dict[str, Any], target: P
 
 def ping_models(campaign: Campaign) -> list[Check]:
     profile = campaign.runners[campaign.runner]
-    make = getattr(registry.runner_class(profile.kind), "ping_profile", None)
-    if make is None:
+    ping_table = campaign.kind(campaign.runner).ping_profile(profile)
+    if ping_table is None:
         return [Check(f"ping ({campaign.runner})", f"runner kind {profile.kind!r} cannot ping models")]
     with tempfile.TemporaryDirectory(prefix="benchtui-ping-") as tmp:
         root = Path(tmp)
         (root / "target").mkdir()
         path = root / "ping.toml"
-        path.write_text(tomli_w.dumps(throwaway_campaign(campaign, make(profile), root / "target")))
+        path.write_text(tomli_w.dumps(throwaway_campaign(campaign, ping_table, root / "target")))
         with engine.prepare(engine.Options(path, root / "runs")) as prep:
             trio.run(engine.run, prep, ev.EventBus())
         ledger = prep.checkpoint.ledger

@@ -10,7 +10,7 @@ from benchtui.cli.args import OneLineParser, add_state_dir
 from benchtui.core.atomic import atomic_write
 from benchtui.core.errors import BadInput
 from benchtui.engine import rundir
-from benchtui.report import Report, build
+from benchtui.report import CampaignReport, build
 
 
 def parser() -> OneLineParser:
@@ -26,7 +26,7 @@ def parser() -> OneLineParser:
     return p
 
 
-def render(report: Report, fmt: str) -> str:
+def render(report: CampaignReport, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n"
     if fmt == "html":

@@ -52,6 +52,11 @@ class ModelSpec:
     litellm: dict[str, Any] = field(default_factory=dict)
 
 
+PROBLEM_REDUCTIONS = "problem-reductions"
+TARGET_KINDS = (PROBLEM_REDUCTIONS, "none")
+"""`[target] kind`: what the campaign's target brings. `problem-reductions`: its verifier, its
+task inventory and its `pred` CLI; `none`: nothing (certificates are recorded unverified)."""
+
 MODEL_CALLS = "model_calls"
 COUNTERS = (MODEL_CALLS, "shell_actions", "submits")
 """Logical counters every runner may meet; tool counters are named `tools.<command prefix>`."""
@@ -134,6 +139,8 @@ class SessionSpec:
     environment_fingerprint: str
     limits: LogicalLimits = LogicalLimits()
     """The campaign's logical budget (`[budget.per_session]`); empty when it sets none."""
+    target: str = PROBLEM_REDUCTIONS
+    """The campaign's `[target] kind` (TARGET_KINDS): whether sessions have a verifier and pred."""
     triage: Triage | None = None
     """Set for the triage session of a shortlist campaign (`task` is None then)."""
     hypothesis: str = ""
@@ -236,21 +243,77 @@ class Check:
 
 @runtime_checkable
 class AgentRunner(Protocol):
-    """A runner kind. `Profile` validates its `[runners.*]` table.
-
-    Optional abilities (looked up with getattr, so a runner without them still works):
-    `preflight(profile, *, tasks, full) -> list[Check]` checks the tools the kind needs (`full`:
-    also the slow checks, e.g. each task verifiable), and `ping_profile(profile) -> dict` gives
-    the `[runners.*]` table of a runner making one tiny metered call per model (`--ping`).
-    `rule_inventory(profile, environment) -> list[str]` gives the rules a shortlist campaign's
-    triage chooses from (ValueError with the problem); such a runner reads `SessionSpec.triage`
-    and returns the triage's commit as `SessionOutcome.shortlist`.
-    """
+    """A runner kind, as the engine uses it. `Profile` validates its `[runners.*]` table;
+    `enforces` names the logical budgets it applies, `executors` where its agents can run.
+    Built-in and third-party kinds get all of it by subclassing `RunnerKind`."""
 
     Profile: ClassVar[type[RunnerProfile]]
+    enforces: ClassVar[frozenset[str]]
+    executors: ClassVar[tuple[str, ...]]
 
-    def __init__(self, profile: Any, *, run_dir: Path) -> None:
-        """`profile` is an instance of `Profile`; `run_dir` the campaign's run dir."""
+    def __init__(self, profile: Any, *, run_dir: Path, executor: Any = None) -> None:
+        """`profile` is an instance of `Profile`; `run_dir` the campaign's run dir; `executor`
+        the campaign's `[executor]` (an `ExecutorConfig`; None or local: this machine)."""
         ...
 
+    @classmethod
+    def preflight(
+        cls, profile: Any, *, tasks: list[str] | None, full: bool, target: str = PROBLEM_REDUCTIONS
+    ) -> list[Check]: ...
+
+    @classmethod
+    def ping_profile(cls, profile: Any) -> dict[str, Any] | None: ...
+
     async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome: ...
+
+
+class RunnerKind:
+    """The base of every runner kind: what it declares, with defaults for what it need not.
+
+    A subclass sets `Profile` (and, when it has them, `enforces` and `executors`), implements
+    `run`, and overrides `preflight` (the machine probes its sessions need: tools, sandboxes;
+    never inside the profile's validators, so reading a stopped campaign needs none of them) and
+    `ping_profile` (the `[runners.*]` table of a runner making one tiny metered call per model,
+    for `benchtui check --ping`; None: the kind cannot ping).
+    """
+
+    Profile: ClassVar[type[RunnerProfile]] = RunnerProfile
+    enforces: ClassVar[frozenset[str]] = frozenset()
+    """Logical budgets it applies besides `model_calls` (the meter applies that one for every kind)."""
+    executors: ClassVar[tuple[str, ...]] = ("local",)
+    """`[executor]` kinds it can run its agents on (every kind runs on this machine)."""
+
+    def __init__(self, profile: Any, *, run_dir: Path, executor: Any = None) -> None:
+        self.profile = profile
+        self.run_dir = run_dir
+        self.executor = executor
+
+    @classmethod
+    def preflight(
+        cls, profile: Any, *, tasks: list[str] | None, full: bool, target: str = PROBLEM_REDUCTIONS
+    ) -> list[Check]:
+        """Checks of what its sessions need on this machine (`full`: also the slow ones) for a
+        campaign on a target of kind `target` (what that target brings, e.g. its `pred`)."""
+        return []
+
+    @classmethod
+    def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
+        return None
+
+    runs_triage: ClassVar[bool] = False
+    """Whether it can run a shortlist campaign's triage (`[protocol] kind = "shortlist"`): then
+    `rule_inventory` gives the rules it chooses from, the session's `SessionSpec.triage` says so,
+    and the triage's commit comes back as `SessionOutcome.shortlist`."""
+
+    @classmethod
+    def rule_inventory(cls, profile: Any, environment: Path) -> list[str]:
+        """The rules a triage chooses from (ValueError with the problem)."""
+        raise ValueError(f"runner kind {cls.__name__} has no rule inventory")
+
+    @classmethod
+    def supports(cls, executor_kind: str) -> bool:
+        """Whether it can run its agents on executors of `executor_kind`."""
+        return executor_kind == "local" or executor_kind in cls.executors
+
+    async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
+        raise NotImplementedError

@@ -55,8 +55,3 @@ class ExecutorConfig(BaseModel):
     @property
     def remote(self) -> bool:
         return self.kind != "local"
-
-
-def supported(runner_class: type, kind: str) -> bool:
-    """Whether a runner class can run its agents on executors of `kind` (all can run locally)."""
-    return kind == "local" or kind in getattr(runner_class, "executors", ())

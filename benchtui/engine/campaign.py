@@ -22,12 +22,11 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from benchtui.core import bounds as limits
-from benchtui.core import inputs, registry
+from benchtui.core import bounds, inputs, registry
 from benchtui.core.bindings import BINDING_IDS
-from benchtui.core.contract import LogicalLimits, ModelSpec, RunnerProfile
+from benchtui.core.contract import PROBLEM_REDUCTIONS, LogicalLimits, ModelSpec, RunnerKind, RunnerProfile
 from benchtui.core.errors import BadInput
-from benchtui.core.executor import ExecutorConfig, supported
+from benchtui.core.executor import ExecutorConfig
 from benchtui.core.money import fmt_exact, usd_floor
 
 # The TOML file's data while a Campaign is being built (the lowest-precedence settings source).
@@ -66,7 +65,7 @@ class PerSession(Strict):
     @classmethod
     def _prefixes(cls, value: dict[str, int]) -> dict[str, int]:
         for prefix in value:
-            limits.check_text(prefix, "a tool prefix")
+            bounds.check_text(prefix, "a tool prefix")
             if not re.fullmatch(r"[A-Za-z0-9._+-]+( [A-Za-z0-9._+=-]+)*", prefix):
                 raise ValueError(f"tool prefix {prefix!r}: a command name and words, one space apart")
         return value
@@ -77,11 +76,11 @@ class PerSession(Strict):
 
 
 class Budget(Strict):
-    total_usd: Decimal = Field(gt=0, le=limits.MAX_USD)
+    total_usd: Decimal = Field(gt=0, le=bounds.MAX_USD)
     """The whole campaign never spends more than this (with `enforce`)."""
-    per_model_usd: Decimal | None = Field(default=None, gt=0, le=limits.MAX_USD)
+    per_model_usd: Decimal | None = Field(default=None, gt=0, le=bounds.MAX_USD)
     """Each model's cap; default total_usd / number of models."""
-    per_session_usd: Decimal | None = Field(default=None, gt=0, le=limits.MAX_USD)
+    per_session_usd: Decimal | None = Field(default=None, gt=0, le=bounds.MAX_USD)
     """Reserved in full before a session starts; default per_model_usd / sessions per model."""
     enforce: bool = True
     """False: no reservations, no refusals, no skips (the campaign may overspend)."""
@@ -121,11 +120,11 @@ class Protocol(Strict):
 class Model(Strict):
     name: str = Field(min_length=1)
     """A litellm model id (for real runners)."""
-    input_usd_per_mtok: Decimal = Field(ge=0, le=limits.MAX_USD_PER_MTOK)
+    input_usd_per_mtok: Decimal = Field(ge=0, le=bounds.MAX_USD_PER_MTOK)
     """USD per million input tokens; charges are computed from it, never from the provider."""
-    output_usd_per_mtok: Decimal = Field(ge=0, le=limits.MAX_USD_PER_MTOK)
+    output_usd_per_mtok: Decimal = Field(ge=0, le=bounds.MAX_USD_PER_MTOK)
     """USD per million output tokens."""
-    max_output_tokens: int = Field(default=4096, gt=0, le=limits.MAX_OUTPUT_TOKENS)
+    max_output_tokens: int = Field(default=4096, gt=0, le=bounds.MAX_OUTPUT_TOKENS)
     """Sent with every call; bounds the worst case that is authorised."""
     api_base: str | None = None
     """The API's base URL (an OpenAI-compatible server, a proxy, a local model)."""
@@ -137,12 +136,12 @@ class Model(Strict):
     @field_validator("name")
     @classmethod
     def _file_name(cls, value: str) -> str:
-        return limits.check_file_name(value, "the model name")  # it names session dirs and files
+        return bounds.check_file_name(value, "the model name")  # it names session dirs and files
 
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
-        return None if value is None else limits.check_text(value, "api_key_env")
+        return None if value is None else bounds.check_text(value, "api_key_env")
 
     def spec(self) -> ModelSpec:
         return ModelSpec(**{k: getattr(self, k) for k in ModelSpec.__slots__})
@@ -157,7 +156,14 @@ class Environment(Strict):
     @field_validator("tools")
     @classmethod
     def _tool_names(cls, value: list[str]) -> list[str]:
-        return [limits.check_text(tool, "a tool name") for tool in value]
+        return [bounds.check_text(tool, "a tool name") for tool in value]
+
+
+class Target(Strict):
+    kind: Literal["problem-reductions", "none"] = "problem-reductions"
+    """What the target brings. `problem-reductions` (the default: campaigns before this key had
+    it): its verifier, its task inventory, its `pred` CLI. `none`: a target without them; the
+    sessions' certificates are recorded unverified."""
 
 
 class Ui(Strict):
@@ -188,15 +194,15 @@ class Campaign(BaseSettings):
         use_attribute_docstrings=True,
     )
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=limits.NAME_MAX_BYTES)
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=bounds.NAME_MAX_BYTES)
     """Run dir name: <state-dir>/<name>/."""
-    sessions_per_model: int | None = Field(default=None, gt=0, le=limits.MAX_SESSIONS)
+    sessions_per_model: int | None = Field(default=None, gt=0, le=bounds.MAX_SESSIONS)
     """Whole-library sessions per model (or give `tasks`)."""
     tasks: list[str] | None = Field(default=None, min_length=1)
     """Task names (e.g. reduction rules); sessions per model = len(tasks) × repeats."""
-    repeats: int = Field(default=1, gt=0, le=limits.MAX_SESSIONS)
+    repeats: int = Field(default=1, gt=0, le=bounds.MAX_SESSIONS)
     """How many times each task is run per model."""
-    parallelism: int = Field(default=4, gt=0, le=limits.MAX_PARALLELISM)
+    parallelism: int = Field(default=4, gt=0, le=bounds.MAX_PARALLELISM)
     """Sessions running at once (free to change on resume)."""
     runner: str
     """The active profile from [runners.*]."""
@@ -208,6 +214,8 @@ class Campaign(BaseSettings):
     """The models compared; each gets the same sessions, prompt and budget."""
     environment: Environment
     """The target every session works on (a fresh copy each, for real runners)."""
+    target: Target = Field(default_factory=Target)
+    """What kind of target `environment.path` is (part of the identity when not the default)."""
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     """Where the agents run: this machine (default) or a Ray cluster (not part of the identity)."""
     ui: Ui = Field(default_factory=Ui)
@@ -230,7 +238,7 @@ class Campaign(BaseSettings):
     @field_validator("tasks")
     @classmethod
     def _task_names(cls, value: list[str] | None) -> list[str] | None:
-        return value and [limits.check_text(task, "a task name") for task in value]
+        return value and [bounds.check_text(task, "a task name") for task in value]
 
     @field_validator("runners", mode="before")
     @classmethod
@@ -239,7 +247,7 @@ class Campaign(BaseSettings):
             return value
         out = {}
         for name, table in value.items():
-            limits.check_text(name, "a runner profile name")
+            bounds.check_text(name, "a runner profile name")
             if isinstance(table, RunnerProfile):
                 out[name] = table
                 continue
@@ -265,10 +273,10 @@ class Campaign(BaseSettings):
                 raise ValueError("[protocol] kind = shortlist: repeats must be 1")
         elif (self.sessions_per_model is None) == (self.tasks is None):
             raise ValueError("give exactly one of sessions_per_model or tasks")
-        if self.sessions_per_model_count * len(self.models) > limits.MAX_SESSIONS:
+        if self.sessions_per_model_count * len(self.models) > bounds.MAX_SESSIONS:
             raise ValueError(
                 f"{self.sessions_per_model_count} sessions for each of {len(self.models)} models "
-                f"is more than {limits.MAX_SESSIONS:,} sessions"
+                f"is more than {bounds.MAX_SESSIONS:,} sessions"
             )
         names = [m.name for m in self.models]
         dupes = sorted({n for n in names if names.count(n) > 1})
@@ -280,8 +288,8 @@ class Campaign(BaseSettings):
             raise ValueError(f"models {', '.join(clash)} map to the same file name (/ and : become _)")
         if self.runner not in self.runners:
             raise ValueError(f"runner {self.runner!r} is not one of [runners.*]: {', '.join(self.runners)}")
-        active = registry.runner_class(self.runners[self.runner].kind)
-        if not supported(active, self.executor.kind):
+        active = self.kind(self.runner)
+        if not active.supports(self.executor.kind):
             raise ValueError(
                 f"runner {self.runner!r} (kind {self.runners[self.runner].kind!r}) cannot run on "
                 f"[executor] kind = {self.executor.kind!r}"
@@ -301,6 +309,11 @@ class Campaign(BaseSettings):
                 f"each session's share of {self.per_model_usd:f} rounds to $0: give per_session_usd"
             )
         return self
+
+    def kind(self, profile: str) -> type[RunnerKind]:
+        """The runner kind of a profile, resolved when the campaign was validated (its class is
+        imported once: every later ask is a lookup)."""
+        return registry.runner_class(self.runners[profile].kind)  # cached since validation
 
     @property
     def logical_limits(self) -> LogicalLimits:
@@ -343,8 +356,14 @@ class Campaign(BaseSettings):
         data = self.model_dump(mode="python", exclude_none=True)
         if not self.executor.remote:
             data.pop("executor")  # the default: frozen copies stay as they were
+        if self.target.kind == PROBLEM_REDUCTIONS:
+            data.pop("target")
         data["runners"] = {n: p.model_dump(exclude_none=True) for n, p in self.runners.items()}
         return tomli_w.dumps(_plain(data))
+
+    def identity(self, environment_fingerprint: str) -> dict[str, str]:
+        """The identity as the run dir stores it: a short hash per part."""
+        return identity_digest(self.identity_parts(environment_fingerprint))
 
     def identity_parts(self, environment_fingerprint: str) -> dict[str, Any]:
         """Everything that makes sessions comparable; `--resume` refuses if any part changed."""
@@ -357,10 +376,15 @@ class Campaign(BaseSettings):
                     "repeats": self.repeats,
                 },
                 "budget": _budget_identity(self.budget),
-                "runners": {n: p.model_dump() for n, p in sorted(self.runners.items())},
+                "runners": {
+                    n: {**p.model_dump(), "kind": registry.identity_spelling(p.kind)}
+                    for n, p in sorted(self.runners.items())
+                },
                 "environment": environment_fingerprint,
             }
         )
+        if self.target.kind != PROBLEM_REDUCTIONS:  # the identity of older campaigns stays what it was
+            parts["target"] = self.target.kind
         if self.protocol is not None:  # campaigns without one keep the identity they had
             parts["protocol"] = _canonical(self.protocol.model_dump())
         return parts

@@ -10,22 +10,20 @@ charged what it spent plus its unsettled holds at their worst case (docs/design/
 from __future__ import annotations
 
 import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchtui.core import bounds as limits
-from benchtui.core import counters, inputs
+from benchtui.core import bounds, counters, inputs
 from benchtui.core.atomic import gc_paused
 from benchtui.core.errors import BadInput
-from benchtui.core.money import ZERO, fmt, usd
+from benchtui.core.money import ZERO, fmt
 from benchtui.engine import rundir, shortlist
 from benchtui.engine.campaign import Campaign
-from benchtui.engine.ledger import Ledger
+from benchtui.engine.ledger import ControlState, Ledger, SavedLedger
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.records import JournalRecord, now
-from benchtui.engine.store import JOURNAL, LEDGER
+from benchtui.engine.store import JOURNAL, JOURNAL_FORMAT, JOURNAL_FORMAT_FILE, LEDGER
 
 CRASHED = "interrupted: benchtui stopped while the session ran"
 
@@ -45,8 +43,42 @@ class Checkpoint:
     saved_runner: str | None = None
     """The active runner profile when the run was last saved (it may have been switched)."""
 
+    @classmethod
+    def fresh(cls, campaign: Campaign, runner: str) -> Checkpoint:
+        """A run that has not started: a new ledger, the controls as the campaign sets them."""
+        check = cls(new_ledger(campaign))
+        check.ledger.control = ControlState(campaign.name, runner, False, campaign.parallelism)
+        return check
+
+    def first_files(self, campaign: Campaign, identity: dict[str, str]) -> dict[str, bytes]:
+        """The files a new run dir is created with (rundir.create), format numbers included."""
+        return {
+            rundir.CAMPAIGN: campaign.to_toml().encode(),
+            rundir.IDENTITY: json.dumps(identity, indent=1).encode(),
+            LEDGER: self.ledger.to_toml(),
+            JOURNAL_FORMAT_FILE: f"{JOURNAL_FORMAT}\n".encode(),
+        }
+
     def pending(self, plan: list[PlannedSession]) -> list[PlannedSession]:
         return [s for s in plan if s.id not in self.journal or not self.journal[s.id].is_final]
+
+
+def journal_format(run_dir: Path) -> int:
+    """The journal's format (0 for run dirs made before formats had numbers: the same as 1);
+    BadInput for one newer than this code reads."""
+    path = run_dir / JOURNAL_FORMAT_FILE
+    try:
+        text = inputs.read_text(path, inputs.SMALL_MAX_BYTES, "the journal's format").strip()
+    except FileNotFoundError:
+        return 0
+    if not text.isdigit() or len(text) > 6:
+        raise BadInput(f"{path}: corrupted (not a format number)")
+    if int(text) > JOURNAL_FORMAT:
+        raise BadInput(
+            f"{path}: journal of format {int(text)}, newer than this benchtui reads ({JOURNAL_FORMAT}): "
+            "upgrade benchtui to read it"
+        )
+    return int(text)
 
 
 def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[JournalRecord]:
@@ -54,6 +86,7 @@ def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[Journa
 
     A shortlist campaign's plan grows as it is read: a triage's end line adds its episodes to
     `plan_ids` (engine/shortlist.py)."""
+    journal_format(path.parent)
     try:
         text = inputs.read_bytes(path, None, "the journal").decode("utf-8", errors="replace")
     except FileNotFoundError:
@@ -69,7 +102,7 @@ def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[Journa
         for number, value in enumerate(values, 1):
             try:
                 rec = JournalRecord.from_json(value)
-                if not limits.sane_amount(value["cost_usd"]):  # edited by hand: inf, 1e300
+                if not bounds.sane_amount(value["cost_usd"]):  # edited by hand: inf, 1e300
                     raise ValueError(f"cost_usd {value['cost_usd']!r} is not a sane amount")
                 planned = plan_ids.get(rec.session)
                 if planned is None or planned.model != rec.model:
@@ -106,19 +139,13 @@ def _parse_all(lines: list[str]) -> list[Any]:
 def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Checkpoint:
     rundir.check_layout(run_dir)
     try:
-        saved = tomllib.loads(inputs.read_text(run_dir / LEDGER, inputs.LEDGER_MAX_BYTES, "the ledger"))
-        in_flight = {f.session: f for f in Ledger.running_from_toml(saved)}
-        amounts = [x for f in in_flight.values() for x in (f.reservation, f.spent, f.held)]
-        if not isinstance(saved.get("runner", ""), str) or not all(map(limits.sane_amount, amounts)):
-            raise ValueError("a value out of range")
+        saved = SavedLedger.read(run_dir / LEDGER, "; use --fresh")
     except FileNotFoundError:
         raise BadInput(f"{run_dir / LEDGER}: missing; use --fresh to start over") from None
-    except (tomllib.TOMLDecodeError, KeyError, TypeError, ValueError, ArithmeticError, RecursionError) as exc:
-        raise BadInput(f"{run_dir / LEDGER}: corrupted ledger ({exc}); use --fresh") from None
+    in_flight = saved.running
     ledger = new_ledger(campaign)
     logical = campaign.logical_limits
-    runner = saved.get("runner")
-    check = Checkpoint(ledger, saved_runner=runner if isinstance(runner, str) else None)
+    check = Checkpoint(ledger, saved_runner=saved.control.runner)
     plan_ids = {s.id: s for s in plan}
     records = read_journal(run_dir / JOURNAL, plan_ids)
     if len(plan_ids) > len(plan):  # episodes of committed shortlists join the plan, round-robin
@@ -161,23 +188,18 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
     return check
 
 
-def _check_nothing_forgotten(run_dir: Path, saved: dict[str, Any], rebuilt: Ledger) -> None:
+def _check_nothing_forgotten(run_dir: Path, saved: SavedLedger, rebuilt: Ledger) -> None:
     """The journal must account for everything the saved ledger says was spent or done.
 
     The store writes journal lines before the ledger in every batch, so after any crash the
     journal knows at least what the ledger does; less means the journal was cut or replaced,
     and resuming would silently run finished sessions again and forget money (docs/design/invariants.md#f6, #f7).
     """
-    models = saved.get("models")
-    if not isinstance(models, dict):
-        raise BadInput(f"{run_dir / LEDGER}: corrupted ledger (no [models]); use --fresh")
     for name, account in rebuilt.models.items():
-        entry: Any = models.get(name)
-        try:
-            spent = usd(entry["spent_usd"])
-            done = int(entry["sessions_done"])
-        except (KeyError, TypeError, ValueError, ArithmeticError):
-            raise BadInput(f"{run_dir / LEDGER}: corrupted ledger (model {name!r}); use --fresh") from None
+        entry = saved.models.get(name)
+        if entry is None:
+            raise BadInput(f"{run_dir / LEDGER}: corrupted ledger (model {name!r}); use --fresh")
+        spent, done = entry.spent_usd, entry.done
         if account.spent < spent or account.done < done:
             raise BadInput(
                 f"cannot resume {run_dir}: the ledger says {name} spent {fmt(spent)} in {done} done "

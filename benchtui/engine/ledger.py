@@ -9,13 +9,37 @@ ledger holds accounts, not history, so rewriting it after every commit stays che
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import tomli_w
 
+from benchtui.core import bounds, inputs
+from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO, to_float, usd
+
+LEDGER_FORMAT = 1
+"""The `format` key of ledger.toml. A ledger without it was written before formats had numbers
+(by 0a81a35 and earlier): the same layout as format 1. A newer one is refused, in one line."""
+
+ACCOUNT_KEYS: dict[str, str] = {
+    "cap_usd": "cap_usd",
+    "spent_usd": "spent_usd",
+    "reserved_usd": "reserved_usd",
+    "wasted_usd": "wasted_usd",
+    "done": "sessions_done",
+    "skipped": "sessions_skipped",
+    "errors": "sessions_error",
+    "killed": "sessions_killed",
+    "running": "sessions_running",
+    "certificates": "certificates",
+}
+"""A model's account: its name in code (the vocabulary of `events.ModelTotals` and of
+`SavedAccount`) → its key in ledger.toml (kept as every release wrote it)."""
+AMOUNTS = ("cap_usd", "spent_usd", "reserved_usd", "wasted_usd")
 
 
 @dataclass(slots=True)
@@ -87,19 +111,58 @@ class ModelAccount:
     certificates: int = 0
     tokens: int = 0
 
+    def saved(self) -> SavedAccount:
+        return SavedAccount(
+            self.cap,
+            self.spent,
+            self.reserved,
+            self.wasted,
+            self.done,
+            self.skipped,
+            self.errors,
+            self.killed,
+            self.running,
+            self.certificates,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SavedAccount:
+    """A model's account as ledger.toml keeps it (the names of `events.ModelTotals`)."""
+
+    cap_usd: Decimal
+    spent_usd: Decimal
+    reserved_usd: Decimal
+    wasted_usd: Decimal
+    done: int
+    skipped: int
+    errors: int
+    killed: int
+    running: int
+    certificates: int
+
     def to_toml(self) -> dict[str, Any]:
         return {
-            "cap_usd": to_float(self.cap),
-            "spent_usd": to_float(self.spent),
-            "reserved_usd": to_float(self.reserved),
-            "wasted_usd": to_float(self.wasted),
-            "sessions_done": self.done,
-            "sessions_skipped": self.skipped,
-            "sessions_error": self.errors,
-            "sessions_killed": self.killed,
-            "sessions_running": self.running,
-            "certificates": self.certificates,
+            key: to_float(getattr(self, name)) if name in AMOUNTS else getattr(self, name)
+            for name, key in ACCOUNT_KEYS.items()
         }
+
+    @classmethod
+    def from_toml(cls, data: Any) -> SavedAccount:
+        if not isinstance(data, dict):
+            raise ValueError("an account is not a table")
+        values: dict[str, Any] = {}
+        for name, key in ACCOUNT_KEYS.items():
+            value = data[key]
+            if name in AMOUNTS:
+                if not bounds.sane_amount(value) or value < 0:
+                    raise ValueError(f"{key} {value!r:.40} is not a sane amount")
+                values[name] = usd(value)
+            else:
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise ValueError(f"{key} {value!r:.40} is not a count")
+                values[name] = value
+        return cls(**values)
 
 
 @dataclass(slots=True)
@@ -237,15 +300,47 @@ class Ledger:
             account.skipped -= 1
 
     # -- persistence --------------------------------------------------------------------------
+    def saved(self) -> SavedLedger:
+        """The ledger as ledger.toml keeps it."""
+        return SavedLedger(
+            self.control,
+            self.enforce,
+            self.budget,
+            {name: m.saved() for name, m in self.models.items()},
+            dict(self.running),
+        )
+
+    def to_toml(self) -> bytes:
+        return self.saved().to_toml()
+
+
+@dataclass(frozen=True, slots=True)
+class SavedLedger:
+    """ledger.toml, typed: the controls, each model's account, the attempts in flight. Its one
+    writer is `to_toml` (the store, after every commit), its one reader `read` (resume, report,
+    `ctl status`, the closing lines): every read bounded, checked, and its format known."""
+
+    control: ControlState
+    enforce: bool
+    budget_usd: Decimal
+    models: dict[str, SavedAccount]
+    running: dict[str, InFlight]
+    format: int = LEDGER_FORMAT
+
+    @property
+    def spent_usd(self) -> Decimal:
+        return sum((m.spent_usd for m in self.models.values()), ZERO)
+
     def to_toml(self) -> bytes:
         doc = {
+            "format": self.format,
             **asdict(self.control),
             "enforce": self.enforce,
             "totals": {
-                "budget_usd": to_float(self.budget),
-                "spent_usd": to_float(self.spent),
-                "reserved_usd": to_float(self.reserved),
-                "wasted_usd": to_float(self.wasted),
+                "budget_usd": to_float(self.budget_usd),
+                "spent_usd": to_float(self.spent_usd),
+                "reserved_usd": to_float(sum((m.reserved_usd for m in self.models.values()), ZERO)),
+                "wasted_usd": to_float(sum((m.wasted_usd for m in self.models.values()), ZERO)),
                 "held_usd": to_float(sum((f.held for f in self.running.values()), ZERO)),
                 "sessions_running": len(self.running),
             },
@@ -254,7 +349,64 @@ class Ledger:
         }
         return tomli_w.dumps(doc).encode()
 
-    @staticmethod
-    def running_from_toml(doc: dict[str, Any]) -> list[InFlight]:
-        """The in-flight attempts a saved ledger records (for reconciling on resume)."""
-        return [InFlight.from_toml(s, d) for s, d in doc.get("running", {}).items()]
+    @classmethod
+    def from_toml(cls, text: str) -> SavedLedger:
+        """Parse and check a saved ledger; ValueError (or NewerFormat) saying what is wrong."""
+        try:
+            doc = tomllib.loads(text)
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
+        version = doc.get("format", 0)  # 0: written before formats had numbers
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise ValueError(f"format {version!r:.20} is not a format number")
+        if version > LEDGER_FORMAT:
+            raise NewerFormat(f"format {version}, newer than this benchtui reads ({LEDGER_FORMAT})")
+        try:
+            control = ControlState(doc["campaign"], doc["runner"], doc["paused"], doc["parallelism"])
+            if not (
+                all(isinstance(v, str) for v in (control.campaign, control.runner))
+                and isinstance(control.paused, bool)
+                and isinstance(control.parallelism, int)
+                and isinstance(doc["enforce"], bool)
+            ):
+                raise ValueError("a control of the wrong type")
+            budget = doc["totals"]["budget_usd"]
+            if not bounds.sane_amount(budget):
+                raise ValueError(f"budget_usd {budget!r:.40} is not a sane amount")
+            models = doc["models"]
+            if not isinstance(models, dict):
+                raise ValueError("no [models]")
+            running = {
+                f.session: f for f in (InFlight.from_toml(s, d) for s, d in doc.get("running", {}).items())
+            }
+            amounts = [x for f in running.values() for x in (f.reservation, f.spent, f.held)]
+            if not all(bounds.sane_amount(x) and x >= 0 for x in amounts):
+                raise ValueError("an in-flight amount out of range")
+            return cls(
+                control,
+                doc["enforce"],
+                usd(budget),
+                {str(name): SavedAccount.from_toml(m) for name, m in models.items()},
+                running,
+                version or LEDGER_FORMAT,
+            )
+        except KeyError as exc:
+            raise ValueError(f"no {exc}") from None
+        except (TypeError, ArithmeticError, AttributeError) as exc:
+            raise ValueError(str(exc) or type(exc).__name__) from None
+
+    @classmethod
+    def read(cls, path: Path, hint: str = "") -> SavedLedger:
+        """The saved ledger at `path` (bounded read); BadInput in one line, `hint` appended (e.g.
+        "; use --fresh"); FileNotFoundError when there is none."""
+        text = inputs.read_text(path, inputs.LEDGER_MAX_BYTES, "the ledger")
+        try:
+            return cls.from_toml(text)
+        except NewerFormat as exc:
+            raise BadInput(f"{path}: ledger of {exc}: upgrade benchtui to read it") from None
+        except (tomllib.TOMLDecodeError, ValueError) as exc:
+            raise BadInput(f"{path}: corrupted ledger ({exc}){hint}") from None
+
+
+class NewerFormat(ValueError):
+    """A file of a format newer than this code knows."""

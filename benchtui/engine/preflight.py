@@ -8,32 +8,49 @@ of the target.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 
-from benchtui.core import registry
-from benchtui.core import workspace as environment
-from benchtui.core.contract import Check, RunnerProfile
+from benchtui.core import workspace
+from benchtui.core.contract import Check
 from benchtui.core.errors import BadInput
 from benchtui.engine.campaign import Campaign
 
 
-def runner_checks(name: str, profile: RunnerProfile, tasks: list[str] | None, *, full: bool) -> list[Check]:
-    hook = getattr(registry.runner_class(profile.kind), "preflight", None)
-    if hook is None:
-        return []
-    return [
-        Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in hook(profile, tasks=tasks, full=full)
-    ]
+def runner_checks(campaign: Campaign, name: str, tasks: list[str] | None, *, full: bool) -> list[Check]:
+    """The checks the kind of runner profile `name` asks for (its `preflight`)."""
+    kind = campaign.kind(name)
+    found = kind.preflight(campaign.runners[name], tasks=tasks, full=full, target=campaign.target.kind)
+    return [Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in found]
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """What a campaign start learnt before writing anything: the target's fingerprint, and the
+    notes to show (warnings, limits the runner cannot enforce, a dirty checkout)."""
+
+    fingerprint: str
+    notes: list[str]
+
+
+def at_start(campaign: Campaign) -> Start:
+    """Every check before a start (BadInput on a problem), in one visit: the active runner's
+    tools, the campaign's warnings, the target's fingerprint."""
+    cheap(campaign)  # e.g. a missing `pred`: exit 2 before anything is written
+    notes = [*campaign.warnings(), *unenforced(campaign)]
+    fingerprint = workspace.fingerprint(campaign.environment.path, campaign.environment.tools)
+    if "+dirty" in fingerprint.split()[0]:
+        notes.append(
+            f"{campaign.environment.path} has uncommitted changes: sessions get copies of "
+            "its last commit, without them"
+        )
+    return Start(fingerprint, notes)
 
 
 def cheap(campaign: Campaign) -> None:
     """The checks run before a campaign starts (the active profile's tools); BadInput on a problem,
     so a missing `pred` is exit 2 before any session starts, not N sessions ending in errors."""
-    problems = [
-        c
-        for c in runner_checks(campaign.runner, campaign.runners[campaign.runner], None, full=False)
-        if not c.ok
-    ]
+    problems = [c for c in runner_checks(campaign, campaign.runner, None, full=False) if not c.ok]
     if problems:
         raise BadInput(f"{problems[0].what}: {problems[0].problem} (`benchtui check` checks everything)")
 
@@ -45,7 +62,7 @@ def unenforced(campaign: Campaign) -> list[str]:
     if not limits:
         return []
     kind = campaign.runners[campaign.runner].kind
-    can = {"model_calls", *getattr(registry.runner_class(kind), "enforces", ())}
+    can = {"model_calls", *campaign.kind(campaign.runner).enforces}
     if campaign.executor.remote:  # the tool gate is a unix socket of this machine
         can.discard("tools")
     named = [*limits.counters, *(["observation_chars"] if limits.observation_chars else [])]
@@ -69,4 +86,4 @@ def target_check(campaign: Campaign) -> Check:
     path = campaign.environment.path
     if not path.exists():
         return Check(f"target {path}", "does not exist (environment.path)")
-    return Check(f"target {path}", detail=environment.fingerprint(path, campaign.environment.tools))
+    return Check(f"target {path}", detail=workspace.fingerprint(path, campaign.environment.tools))

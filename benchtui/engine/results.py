@@ -20,7 +20,7 @@ from benchtui.core.workspace import library_commit
 from benchtui.engine.ledger import Ledger
 from benchtui.engine.plan import PlannedSession, slug
 from benchtui.engine.records import RAN, JournalRecord
-from benchtui.engine.store import JOURNAL, OUTCOMES
+from benchtui.engine.store import JOURNAL
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,18 +67,10 @@ def up_to_date(run_dir: Path, models: list[str]) -> bool:
 
 
 def read_details(run_dir: Path, model: str) -> dict[tuple[str, int], dict[str, Any]]:
-    details: dict[tuple[str, int], dict[str, Any]] = {}
-    try:
-        lines = (run_dir / OUTCOMES / f"{slug(model)}.jsonl").read_bytes().split(b"\n")
-    except FileNotFoundError:
-        return details
-    for line in lines:
-        try:
-            rec = json.loads(line)
-            details[rec["session"], rec["attempt"]] = rec
-        except (ValueError, KeyError, TypeError):
-            continue  # a torn last line
-    return details
+    """The outcome details of a model's attempts (the run dir's one reader: engine.reader)."""
+    from benchtui.engine.reader import RunDir
+
+    return RunDir(run_dir).details(model)
 
 
 def is_schema_certificate(cert: Any) -> bool:

@@ -8,7 +8,6 @@ result refreshes) for the life of an `async with` block, and saves and releases 
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -20,19 +19,18 @@ from typing import Any
 
 import trio
 
-from benchtui.core import workspace as environment
 from benchtui.core.errors import BadInput, StorageFailed, first_error
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine import checkpoint, control, preflight, results, rundir, shortlist
 from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
-from benchtui.engine.campaign import Campaign, identity_digest
+from benchtui.engine.campaign import Campaign
 from benchtui.engine.ledger import ControlState, Ledger
 from benchtui.engine.plan import PlannedSession, build_plan
 from benchtui.engine.records import JournalRecord
 from benchtui.engine.runner_pool import RunnerPool
 from benchtui.engine.scheduler import Scheduler
-from benchtui.engine.store import LEDGER, Store
+from benchtui.engine.store import Store
 
 
 @dataclass
@@ -83,20 +81,13 @@ def prepare(opts: Options) -> PreparedRun:
     else:
         campaign = campaign_file.load(opts.campaign, **overrides)
         run_dir = opts.state_dir / campaign.name
-    preflight.cheap(campaign)  # e.g. a missing `pred`: exit 2 before anything is written
-    notes = [*campaign.warnings(), *preflight.unenforced(campaign)]
-    fingerprint = environment.fingerprint(campaign.environment.path, campaign.environment.tools)
-    if "+dirty" in fingerprint.split()[0]:
-        notes.append(
-            f"{campaign.environment.path} has uncommitted changes: sessions get copies of "
-            "its last commit, without them"
-        )
-    parts = campaign.identity_parts(fingerprint)
+    start = preflight.at_start(campaign)  # every check: exit 2 before anything is written
+    fingerprint, notes = start.fingerprint, start.notes
+    digest = campaign.identity(fingerprint)
     inventory: list[str] = []
     if campaign.protocol is not None:  # the triage chooses among these: the same for every model
         inventory = shortlist.inventory_of(campaign)
-        parts["inventory"] = shortlist.inventory_digest(inventory)
-    digest = identity_digest(parts)
+        digest["inventory"] = shortlist.inventory_digest(inventory)
     plan = build_plan(campaign)
     runner = campaign.runner
     if opts.resume and (run_dir / rundir.CAMPAIGN).exists():
@@ -123,17 +114,11 @@ def prepare(opts: Options) -> PreparedRun:
             notes.append(f"no run to resume in {run_dir}: starting one")
         if run_dir.exists():
             notes.append(f"previous run moved to {rundir.move_aside(run_dir)}")
-        check = checkpoint.Checkpoint(checkpoint.new_ledger(campaign))
-        check.ledger.control = ControlState(campaign.name, runner, False, campaign.parallelism)
-        lock = rundir.create(
-            run_dir,
-            {
-                rundir.CAMPAIGN: campaign.to_toml().encode(),
-                rundir.IDENTITY: json.dumps(digest, indent=1).encode(),
-                LEDGER: check.ledger.to_toml(),
-                **({shortlist.INVENTORY: shortlist.inventory_bytes(inventory)} if inventory else {}),
-            },
-        )
+        check = checkpoint.Checkpoint.fresh(campaign, runner)
+        files = check.first_files(campaign, digest)
+        if inventory:
+            files[shortlist.INVENTORY] = shortlist.inventory_bytes(inventory)
+        lock = rundir.create(run_dir, files)
         resumed = False
     if campaign.protocol is not None and not shortlist.can_triage(campaign, runner):
         waiting = shortlist.untriaged(plan, check.journal)
@@ -177,7 +162,7 @@ def accounts_event(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitte
 
 
 @dataclass
-class Run:
+class OpenRun:
     """A campaign run that is open: `scheduler` takes the control calls, `until_done` runs it."""
 
     prep: PreparedRun
@@ -225,7 +210,7 @@ class Run:
             ) from None
 
 
-async def _refresh_results(run: Run, bus: ev.EventBus, interval: float = 30.0) -> None:
+async def _refresh_results(run: OpenRun, bus: ev.EventBus, interval: float = 30.0) -> None:
     """Rewrite the results files now and then while a long campaign runs (exactly at its end).
 
     The interval grows to 20x the time a rewrite takes, so huge campaigns spend under 5% on it.
@@ -249,7 +234,7 @@ def _grow_plan(plan: list[PlannedSession], planned: Counter[str], sessions: list
 
 
 @asynccontextmanager
-async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
+async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[OpenRun]:
     """Open a prepared run: its store, control socket, runners and result refreshes.
 
     On exit (normal, stopped, or cancelled) every change is flushed, the results files are
@@ -262,7 +247,7 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
     store = Store(prep.run_dir, ledger, snapshot=lambda: accounts_event(ledger, planned), on_commit=bus.emit)
     accounts = Accounts(ledger, store, bus, journal)
     queue = prep.checkpoint.pending(prep.plan)
-    run: Run | None = None
+    run: OpenRun | None = None
     try:
         try:
             async with trio.open_nursery() as services:
@@ -279,7 +264,7 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
                     inventory=prep.inventory,
                     on_grow=lambda sessions: _grow_plan(prep.plan, planned, sessions),
                 )
-                run = Run(prep, scheduler, journal, ledger, store)
+                run = OpenRun(prep, scheduler, journal, ledger, store)
                 await services.start(control.serve, prep.run_dir, scheduler, bus)  # for `benchtui ctl`
                 services.start_soon(_refresh_results, run, bus)
                 for end in prep.checkpoint.reconciled:
@@ -314,6 +299,6 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[Run]:
 
 
 async def run(prep: PreparedRun, bus: ev.EventBus) -> bool:
-    """Run a prepared campaign to its end, with no front end; True when it finished."""
+    """OpenRun a prepared campaign to its end, with no front end; True when it finished."""
     async with open_run(prep, bus) as opened:
         return await opened.until_done()

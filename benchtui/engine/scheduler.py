@@ -219,6 +219,7 @@ class Scheduler:
             campaign.environment.path,
             self.fingerprint,
             protocol.triage.limits() if protocol is not None and triage else self.limits,
+            campaign.target.kind,
             Triage(self.inventory, protocol.shortlist_size) if protocol is not None and triage else None,
             session.hypothesis,
         )

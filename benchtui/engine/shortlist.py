@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from benchtui.core import bounds, registry
+from benchtui.core import bounds
 from benchtui.core.contract import RunnerProfile
 from benchtui.core.errors import BadInput
 from benchtui.engine.campaign import Campaign, slug
@@ -153,7 +153,7 @@ def pending_line(session: PlannedSession, runner: str, t: float) -> JournalRecor
 # -- the rule inventory -------------------------------------------------------------------------
 def can_triage(campaign: Campaign, runner: str) -> bool:
     """Whether the profile's runner kind can run a triage (it has a rule inventory to give)."""
-    return hasattr(registry.runner_class(campaign.runners[runner].kind), "rule_inventory")
+    return campaign.kind(runner).runs_triage
 
 
 def inventory_of(campaign: Campaign) -> list[str]:
@@ -169,9 +169,8 @@ def inventory_of(campaign: Campaign) -> list[str]:
             "it has no rule inventory"
         )
     profile: RunnerProfile = campaign.runners[able[0]]
-    hook = registry.runner_class(profile.kind).rule_inventory  # type: ignore[attr-defined]
     try:
-        rules = hook(profile, campaign.environment.path)
+        rules = campaign.kind(able[0]).rule_inventory(profile, campaign.environment.path)
     except ValueError as exc:
         raise BadInput(f"the rule inventory: {exc}") from None
     if not isinstance(rules, list) or not all(isinstance(r, str) and r for r in rules):

@@ -25,6 +25,10 @@ from benchtui.engine.ledger import Ledger
 JOURNAL = "sessions.jsonl"
 OUTCOMES = "outcomes"  # one JSON-lines file per model: results are written a model at a time
 LEDGER = "ledger.toml"
+JOURNAL_FORMAT_FILE = "sessions.format"
+"""Beside the journal: its format number (`1\n`). Run dirs made before formats had numbers have
+none: the same layout as format 1. The journal itself stays one JSON record a line."""
+JOURNAL_FORMAT = 1
 
 
 class Store:

@@ -12,10 +12,10 @@ from benchtui.core.atomic import gc_paused
 from benchtui.core.money import ZERO
 from benchtui.report.audit import Audit, audit
 from benchtui.report.leaderboard import Comparison, ModelStats, found_bug, leaderboard, rule_of
-from benchtui.report.runs import Run, identity_key, read_runs
+from benchtui.report.runs import RecordedRun, identity_key, read_runs
 from benchtui.report.shortlist import ModelShortlist, findings, shortlists
 
-__all__ = ["Report", "build"]
+__all__ = ["CampaignReport", "build"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,8 +28,8 @@ class Point:
 
 
 @dataclass(frozen=True, slots=True)
-class Report:
-    runs: list[Run]
+class CampaignReport:
+    runs: list[RecordedRun]
     models: list[ModelStats]
     comparisons: list[Comparison]
     fairness: Audit
@@ -78,7 +78,7 @@ class Report:
         return curves
 
 
-def build(run_dirs: list[Path]) -> Report:
+def build(run_dirs: list[Path]) -> CampaignReport:
     """The report of one or several runs of the same campaign (BadInput when they differ)."""
     unique = {path.resolve(): path for path in reversed(run_dirs)}  # a run given twice counts once
     # Many small containers and no cycles: the cyclic GC's passes would cost a third of the time.
@@ -88,4 +88,4 @@ def build(run_dirs: list[Path]) -> Report:
         fairness = audit(runs)
         if runs[0].campaign.protocol is not None:
             fairness = Audit(fairness.models, [*fairness.findings, *findings(runs)])
-        return Report(runs, models, comparisons, fairness, shortlists(runs))
+        return CampaignReport(runs, models, comparisons, fairness, shortlists(runs))

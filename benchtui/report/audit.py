@@ -16,7 +16,7 @@ from typing import Any
 from benchtui.engine.campaign import Model
 from benchtui.report.findings import share_gap, spread
 from benchtui.report.logical import LogicalAudit, has_logical, logical_audit
-from benchtui.report.runs import Run, SessionView, sessions_by_model
+from benchtui.report.runs import RecordedRun, SessionHistory, sessions_by_model
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +69,7 @@ class Audit:
         return {"fair": self.fair, "findings": self.findings, "models": [m.to_json() for m in self.models]}
 
 
-def _model_audit(model: Model, views: list[SessionView], runs: list[Run]) -> ModelAudit:
+def _model_audit(model: Model, views: list[SessionHistory], runs: list[RecordedRun]) -> ModelAudit:
     started = [v for v in views if v.ran or v.state == "running"]
     return ModelAudit(
         model=model,
@@ -124,7 +124,7 @@ def _limits(models: list[Model]) -> list[str]:
     return findings
 
 
-def audit(runs: list[Run]) -> Audit:
+def audit(runs: list[RecordedRun]) -> Audit:
     campaign = runs[0].campaign
     grouped = sessions_by_model(runs)
     audits = [_model_audit(m, grouped[m.name], runs) for m in campaign.models]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from benchtui.report import Report
+from benchtui.report import CampaignReport
 from benchtui.report.logical import limits_line, table_rows
 from benchtui.report.plots import all_plots
 from benchtui.report.text import COLUMNS, audit_text, counts, leaderboard_row
@@ -32,7 +32,7 @@ def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], table_id: s
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
-def _fairness(report: Report) -> str:
+def _fairness(report: CampaignReport) -> str:
     audit = report.fairness
     verdict = (
         f'<p><span class="verdict {"fair" if audit.fair else "unfair"}">{escape(audit.verdict)}</span></p>'
@@ -70,7 +70,7 @@ def _fairness(report: Report) -> str:
     )
 
 
-def _logical(report: Report) -> str:
+def _logical(report: CampaignReport) -> str:
     models = [(m.model, m.logical) for m in report.models if m.logical is not None]
     if not models:
         return ""
@@ -84,7 +84,7 @@ def _logical(report: Report) -> str:
     )
 
 
-def render(report: Report) -> str:
+def render(report: CampaignReport) -> str:
     campaign = report.runs[0].campaign.name
     runs = ", ".join(str(run.path) for run in report.runs)
     leaderboard = _table(

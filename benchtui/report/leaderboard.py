@@ -10,7 +10,7 @@ from typing import Any
 
 from benchtui.report import stats
 from benchtui.report.logical import LogicalStats, has_logical, logical_stats
-from benchtui.report.runs import Run, SessionView, sessions_by_model, total
+from benchtui.report.runs import RecordedRun, SessionHistory, sessions_by_model, total
 
 CERTIFICATE_KINDS = ("confirmed", "rejected", "inconclusive", "unverified")
 VERIFIER_STATUS = {"accepted": "confirmed", "rejected": "rejected", "inconclusive": "inconclusive"}
@@ -95,7 +95,7 @@ class Comparison:
         }
 
 
-def certificate_kinds(view: SessionView) -> Counter[str]:
+def certificate_kinds(view: SessionHistory) -> Counter[str]:
     """Each checked certificate by its verifier's verdict; a runner without a verifier (the
     fake) has its certificate counted confirmed only when it says `bug_found`."""
     checked = (view.verify_details or {}).get("checked")
@@ -107,16 +107,16 @@ def certificate_kinds(view: SessionView) -> Counter[str]:
     return Counter([kind])
 
 
-def found_bug(view: SessionView) -> bool:
+def found_bug(view: SessionHistory) -> bool:
     return view.ran and view.result == "bug_found"
 
 
-def rule_of(view: SessionView) -> str:
+def rule_of(view: SessionHistory) -> str:
     rule = (view.certificate or {}).get("rule")
     return rule if isinstance(rule, str) else view.planned.task or "library"
 
 
-def model_stats(model: str, views: list[SessionView], runs: list[Run]) -> ModelStats:
+def model_stats(model: str, views: list[SessionHistory], runs: list[RecordedRun]) -> ModelStats:
     ran = [v for v in views if v.ran]
     certs: Counter[str] = Counter()
     for view in ran:
@@ -151,7 +151,7 @@ def compare(a: ModelStats, b: ModelStats) -> Comparison:
     return Comparison(a.model, b.model, difference, stats.fisher_p(ra.hits, ra.trials, rb.hits, rb.trials))
 
 
-def leaderboard(runs: list[Run]) -> tuple[list[ModelStats], list[Comparison]]:
+def leaderboard(runs: list[RecordedRun]) -> tuple[list[ModelStats], list[Comparison]]:
     grouped = sessions_by_model(runs)
     ranked = sorted((model_stats(m, views, runs) for m, views in grouped.items()), key=rank_key)
     return ranked, [compare(a, b) for a, b in combinations(ranked, 2)]

@@ -16,7 +16,7 @@ from typing import Any
 
 from benchtui.core.contract import LogicalLimits
 from benchtui.core.counters import label, ordered
-from benchtui.report.runs import Run, SessionView
+from benchtui.report.runs import RecordedRun, SessionHistory
 
 OBSERVATION = "observation_chars"
 
@@ -29,7 +29,7 @@ def limits_of(limits: LogicalLimits) -> dict[str, int]:
     return out
 
 
-def has_logical(runs: list[Run]) -> bool:
+def has_logical(runs: list[RecordedRun]) -> bool:
     return any(run.campaign.logical_limits for run in runs)
 
 
@@ -70,15 +70,15 @@ class LogicalStats:
         return f"{fmean(n):.2g}, max {max(n)}, {self.hit[counter]} hit"
 
 
-def ended_by_counter(view: SessionView) -> bool:
+def ended_by_counter(view: SessionHistory) -> bool:
     return view.ran and bool(view.exhausted)
 
 
-def ended_by_submit(view: SessionView) -> bool:
+def ended_by_submit(view: SessionHistory) -> bool:
     return view.ran and view.submitted and not view.exhausted
 
 
-def logical_stats(views: list[SessionView], runs: list[Run]) -> LogicalStats:
+def logical_stats(views: list[SessionHistory], runs: list[RecordedRun]) -> LogicalStats:
     by_run = {str(run.path): limits_of(run.campaign.logical_limits) for run in runs}
     names = ordered({c for limits in by_run.values() for c in limits if c != OBSERVATION})
     started = [v for v in views if v.ran or v.state == "running"]
@@ -121,7 +121,7 @@ class LogicalAudit:
         }
 
 
-def logical_audit(started: list[SessionView], runs: list[Run]) -> LogicalAudit:
+def logical_audit(started: list[SessionHistory], runs: list[RecordedRun]) -> LogicalAudit:
     """`started`: the model's sessions that ran or are running, each under its own run's limits."""
     by_run = {str(run.path): limits_of(run.campaign.logical_limits) for run in runs}
     names = list(dict.fromkeys(c for limits in by_run.values() for c in limits))

@@ -11,7 +11,7 @@ import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from benchtui.report import Point, Report
+from benchtui.report import CampaignReport, Point
 from benchtui.report.leaderboard import ModelStats
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def bugs_against_spend(curves: dict[str, list[Point]]) -> str:
     return _svg(fig, "bugs-vs-spend")
 
 
-def all_plots(report: Report) -> list[tuple[str, str, str]]:
+def all_plots(report: CampaignReport) -> list[tuple[str, str, str]]:
     """(element id, caption, SVG) of each plot."""
     curves = report.curves()
     return [

@@ -1,5 +1,5 @@
 """Read run dirs for a report, never writing into them: the frozen campaign, identity, ledger,
-journal and outcome details, folded into one `SessionView` per session.
+journal and outcome details, folded into one `SessionHistory` per session.
 
 Works on finished, stopped and running campaigns alike: the journal is append-only (a torn last
 line is ignored), the ledger is replaced by rename, so a reader sees a consistent state.
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -18,21 +17,18 @@ from typing import Any
 
 from benchtui.core import counters
 from benchtui.core.errors import BadInput
-from benchtui.core.money import ZERO, usd
-from benchtui.engine import campaign as campaign_file
-from benchtui.engine import rundir
+from benchtui.core.money import ZERO
 from benchtui.engine.campaign import Campaign
-from benchtui.engine.checkpoint import CRASHED, read_journal
-from benchtui.engine.plan import PlannedSession, build_plan
+from benchtui.engine.checkpoint import CRASHED
+from benchtui.engine.plan import PlannedSession
+from benchtui.engine.reader import RunDir
 from benchtui.engine.records import JournalRecord
-from benchtui.engine.results import read_details
-from benchtui.engine.store import JOURNAL, LEDGER
 
 RAN = ("done", "error", "killed")
 
 
 @dataclass(slots=True)
-class SessionView:
+class SessionHistory:
     """One planned session of one run, as the journal (and its outcome details) tell it."""
 
     run: str
@@ -74,13 +70,13 @@ class SessionView:
 
 
 @dataclass
-class Run:
+class RecordedRun:
     path: Path
     campaign: Campaign
     identity: dict[str, str]
     spent: dict[str, Decimal]
     wasted: dict[str, Decimal]
-    sessions: list[SessionView]
+    sessions: list[SessionHistory]
     ends: list[JournalRecord] = field(default_factory=list)
     """Every attempt's end line (cost, time), in journal order: the spend over time."""
     t0: float | None = None
@@ -90,36 +86,23 @@ class Run:
     committed, the refused entries); the triage is not among `sessions` (it hunts no bug)."""
 
 
-def journal_records(run_dir: Path, plan: list[PlannedSession]) -> list[JournalRecord]:
-    """The journal's lines, typed (the same reader `--resume` uses)."""
-    return read_journal(run_dir / JOURNAL, {s.id: s for s in plan})
-
-
 def identity_key(identity: dict[str, str]) -> str:
     """One short string for the whole identity (its parts are hashes already)."""
     return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def read_run(run_dir: Path) -> Run:
-    if not (run_dir / rundir.CAMPAIGN).is_file():
-        raise BadInput(f"{run_dir}: not a benchtui run dir (no {rundir.CAMPAIGN})")
-    campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, require_target=False)
-    identity = rundir.read_identity(run_dir)
-    try:
-        ledger = tomllib.loads((run_dir / LEDGER).read_text())
-        accounts = ledger["models"]
-        spent = {m: usd(accounts[m]["spent_usd"]) for m in accounts}
-        wasted = {m: usd(accounts[m]["wasted_usd"]) for m in accounts}
-    except FileNotFoundError:
-        raise BadInput(f"{run_dir / LEDGER}: missing") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise BadInput(f"{run_dir / LEDGER}: corrupted ledger ({exc})") from None
-    plan_ids = {s.id: s for s in build_plan(campaign)}
-    records = read_journal(run_dir / JOURNAL, plan_ids)  # a triage's episodes join the plan
-    views = {s.id: SessionView(str(run_dir), s) for s in plan_ids.values()}
-    run = Run(run_dir, campaign, identity, spent, wasted, [v for v in views.values() if not v.planned.triage])
+def read_run(run_dir: Path) -> RecordedRun:
+    saved = RunDir(run_dir)
+    journal = saved.journal  # first: a shortlist campaign's episodes join the plan as it is read
+    campaign, identity, plan = saved.campaign, saved.identity, saved.plan
+    accounts = saved.ledger.models
+    spent = {m: a.spent_usd for m, a in accounts.items()}
+    wasted = {m: a.wasted_usd for m, a in accounts.items()}
+    views = {s.id: SessionHistory(str(run_dir), s) for s in plan}
+    hunts = [v for v in views.values() if not v.planned.triage]  # a triage hunts no bug
+    run = RecordedRun(run_dir, campaign, identity, spent, wasted, hunts)
     starts: dict[tuple[str, int], JournalRecord] = {}
-    for rec in records:
+    for rec in journal:
         view = views[rec.session]
         if view.planned.triage:
             run.triages[rec.model] = rec
@@ -131,18 +114,18 @@ def read_run(run_dir: Path) -> Run:
             run.ends.append(rec)
             view.tokens += rec.tokens
         _take(view, rec, starts.get((view.planned.id, rec.attempt)))
-    by_model: dict[str, list[SessionView]] = defaultdict(list)
+    by_model: dict[str, list[SessionHistory]] = defaultdict(list)
     for view in views.values():
         if view.ran:
             by_model[view.planned.model].append(view)
     for model, ran in by_model.items():
-        details = read_details(run_dir, model)
+        details = saved.details(model)
         for view in ran:
             _take_details(view, details.get((view.planned.id, view.attempt)))
     return run
 
 
-def _take(view: SessionView, rec: JournalRecord, start: JournalRecord | None) -> None:
+def _take(view: SessionHistory, rec: JournalRecord, start: JournalRecord | None) -> None:
     """The last line of a session is its state; its attempt's `running` line says how it started."""
     view.state, view.attempt = rec.state, rec.attempt
     view.result, view.retryable = rec.result, rec.retryable
@@ -159,7 +142,7 @@ def _take(view: SessionView, rec: JournalRecord, start: JournalRecord | None) ->
     view.submitted = ended and rec.certificate
 
 
-def _take_details(view: SessionView, detail: dict[str, Any] | None) -> None:
+def _take_details(view: SessionHistory, detail: dict[str, Any] | None) -> None:
     if not detail:
         return
     cert = detail.get("certificate")
@@ -169,7 +152,7 @@ def _take_details(view: SessionView, detail: dict[str, Any] | None) -> None:
     view.prompt_sha256 = detail.get("prompt_sha256") or None
 
 
-def read_runs(run_dirs: list[Path]) -> list[Run]:
+def read_runs(run_dirs: list[Path]) -> list[RecordedRun]:
     """Several runs of one campaign identity, to pool; refuses to mix identities."""
     runs = [read_run(path) for path in run_dirs]
     first = runs[0]
@@ -186,9 +169,9 @@ def read_runs(run_dirs: list[Path]) -> list[Run]:
     return runs
 
 
-def sessions_by_model(runs: list[Run]) -> dict[str, list[SessionView]]:
+def sessions_by_model(runs: list[RecordedRun]) -> dict[str, list[SessionHistory]]:
     """Every session of the pooled runs, by model, in campaign order of the models."""
-    grouped: dict[str, list[SessionView]] = {m.name: [] for m in runs[0].campaign.models}
+    grouped: dict[str, list[SessionHistory]] = {m.name: [] for m in runs[0].campaign.models}
     for run in runs:
         for view in run.sessions:
             grouped[view.planned.model].append(view)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchtui.report.leaderboard import found_bug, rule_of
-from benchtui.report.runs import Run, SessionView, sessions_by_model
+from benchtui.report.runs import RecordedRun, SessionHistory, sessions_by_model
 
 CUTS = (10, 25, 50)
 """bugs@K of the benchmark's 50-rule shortlist."""
@@ -60,14 +60,14 @@ class ModelShortlist:
         }
 
 
-def _bug_rule(view: SessionView) -> str | None:
+def _bug_rule(view: SessionHistory) -> str | None:
     """The episode's rule when it found a bug in that rule (a bug in another rule is off task)."""
     if not found_bug(view) or view.planned.task is None:
         return None
     return view.planned.task if rule_of(view) == view.planned.task else None
 
 
-def shortlists(runs: list[Run]) -> list[ModelShortlist] | None:
+def shortlists(runs: list[RecordedRun]) -> list[ModelShortlist] | None:
     """Per model, its shortlist and bugs@K; None for campaigns without `[protocol]`."""
     protocol = runs[0].campaign.protocol
     if protocol is None:
@@ -109,7 +109,7 @@ def text(rows: list[ModelShortlist]) -> str:
     return "\n".join(lines)
 
 
-def findings(runs: list[Run]) -> list[str]:
+def findings(runs: list[RecordedRun]) -> list[str]:
     """The fairness audit of the triage: the same shortlist size and triage budget for every
     model, as its journal lines recorded them."""
     given: dict[str, set[str]] = {}

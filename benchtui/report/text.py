@@ -6,7 +6,7 @@ from collections import Counter
 from decimal import Decimal
 
 from benchtui.core.money import fmt
-from benchtui.report import Report
+from benchtui.report import CampaignReport
 from benchtui.report.leaderboard import ModelStats
 from benchtui.report.logical import LogicalAudit, limits_line, table_rows
 from benchtui.report.stats import Rate
@@ -69,7 +69,7 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
-def comparison_lines(report: Report) -> list[str]:
+def comparison_lines(report: CampaignReport) -> list[str]:
     lines = []
     for c in report.comparisons:
         diff = f"{c.difference * 100:+.0f} pp" if c.difference is not None else "n/a"
@@ -83,7 +83,7 @@ def audit_text(la: LogicalAudit) -> str:
     return f"{limits}; ended by a counter {la.ended_by_counter}/{la.ran}, by submitting {la.ended_by_submit}/{la.ran}"
 
 
-def logical_lines(report: Report) -> list[str]:
+def logical_lines(report: CampaignReport) -> list[str]:
     """The logical budgets section (only for runs with `[budget.per_session]`)."""
     models = [(m.model, m.logical) for m in report.models if m.logical is not None]
     if not models:
@@ -96,7 +96,7 @@ def logical_lines(report: Report) -> list[str]:
     ]
 
 
-def render(report: Report) -> str:
+def render(report: CampaignReport) -> str:
     runs = ", ".join(str(run.path) for run in report.runs)
     out = [f"Campaign {report.runs[0].campaign.name} (identity {report.identity}); runs: {runs}", ""]
     out += table([COLUMNS, *(leaderboard_row(n, m) for n, m in enumerate(report.models, 1))])

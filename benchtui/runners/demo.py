@@ -13,7 +13,15 @@ from typing import ClassVar
 import trio
 from pydantic import Field
 
-from benchtui.core.contract import Meter, Result, RunnerProfile, SessionOutcome, SessionSpec, Usage
+from benchtui.core.contract import (
+    Meter,
+    Result,
+    RunnerKind,
+    RunnerProfile,
+    SessionOutcome,
+    SessionSpec,
+    Usage,
+)
 from benchtui.runners.fake import canned_certificate
 
 NOTES = (
@@ -29,7 +37,7 @@ OUTCOMES: tuple[Result, ...] = ("bug_found", "no_certificate", "no_bug", "reject
 
 
 class DemoProfile(RunnerProfile):
-    kind: str = "benchtui.runners.demo:DemoRunner"
+    kind: str = "demo"
     steps: int = Field(default=4, ge=1)
     """Model calls per session."""
     prompt_tokens: int = Field(default=9000, ge=0)
@@ -42,11 +50,9 @@ class DemoProfile(RunnerProfile):
     """As the fake runner's: exactly these session indices of a model find a bug, the rest none."""
 
 
-class DemoRunner:
+class DemoRunner(RunnerKind):
     Profile: ClassVar[type[RunnerProfile]] = DemoProfile
-
-    def __init__(self, profile: DemoProfile, **_: object) -> None:
-        self.profile = profile
+    profile: DemoProfile
 
     async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
         p = self.profile

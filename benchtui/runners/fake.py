@@ -5,16 +5,21 @@ from __future__ import annotations
 import json
 import os
 from decimal import Decimal
-from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import trio
 from pydantic import Field
 
-from benchtui.core.contract import Meter, Result, RunnerProfile, SessionOutcome, SessionSpec, Usage
-
-CANNED_CERTIFICATE = Path(__file__).with_name("data") / "fake-certificate.json"
+from benchtui.core.contract import (
+    Meter,
+    Result,
+    RunnerKind,
+    RunnerProfile,
+    SessionOutcome,
+    SessionSpec,
+    Usage,
+)
 
 
 class FakeProfile(RunnerProfile):
@@ -40,23 +45,53 @@ class FakeProfile(RunnerProfile):
     inventory's first `shortlist_size` rules."""
 
 
-@cache
 def canned_certificate() -> dict[str, Any]:
-    return json.loads(CANNED_CERTIFICATE.read_text())
+    """A claim in the target benchmark's certificate shape, built here (a fresh copy each call):
+    `unsound_extraction` on MaximumIndependentSet → MaximumClique of the path 0-1-2."""
+    unit = {"graph": "SimpleGraph", "weight": "One"}
+
+    def problem(kind: str, edges: list[list[int]]) -> dict[str, Any]:
+        return {
+            "data": {"graph": {"edges": edges, "num_vertices": 3}, "weights": [1, 1, 1]},
+            "type": kind,
+            "variant": dict(unit),
+        }
+
+    source = problem("MaximumIndependentSet", [[0, 1], [1, 2]])
+    return {
+        "rule": "MaximumIndependentSetToMaximumClique",
+        "source": source,
+        "bundle": {
+            "path": [
+                {"name": "MaximumIndependentSet", "variant": dict(unit)},
+                {"name": "MaximumClique", "variant": dict(unit)},
+            ],
+            "source": problem("MaximumIndependentSet", [[0, 1], [1, 2]]),
+            "target": problem("MaximumClique", [[0, 2]]),
+        },
+        "violation": "unsound_extraction",
+        "target_config": "1,0,0",
+        "claimed_source_solution": [1, 1, 0],
+        "note": "A buggy extract_solution maps target config [1,0,0] back to [1,1,0] in source "
+        "space; vertices 0 and 1 are adjacent, so it is not an independent set.",
+    }
 
 
-class FakeRunner:
+class FakeRunner(RunnerKind):
     Profile: ClassVar[type[RunnerProfile]] = FakeProfile
     #: Logical budgets it applies: its one call (the meter) and its one certificate (a submit).
-    enforces = frozenset({"model_calls", "submits"})
+    enforces: ClassVar[frozenset[str]] = frozenset({"model_calls", "submits"})
 
-    def __init__(self, profile: FakeProfile, *, run_dir: Path) -> None:
-        self.profile = profile
+    def __init__(self, profile: FakeProfile, *, run_dir: Path, executor: object = None) -> None:
+        super().__init__(profile, run_dir=run_dir, executor=executor)
+        self.profile: FakeProfile = profile
         self.call_log = run_dir / profile.call_log if profile.call_log else None
 
-    @staticmethod
-    def rule_inventory(profile: FakeProfile, environment: Path) -> list[str]:
-        """Optional ability (shortlist campaigns): the rules a triage chooses from."""
+    runs_triage = True
+
+    @classmethod
+    def rule_inventory(cls, profile: Any, environment: Path) -> list[str]:
+        """Shortlist campaigns: the rules a triage chooses from (the profile's `rules`)."""
         if not profile.rules:
             raise ValueError("the fake runner's profile gives no `rules` (its rule inventory)")
         return list(profile.rules)

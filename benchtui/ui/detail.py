@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,37 +9,25 @@ from rich.text import Text
 from textual.widgets import Static
 
 from benchtui.core import counters
+from benchtui.core.errors import BenchtuiError
 from benchtui.core.money import fmt
-from benchtui.engine.plan import slug
-from benchtui.engine.store import OUTCOMES
-from benchtui.ui.model import SessionView
+from benchtui.engine.reader import RunDir
+from benchtui.ui.model import SessionRow
 from benchtui.ui.sessions import STATE_STYLES
 
 
 def find_certificate(run_dir: Path, session: str, model: str) -> dict[str, Any] | None:
-    """The latest result row of `session` (read in a worker thread): in `outcomes/<model>.jsonl`,
-    or in a single `outcomes.jsonl` for runs saved before results were split by model."""
-    path = run_dir / OUTCOMES
-    if path.is_dir():
-        path = path / f"{slug(model)}.jsonl"
-    found = None
+    """The latest result row of `session` (read in a worker thread), through the run dir's reader."""
     try:
-        with open(path, encoding="utf-8") as rows:
-            for line in rows:
-                if f'"session":"{session}"' in line:
-                    try:
-                        found = json.loads(line)
-                    except ValueError:  # a torn last line after a crash
-                        continue
-    except OSError:
+        return RunDir(run_dir).latest_detail(session, model)
+    except BenchtuiError:  # a file someone broke: the pane shows no details, the run goes on
         return None
-    return found
 
 
 class SessionDetail(Static):
     """What the selected session is doing: state, money, its latest progress notes, certificate."""
 
-    def show(self, view: SessionView | None, row: dict[str, Any] | None = None) -> None:
+    def show(self, view: SessionRow | None, row: dict[str, Any] | None = None) -> None:
         if view is None:
             self.update(Text("no session selected", style="dim"))
             return

@@ -26,7 +26,7 @@ NOTES_PER_SESSION = 12
 
 
 @dataclass(slots=True)
-class SessionView:
+class SessionRow:
     id: str
     model: str
     index: int
@@ -100,9 +100,9 @@ class ViewModel:
         self.started_at = clock()
         self.ended_at: float | None = None
         self.limits = limits
-        self.sessions: dict[str, SessionView] = {}
+        self.sessions: dict[str, SessionRow] = {}
         for planned in plan:
-            view = SessionView(planned.id, planned.model, planned.index, planned.task)
+            view = SessionRow(planned.id, planned.model, planned.index, planned.task)
             if planned.id in journal:
                 view.load(journal[planned.id], limits)
             self.sessions[planned.id] = view
@@ -148,7 +148,7 @@ class ViewModel:
             case ev.SessionsPlanned():  # a triage committed: its episodes join the table
                 for sid, index, task in event.sessions:
                     if sid not in self.sessions:
-                        self.sessions[sid] = SessionView(sid, event.model, index, task)
+                        self.sessions[sid] = SessionRow(sid, event.model, index, task)
                         self.states["pending"] += 1
                         self._changed.add(sid)
             case ev.SessionStarted():
@@ -188,7 +188,7 @@ class ViewModel:
         view.ended_counters(event.counters, event.exhausted, self.limits)
         self._changed.add(view.id)
 
-    def _set_state(self, view: SessionView, state: str) -> None:
+    def _set_state(self, view: SessionRow, state: str) -> None:
         self.states[view.state] -= 1
         self.states[state] += 1
         view.state = state

@@ -17,7 +17,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from benchtui.core.money import fmt
-from benchtui.ui.model import SessionView, ViewModel
+from benchtui.ui.model import SessionRow, ViewModel
 
 STATE_STYLES = {
     "pending": "dim",
@@ -33,7 +33,7 @@ SEPARATOR = "│"  # visible: text read out of a screenshot keeps its columns ap
 CHROME = 3 * len(COLUMNS) - 1  # a space each side of every cell, a separator between cells
 
 
-def outcome_text(view: SessionView) -> str:
+def outcome_text(view: SessionRow) -> str:
     if view.state == "running":
         return view.notes[-1] if view.notes else ""
     if view.state == "done":
@@ -110,7 +110,7 @@ class SessionsTable(ScrollView, can_focus=True):
         return Strip(segments).apply_style(base).crop_extend(scroll_x, scroll_x + width, base)
 
     @staticmethod
-    def _cells(view: SessionView) -> tuple[str | Text, ...]:
+    def _cells(view: SessionRow) -> tuple[str | Text, ...]:
         state = Text(LABELS.get(view.state, view.state), style=STATE_STYLES.get(view.state, ""))
         return view.id, view.model, state, fmt(view.cost), str(view.calls), outcome_text(view)
 

@@ -10,7 +10,7 @@ import pytest
 from support import campaign_toml, write_campaign
 from support.hostile import assert_one_line, run_cli
 
-from benchtui.core import workspace as environment
+from benchtui.core import workspace
 
 
 def _fifo(path) -> None:
@@ -60,7 +60,7 @@ def test_a_fifo_in_the_target_does_not_hang_the_fingerprint(tmp_path):
     (tmp_path / "a").write_text("x")
     os.mkfifo(tmp_path / "pipe")
     result: list[str] = []
-    worker = threading.Thread(target=lambda: result.append(environment.content_hash(tmp_path)), daemon=True)
+    worker = threading.Thread(target=lambda: result.append(workspace.content_hash(tmp_path)), daemon=True)
     worker.start()
     worker.join(timeout=20)
     if worker.is_alive():  # unblock the reader before failing, so the test process can exit
@@ -68,4 +68,4 @@ def test_a_fifo_in_the_target_does_not_hang_the_fingerprint(tmp_path):
         pytest.fail("content_hash blocked reading a FIFO")
     os.unlink(tmp_path / "pipe")
     os.mkfifo(tmp_path / "pipe")
-    assert environment.content_hash(tmp_path) == result[0]  # still a stable fingerprint
+    assert workspace.content_hash(tmp_path) == result[0]  # still a stable fingerprint

@@ -12,8 +12,16 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-# The shared contracts (results schema, certificates), copied into the repo: a clone needs no ../shared.
-CONTRACTS = ROOT / "tests" / "fixtures" / "contracts"
+SHARED = ROOT.parent / "shared"
+"""Data of other projects (the benchmark's contracts, pred's transcripts), beside the checkout in
+CI and here; never copied into the repository: tests reading it skip with a reason without it."""
+
+
+def results_schema() -> dict[str, Any]:
+    """The JSON Schema of our results files, generated from our own models (`benchtui schema --results`)."""
+    from benchtui.engine.results_format import json_schema
+
+    return json_schema()
 
 
 def campaign_toml(

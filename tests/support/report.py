@@ -9,7 +9,7 @@ from typing import ClassVar, Literal
 
 import trio
 
-from benchtui.core.contract import RunnerProfile, SessionOutcome, Usage
+from benchtui.core.contract import RunnerKind, RunnerProfile, SessionOutcome, Usage
 from benchtui.engine import events as ev
 from benchtui.engine import run as engine
 from benchtui.runners.fake import FakeProfile, FakeRunner, canned_certificate
@@ -23,12 +23,12 @@ class ProviderProfile(RunnerProfile):
     """The prompt hash each model's sessions report (as the mini-swe-agent runner does)."""
 
 
-class ProviderRunner:
+class ProviderRunner(RunnerKind):
     """A $0.01 fake whose provider can be down for some models, reporting a prompt hash."""
 
     Profile: ClassVar[type[RunnerProfile]] = ProviderProfile
 
-    def __init__(self, profile: ProviderProfile, *, run_dir: Path) -> None:
+    def __init__(self, profile: ProviderProfile, *, run_dir: Path, executor=None) -> None:
         self.profile = profile
         self.fake = FakeRunner(FakeProfile(cost_usd="0.01", result="no_certificate"), run_dir=run_dir)
 
@@ -51,12 +51,12 @@ class CounterProfile(RunnerProfile):
     """Models whose sessions end with a certificate (`bug_found`)."""
 
 
-class CounterRunner:
+class CounterRunner(RunnerKind):
     """Takes logical budget units through the real meter, so the end lines carry real counters."""
 
     Profile: ClassVar[type[RunnerProfile]] = CounterProfile
 
-    def __init__(self, profile: CounterProfile, *, run_dir: Path) -> None:
+    def __init__(self, profile: CounterProfile, *, run_dir: Path, executor=None) -> None:
         self.profile = profile
 
     async def run(self, session, meter) -> SessionOutcome:

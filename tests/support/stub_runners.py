@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 
 import trio
 
-from benchtui.core.contract import RunnerProfile, SessionOutcome, Usage
+from benchtui.core.contract import RunnerKind, RunnerProfile, SessionOutcome, Usage
 from benchtui.runners.fake import FakeProfile, FakeRunner
 
 
@@ -22,10 +22,10 @@ class StubProfile(RunnerProfile):
     """Misbehave on every `every`-th session index (others behave like a $0.01 fake)."""
 
 
-class _Stub:
+class _Stub(RunnerKind):
     Profile: ClassVar[type[RunnerProfile]] = StubProfile
 
-    def __init__(self, profile: StubProfile, *, run_dir) -> None:
+    def __init__(self, profile: StubProfile, *, run_dir, executor=None) -> None:
         self.profile = profile
         self.fake = FakeRunner(FakeProfile(cost_usd="0.01"), run_dir=run_dir)
 
@@ -71,14 +71,14 @@ class CountingProfile(RunnerProfile):
     pause_s: float = 0.002
 
 
-class Counting:
+class Counting(RunnerKind):
     """An agent that tries to exceed every logical counter: each round a model call, a shell
     action and a `pred` call (every other one a `pred solve`), until all of them are refused."""
 
     Profile: ClassVar[type[RunnerProfile]] = CountingProfile
     enforces = frozenset({"model_calls", "shell_actions", "tools", "submits"})
 
-    def __init__(self, profile: CountingProfile, *, run_dir) -> None:
+    def __init__(self, profile: CountingProfile, *, run_dir, executor=None) -> None:
         self.profile = profile
 
     def _performed(self, session, counter: str) -> None:

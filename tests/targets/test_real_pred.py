@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from support import certificates
 from support.real_parts import ROOT, require_pred
 
 from benchtui.targets.problem_reductions import verify
@@ -22,7 +23,6 @@ from benchtui.targets.problem_reductions.tasks import (
     run_pred,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "contracts"
 CAMPAIGN = tomllib.loads((ROOT / "campaigns" / "problem-reductions.toml").read_text())
 TIMEOUT = CAMPAIGN["runners"]["mini"]["verify_timeout_s"]
 
@@ -70,9 +70,9 @@ def test_the_canonical_example_of_every_task_is_rejected_within_its_timeout(pred
 
 
 def test_the_contract_certificates_are_rejected(pred):
-    wrong = verify(json.loads((FIXTURES / "certificate.wrong-target.json").read_text()), pred=pred)
+    wrong = verify(certificates.wrong_target(), pred=pred)
     assert wrong.status == "rejected" and wrong.details["cause"] == "wrong_target", wrong
-    rejected(verify(json.loads((FIXTURES / "certificate.example.json").read_text()), pred=pred))
+    rejected(verify(certificates.example(), pred=pred))
 
 
 def test_a_weighted_rule_gets_a_definitive_verdict(pred, tmp_path):
@@ -115,7 +115,7 @@ def test_a_target_config_pred_refuses_is_rejected_not_inconclusive(pred, tmp_pat
 
 def test_pred_errors_reach_the_reason_without_backtraces(pred, monkeypatch):
     monkeypatch.setenv("RUST_BACKTRACE", "1")
-    cert = json.loads((FIXTURES / "certificate.example.json").read_text())
+    cert = certificates.example()
     cert["source"]["data"] = {"nonsense": True}
     verdict = verify(cert, pred=pred)
     assert verdict.status == "inconclusive" and verdict.details["cause"] == "pred_error", verdict

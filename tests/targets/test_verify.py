@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from support import CONTRACTS
+from support import certificates, results_schema
 from support.mini import STAND_IN_PRED
 
 from benchtui.cli.main import main as cli
@@ -45,7 +45,8 @@ def certificate(tmp_path: Path, target: str, *, violation: str = "suboptimal_ext
 
 
 def contract(name: str) -> dict:
-    return json.loads((CONTRACTS / name).read_text())
+    """A certificate the tests build themselves (support.certificates), by its contract name."""
+    return certificates.certificate(name)
 
 
 def test_a_genuine_round_trip_failure_is_accepted(tmp_path):
@@ -167,7 +168,7 @@ def test_the_cli_exit_status_says_the_verdict(tmp_path, capsys, monkeypatch):
     genuine.write_text(json.dumps(certificate(tmp_path, "MinimumVertexCover")))
     log = tmp_path / "agent.log"
     log.write_text(f"noise\nCERTIFICATE_START\n{genuine.read_text()}\nCERTIFICATE_END\n")
-    wrong = CONTRACTS / "certificate.wrong-target.json"
+    wrong = certificates.write(tmp_path, "certificate.wrong-target.json")
     assert cli(["verify", str(genuine), "--pred", PRED]) == 0
     assert capsys.readouterr().out.startswith("ACCEPTED")
     assert cli(["verify", str(log), "--pred", PRED, "--json"]) == 0
@@ -217,7 +218,7 @@ def test_a_target_config_pred_refuses_shows_nothing_and_is_rejected(tmp_path):
 
 @pytest.mark.trio
 async def test_a_malformed_certificate_is_rejected_but_never_handed_on_as_a_certificate(tmp_path):
-    from benchtui.runners.kit.verdict import Report, judge
+    from benchtui.runners.kit.verdict import WorkerReport, judge
 
     made_up = {
         "rule": "R",
@@ -225,7 +226,7 @@ async def test_a_malformed_certificate_is_rejected_but_never_handed_on_as_a_cert
         "source": {"type": "A"},
         "bundle": {"target": {"type": "B"}},
     }
-    report = Report(done={"steps": 3, "exit_status": "Submitted", "blocks": [json.dumps(made_up)]})
+    report = WorkerReport(done={"steps": 3, "exit_status": "Submitted", "blocks": [json.dumps(made_up)]})
     outcome = await judge(
         report,
         fingerprint="",
@@ -242,7 +243,7 @@ async def test_a_malformed_certificate_is_rejected_but_never_handed_on_as_a_cert
 def test_a_file_without_any_certificate_is_bad_input_not_a_rejection(tmp_path, capsys):
     cases = {
         "empty-object.json": "{}",
-        "schema.json": (CONTRACTS / "results.schema.json").read_text(),
+        "schema.json": json.dumps(results_schema()),
         "rows.jsonl": '{"session": "s", "state": "done"}\n{"session": "t", "state": "done"}\n',
         "notes.log": "the agent found nothing\n",
     }

@@ -7,7 +7,6 @@ part of the campaign identity (docs/design/invariants.md#f2): editing the prompt
 from __future__ import annotations
 
 import hashlib
-import shutil
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -63,17 +62,7 @@ class CommandProfile(RunnerProfile):
             raise ValueError(f"prompt_template {path}: {exc.strerror}") from None
         if path:
             data["prompt_template"] = path
-        if data.get("environment", "bubblewrap") == "bubblewrap":
-            from benchtui.runners.kit.bubblewrap import bwrap_executable
-
-            found = {"bwrap": bwrap_executable(), "socat": shutil.which("socat")}
-            missing = [tool for tool, path in found.items() if path is None]
-            if missing:
-                raise ValueError(
-                    f'environment = "bubblewrap" needs {" and ".join(missing)} '
-                    f'(apt install bubblewrap socat), or use environment = "local"'
-                )
-        return data
+        return data  # pure: the tools this machine has are checked by preflight
 
     def render_prompt(self, task: str | None) -> str:
         return (self.prompt_template or DEFAULT_PROMPT).read_text().replace("{task}", task or "any rule")

@@ -25,7 +25,7 @@ from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.bubblewrap import local_bin
 from benchtui.runners.kit.ray.node import Launch, NodeResult
 from benchtui.runners.kit.toolgate import counting
-from benchtui.runners.kit.verdict import Report, judge
+from benchtui.runners.kit.verdict import WorkerReport, judge
 from benchtui.targets.problem_reductions import find_blocks
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ async def run_remote(
         return SessionOutcome("error", reason=found.error, infra_error=True, extra=where)
     blocks = find_blocks(found.log.decode(errors="replace"))
     blocks += [line for line in found.certificate_lines if _is_object(line)]
-    report = Report(
+    report = WorkerReport(
         copy_fingerprint=found.fingerprint,
         prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
         done={"steps": grant.authorised, "exit_status": found.status, "blocks": blocks},

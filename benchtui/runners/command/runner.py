@@ -20,8 +20,16 @@ from typing import Any, ClassVar
 
 import trio
 
-from benchtui.core import workspace as environment
-from benchtui.core.contract import Meter, RunnerProfile, SessionOutcome, SessionSpec
+from benchtui.core import workspace
+from benchtui.core.contract import (
+    PROBLEM_REDUCTIONS,
+    Check,
+    Meter,
+    RunnerKind,
+    RunnerProfile,
+    SessionOutcome,
+    SessionSpec,
+)
 from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.gateway import Gateway, open_gateway
@@ -31,23 +39,32 @@ from benchtui.runners.kit import reaper
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.bubblewrap import local_bin
 from benchtui.runners.kit.toolgate import counting
-from benchtui.runners.kit.verdict import Report, judge
+from benchtui.runners.kit.verdict import WorkerReport, judge
 from benchtui.targets.problem_reductions import find_blocks, resolve_pred
 
 
-class CommandRunner:
+class CommandRunner(RunnerKind):
     Profile: ClassVar[type[RunnerProfile]] = CommandProfile
     #: Logical budgets it applies: model calls (the gateway), tools (the shim), submits. An agent
     #: CLI runs commands and shows their output its own way: shell_actions and observation_chars
     #: cannot be applied from outside.
-    enforces = frozenset({"model_calls", "submits", "tools"})
+    enforces: ClassVar[frozenset[str]] = frozenset({"model_calls", "submits", "tools"})
     executors: ClassVar[tuple[str, ...]] = ("local", "ray")
+
+    @classmethod
+    def preflight(
+        cls, profile: Any, *, tasks: list[str] | None, full: bool, target: str = PROBLEM_REDUCTIONS
+    ) -> list[Check]:
+        from benchtui.runners.command.preflight import preflight
+
+        return preflight(profile, target=target)
 
     def __init__(
         self, profile: CommandProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
     ) -> None:
-        self.profile = profile
-        self.executor = executor
+        super().__init__(profile, run_dir=run_dir, executor=executor)
+        self.profile: CommandProfile = profile
+        self.executor: ExecutorConfig | None = executor
         self.remote: Any = None  # a RayExecutor once entered with [executor] kind = "ray"
         found = resolve_pred(profile.pred)
         self.pred = found if os.path.isabs(found) else None
@@ -82,7 +99,8 @@ class CommandRunner:
         argv0 = sandbox.resolve(self.profile.command[0])
         if argv0 is None:
             return _infra(f"agent CLI {self.profile.command[0]!r} not found (see the README: agent CLIs)")
-        if self.pred is None:
+        verified = session.target == PROBLEM_REDUCTIONS  # a target without pred: certificates unverified
+        if verified and self.pred is None:
             return _infra(f"pred not found ({self.profile.pred!r}): install it or set the profile's `pred`")
         key_name = session.model.api_key_env or self.profile.api_key_env
         secrets = keys.collect(filter(None, [key_name]))
@@ -106,7 +124,7 @@ class CommandRunner:
                         status = await _run_agent(argv, env, workdir, log, lifeline)
                     finally:
                         os.close(hold)
-            report = Report(
+            report = WorkerReport(
                 copy_fingerprint=copy,
                 prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
                 done={
@@ -118,7 +136,7 @@ class CommandRunner:
             outcome = await judge(
                 report,
                 fingerprint=session.environment_fingerprint,
-                pred=self.pred,
+                pred=self.pred if verified else None,
                 timeout=self.profile.verify_timeout_s,
                 max_certificates=self.profile.max_certificates,
                 certificates_file=files / f"attempt-{session.attempt}.certificates.json",
@@ -183,9 +201,9 @@ def _infra(reason: str) -> SessionOutcome:
 
 
 def _prepare(target: Path, workdir: Path, prompt_file: Path, prompt: str) -> str:
-    environment.make_session_copy(target, workdir)
+    workspace.make_session_copy(target, workdir)
     prompt_file.write_text(prompt)
-    return environment.fingerprint(workdir)
+    return workspace.fingerprint(workdir)
 
 
 async def _run_agent(

@@ -25,7 +25,7 @@ EXIT_REASONS = {
 
 
 @dataclass
-class Report:
+class WorkerReport:
     """What the engine learnt from one worker."""
 
     copy_fingerprint: str = ""
@@ -76,17 +76,19 @@ async def _verify(cert: dict[str, Any], *, pred: str, timeout: float) -> Verdict
 
 
 async def judge(
-    report: Report,
+    report: WorkerReport,
     *,
     fingerprint: str,
-    pred: str,
+    pred: str | None,
     timeout: float,
     max_certificates: int,
     certificates_file: Path,
     admit: Callable[[], Awaitable[str | None]] | None = None,
 ) -> SessionOutcome:
     """The session's outcome; `admit` takes a `submits` unit before each certificate is verified
-    (None when granted, else a refusal: that certificate and the later ones are not verified)."""
+    (None when granted, else a refusal: that certificate and the later ones are not verified).
+    `pred=None`: the campaign's target has no verifier; well-formed certificates are recorded
+    unverified (the session ends `no_certificate`: nothing confirmed, nothing rejected)."""
     extra = {
         "environment": fingerprint,
         "copy_fingerprint": report.copy_fingerprint,
@@ -123,6 +125,8 @@ async def judge(
     refused: list[dict[str, Any]] = []
     # Parsing megabytes of hostile blocks takes a while: never on the engine's event loop.
     unique = await trio.to_thread.run_sync(_unique, [str(b) for b in done.get("blocks") or []])
+    if pred is None:
+        return await _unverified(unique[:max_certificates], steps, extra, certificates_file)
     for cert, problem, raw in unique[:max_certificates]:
         why = refused[0]["refused"] if refused else (await admit() if admit else None)
         if why is not None:  # past the session's submits: recorded, never verified
@@ -187,4 +191,33 @@ async def judge(
         reason=reason,
         steps=steps,
         extra=extra,
+    )
+
+
+UNVERIFIED = 'unverified: the campaign\'s target has no verifier ([target] kind = "none")'
+
+
+async def _unverified(
+    unique: list[tuple[dict[str, Any] | None, str, str]],
+    steps: int,
+    extra: dict[str, Any],
+    certificates_file: Path,
+) -> SessionOutcome:
+    """The outcome of a session on a target without a verifier: its certificates, unverified."""
+    certs = [cert for cert, _, _ in unique if cert is not None]
+    if not certs:
+        reason = EXIT_REASONS.get(str(extra.get("exit_status")), "no certificate")
+        return SessionOutcome("no_certificate", reason=reason, steps=steps, extra=extra)
+    checked = [{"status": "unverified", "reason": UNVERIFIED} for _ in certs]
+    data = json.dumps(
+        [{"certificate": c, "verdict": v} for c, v in zip(certs, checked, strict=True)], indent=1
+    )
+    await trio.to_thread.run_sync(atomic_write, certificates_file, data.encode())
+    return SessionOutcome(
+        "no_certificate",
+        reason=f"{len(certs)} certificate{'s' if len(certs) != 1 else ''} {UNVERIFIED}",
+        steps=steps,
+        certificate=certs[0],
+        verify_details={"status": "unverified", "reason": UNVERIFIED, "checked": checked},
+        extra={**extra, "unverified_certificates": len(certs)},
     )

@@ -16,7 +16,7 @@ from typing import ClassVar, Literal
 import trio
 from pydantic import Field
 
-from benchtui.core.contract import Meter, RunnerProfile, SessionOutcome, SessionSpec, Usage
+from benchtui.core.contract import Meter, RunnerKind, RunnerProfile, SessionOutcome, SessionSpec, Usage
 from benchtui.runners.kit import secrets as keys
 
 PROMPT = "Reply with the single word OK."
@@ -33,11 +33,9 @@ class PingProfile(RunnerProfile):
     """Default for models without `api_key_env`: the environment variable holding the API key."""
 
 
-class PingRunner:
+class PingRunner(RunnerKind):
     Profile: ClassVar[type[RunnerProfile]] = PingProfile
-
-    def __init__(self, profile: PingProfile, **_: object) -> None:
-        self.profile = profile
+    profile: PingProfile
 
     async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
         m = session.model

@@ -13,7 +13,7 @@ import time
 
 from benchtui.core.contract import Check
 from benchtui.runners.kit.bubblewrap import SANDBOX_BIN, bubblewrap_args, bwrap_executable
-from benchtui.runners.mini.profile import MiniSweProfile
+from benchtui.runners.mini.profile import MiniSweProfile, missing_packages
 from benchtui.targets.problem_reductions import resolve_pred, verify
 from benchtui.targets.problem_reductions.tasks import canonical_certificate, rule_list, rule_of, run_pred
 
@@ -82,6 +82,13 @@ def _tasks(pred: str, tasks: list[str], timeout: float) -> list[Check]:
 
 
 def preflight(profile: MiniSweProfile, *, tasks: list[str] | None, full: bool) -> list[Check]:
+    missing = missing_packages()
+    if missing:
+        return [
+            Check(
+                "packages", f'kind "mini-swe-agent" needs {", ".join(missing)}: pip install "benchtui[mini]"'
+            )
+        ]
     pred, found = _pred(profile)
     checks = [found]
     if profile.environment == "bubblewrap":

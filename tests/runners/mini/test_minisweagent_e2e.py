@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import trio
-from support import CONTRACTS
+from support import results_schema
 from support.mini import (
     RULE,
     STAND_IN_PRED,
@@ -28,7 +28,6 @@ from support.mini import (
 )
 from support.scripted_llm import SUBMIT, Reply, ScriptedLLM
 
-RESULTS_SCHEMA = CONTRACTS / "results.schema.json"
 FIND_BUG = [
     Reply("ls && cat README.md", 1200, 40),
     Reply(
@@ -83,7 +82,7 @@ async def finds_a_bug(tmp_path, sandbox):
     assert row["certificate"]["rule"] == RULE
     assert row["verify_details"]["status"] == "accepted"
     results = json.loads((run_dir / "results" / "openai_scripted-a.json").read_text())
-    jsonschema.validate(results, json.loads(RESULTS_SCHEMA.read_text()))
+    jsonschema.validate(results, results_schema())
     assert results["bugs_found"] == 1 and results["results"][0]["result"] == "bug_found"
     session_dir = run_dir / "sessions" / record["session"]
     trajectory = json.loads((session_dir / "attempt-1.traj.json").read_text())

@@ -92,7 +92,7 @@ def test_mini_profiles_have_a_wall_time_by_default():
 
 def test_an_unreadable_usage_report_is_charged_the_worst_case_it_was_authorised_for():
     from benchtui.core.contract import Usage
-    from benchtui.runners.kit.verdict import Report
+    from benchtui.runners.kit.verdict import WorkerReport
     from benchtui.runners.mini.runner import _settle
 
     class Meter:
@@ -102,7 +102,7 @@ def test_an_unreadable_usage_report_is_charged_the_worst_case_it_was_authorised_
             assert served  # an unreadable report may have been billed: its call counts
             self.charged.append(usage)
 
-    report, meter = Report(max_output_tokens=1000, prompt_tokens=812), Meter()
+    report, meter = WorkerReport(max_output_tokens=1000, prompt_tokens=812), Meter()
     for message in (
         {"t": "usage", "input_tokens": -5, "output_tokens": 3},
         {"t": "usage", "input_tokens": 5},

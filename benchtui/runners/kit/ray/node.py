@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchtui.core import workspace as environment
+from benchtui.core import workspace
 
 MAX_LOG_BYTES = 32 << 20  # what comes back of an agent's log (the rest is cut, and said so)
 MAX_FILE_BYTES = 8 << 20
@@ -84,8 +84,8 @@ def _run(
     launch: Launch, target: Path, expected: str, folder: Path, lifeline: int, here: dict[str, str]
 ) -> NodeResult:
     workdir, prompt_file, socket_dir = folder / "workdir", folder / "prompt.md", folder / "gw"
-    environment.make_session_copy(target, workdir)
-    found = environment.fingerprint(workdir)
+    workspace.make_session_copy(target, workdir)
+    found = workspace.fingerprint(workdir)
     if found.split()[0] != expected.split()[0].removesuffix("+dirty"):
         return NodeResult(here, found, error=f"the node's copy ({found}) is not the target ({expected})")
     prompt_file.write_text(launch.prompt)

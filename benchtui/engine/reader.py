@@ -1,0 +1,97 @@
+"""The one reader of a run dir: its frozen campaign, identity, saved ledger, journal and details.
+
+`--resume` (checkpoint), the closing lines and `ctl status` of a run nobody runs (cli/closing,
+cli/ctl), `benchtui report` (report/runs) and the TUI's detail pane read a run dir through a
+`RunDir`: every read bounded (core/inputs), every file's format checked (a newer one is refused
+in one line), and reading a stopped run never needs its target checkout (the frozen campaign is
+loaded without it). The files and their formats: docs/reference/rundir.md.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from benchtui.core import inputs
+from benchtui.core.errors import BadInput
+from benchtui.engine import campaign as campaign_file
+from benchtui.engine import checkpoint, rundir, shortlist
+from benchtui.engine.campaign import Campaign, slug
+from benchtui.engine.ledger import SavedLedger
+from benchtui.engine.plan import PlannedSession, build_plan
+from benchtui.engine.records import JournalRecord
+from benchtui.engine.store import JOURNAL, LEDGER, OUTCOMES
+
+DETAILS_MAX_BYTES = 1024 * 1024 * 1024
+"""outcomes/<model>.jsonl: a line per ended attempt (a few KB each, certificates included)."""
+
+
+class RunDir:
+    """A run dir on disk, read lazily; each part is read once per `RunDir`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @cached_property
+    def campaign(self) -> Campaign:
+        """The frozen campaign (loaded without its target: a stopped run is readable anywhere)."""
+        if not (self.path / rundir.CAMPAIGN).is_file():
+            raise BadInput(f"{self.path}: not a benchtui run dir (no {rundir.CAMPAIGN})")
+        return campaign_file.load(self.path / rundir.CAMPAIGN, require_target=False)
+
+    @cached_property
+    def identity(self) -> dict[str, str]:
+        return rundir.read_identity(self.path)
+
+    @cached_property
+    def plan(self) -> list[PlannedSession]:
+        return build_plan(self.campaign)
+
+    @cached_property
+    def ledger(self) -> SavedLedger:
+        """The saved ledger, as the last commit left it."""
+        try:
+            return SavedLedger.read(self.path / LEDGER)
+        except FileNotFoundError:
+            raise BadInput(f"{self.path / LEDGER}: missing") from None
+
+    @cached_property
+    def journal(self) -> list[JournalRecord]:
+        """Every journal line, typed, in order (the reader `--resume` uses)."""
+        plan_ids = {s.id: s for s in self.plan}
+        records = checkpoint.read_journal(self.path / JOURNAL, plan_ids)
+        if len(plan_ids) > len(self.plan):  # a shortlist campaign's episodes join the plan
+            self.plan[:] = shortlist.ordered(plan_ids.values(), [m.name for m in self.campaign.models])
+        return records
+
+    def checkpoint(self) -> checkpoint.Checkpoint:
+        """Where the run stands, read-only: accounts rebuilt from the journal, in-flight
+        attempts ended as the errors `--resume` will record."""
+        return checkpoint.load(self.path, self.campaign, self.plan)
+
+    def details(self, model: str) -> dict[tuple[str, int], dict[str, Any]]:
+        """The outcome details of a model's attempts by (session, attempt): `outcomes/<model>.jsonl`,
+        or the single `outcomes.jsonl` of runs saved before results were split by model."""
+        path = self.path / OUTCOMES / f"{slug(model)}.jsonl"
+        if not (self.path / OUTCOMES).is_dir() and (self.path / f"{OUTCOMES}.jsonl").exists():
+            path = self.path / f"{OUTCOMES}.jsonl"
+        try:
+            lines = inputs.read_bytes(path, DETAILS_MAX_BYTES, "the outcome details").split(b"\n")
+        except FileNotFoundError:
+            return {}
+        details: dict[tuple[str, int], dict[str, Any]] = {}
+        for line in lines:
+            try:
+                rec = json.loads(line)
+                if rec.get("model", model) == model:
+                    details[rec["session"], rec["attempt"]] = rec
+            except (ValueError, KeyError, TypeError, RecursionError):
+                continue  # a torn last line
+        return details
+
+    def latest_detail(self, session: str, model: str) -> dict[str, Any] | None:
+        """The outcome details of the latest ended attempt of `session` (the TUI's detail pane)."""
+        found = [(attempt, rec) for (sid, attempt), rec in self.details(model).items() if sid == session]
+        return max(found, key=lambda pair: pair[0])[1] if found else None
