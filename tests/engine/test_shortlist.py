@@ -298,6 +298,7 @@ def test_a_triage_never_runs_on_a_runner_without_a_rule_inventory(tmp_path):
     text = path.read_text().replace(
         "[[models]]", '[runners.cli]\nkind = "command"\ncommand = ["true"]\n\n[[models]]', 1
     )
+    text += '\n[target]\nkind = "none"\n'  # an agent CLI on a target without pred
     path.write_text(text)
     done = benchtui("s.toml", "--no-ui", "--runner", "cli", cwd=tmp_path)
     assert done.returncode == 2 and "cannot run a triage" in done.stderr, done.stderr
@@ -430,6 +431,7 @@ async def test_switching_to_a_runner_without_an_inventory_is_refused_while_a_tri
         path.read_text().replace(
             "[[models]]", '[runners.cli]\nkind = "command"\ncommand = ["true"]\n\n[[models]]', 1
         )
+        + '\n[target]\nkind = "none"\n'
     )
     with engine.prepare(engine.Options(path, tmp_path / "runs")) as prep:
         async with trio.open_nursery() as nursery:
