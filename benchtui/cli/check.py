@@ -25,7 +25,7 @@ EXIT_OK, EXIT_PROBLEMS = 0, 2
 
 
 def run_checks(campaign: Campaign, *, ping: bool) -> list[Check]:
-    checks = [target_check(campaign)]
+    checks = [target_check(campaign), *inventory_check(campaign)]
     for name in campaign.runners:
         checks += runner_checks(campaign, name, campaign.tasks, full=True)
     # Keys and endpoints of every profile that calls a model API (each once).
@@ -40,6 +40,21 @@ def run_checks(campaign: Campaign, *, ping: bool) -> list[Check]:
 
         checks += pinging.ping_models(campaign)
     return checks
+
+
+def inventory_check(campaign: Campaign) -> list[Check]:
+    """A shortlist campaign: the rule inventory its triages choose from."""
+    if campaign.protocol is None:
+        return []
+    from benchtui.core.errors import BadInput
+    from benchtui.engine import shortlist
+
+    try:
+        rules = shortlist.inventory_of(campaign)
+    except BadInput as exc:
+        return [Check("rule inventory", str(exc))]
+    size = campaign.protocol.shortlist_size
+    return [Check("rule inventory", detail=f"{len(rules)} rules; each triage commits {size}")]
 
 
 def table(campaign: Campaign, checks: list[Check]) -> str:

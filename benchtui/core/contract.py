@@ -124,6 +124,18 @@ def _runs(words: list[str], name: str, args: list[str]) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class Triage:
+    """What a triage session of a shortlist campaign (`[protocol] kind = "shortlist"`) is given:
+    the target's rule inventory and how many distinct rules to commit, each with a one-line
+    hypothesis. It works on the target's source only (no `pred`): its outcome's `shortlist`."""
+
+    rules: tuple[str, ...]
+    """The rule inventory (rule ids as `pred list --rules` names them: `SOURCE -> TARGET`)."""
+    size: int
+    """Rules to commit, in priority order; fewer is the model's outcome (fewer episodes)."""
+
+
+@dataclass(frozen=True, slots=True)
 class SessionSpec:
     """Everything a runner needs to run one session."""
 
@@ -142,6 +154,10 @@ class SessionSpec:
     """The campaign's logical budget (`[budget.per_session]`); empty when it sets none."""
     target: str = PROBLEM_REDUCTIONS
     """The campaign's `[target] kind` (TARGET_KINDS): whether sessions have a verifier and pred."""
+    triage: Triage | None = None
+    """Set for the triage session of a shortlist campaign (`task` is None then)."""
+    hypothesis: str = ""
+    """An episode of a shortlist campaign: the triage's one-line hypothesis for its rule."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +180,9 @@ class SessionOutcome:
     verify_details: dict[str, Any] | None = None
     infra_error: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    shortlist: list[Any] | None = None
+    """A triage session's commit, as the model wrote it: `{"rule": ..., "hypothesis": ...}`
+    objects in priority order (the engine validates them against the rule inventory)."""
 
 
 @runtime_checkable
@@ -296,6 +315,16 @@ class RunnerKind:
     @classmethod
     def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
         return None
+
+    runs_triage: ClassVar[bool] = False
+    """Whether it can run a shortlist campaign's triage (`[protocol] kind = "shortlist"`): then
+    `rule_inventory` gives the rules it chooses from, the session's `SessionSpec.triage` says so,
+    and the triage's commit comes back as `SessionOutcome.shortlist`."""
+
+    @classmethod
+    def rule_inventory(cls, profile: Any, environment: Path) -> list[str]:
+        """The rules a triage chooses from (ValueError with the problem)."""
+        raise ValueError(f"runner kind {cls.__name__} has no rule inventory")
 
     @classmethod
     def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:

@@ -8,6 +8,7 @@ hands its slot and unused reservation back.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, get_args
 
@@ -63,8 +64,12 @@ class Attempt:
         flight: InFlight,
         *,
         wall_time_s: float | None,
+        conclude: Callable[[JournalRecord, SessionOutcome | None], tuple[JournalRecord, list[JournalRecord]]]
+        | None = None,
     ) -> None:
         self.accounts = accounts
+        self.conclude = conclude
+        """Completes the end line (a triage's shortlist) and gives lines to write with it."""
         self.runners = runners
         self.spec = spec
         self.flight = flight
@@ -164,7 +169,12 @@ class Attempt:
             else None,
             exhausted=tuple(meter.exhausted),
         )
+        more: list[JournalRecord] = []
+        if self.conclude is not None:
+            end, more = self.conclude(end, outcome)
         self.accounts.record(end)
+        for line in more:
+            self.accounts.record(line)
         with trio.CancelScope(shield=True):
             await self.accounts.commit()
         return end

@@ -112,6 +112,35 @@ class Budget(Strict):
     """Logical budgets per session (model calls, shell actions, tool calls, submits)."""
 
 
+class TriageBudget(Strict):
+    """`[protocol.triage]`: the triage session's logical budget, the same for every model."""
+
+    model_calls: int = Field(gt=0, le=MAX_UNITS, strict=True)
+    """Model generations the triage may make (T)."""
+    shell_actions: int = Field(gt=0, le=MAX_UNITS, strict=True)
+    """Commands the triage may run on the target's source (E_t)."""
+
+    def limits(self) -> LogicalLimits:
+        return LogicalLimits(model_calls=self.model_calls, shell_actions=self.shell_actions)
+
+
+MAX_SHORTLIST = 10_000
+
+
+class Protocol(Strict):
+    """`[protocol]`: how a model's sessions are chosen. `kind = "shortlist"`: per model, a triage
+    session on the target's source commits `shortlist_size` distinct rules of the target's rule
+    inventory (a one-line hypothesis each); then one episode per rule, in shortlist order, each
+    with the per-session budget."""
+
+    kind: Literal["shortlist"]
+    """The only protocol so far: triage, then one episode per shortlisted rule."""
+    shortlist_size: int = Field(gt=0, le=MAX_SHORTLIST, strict=True)
+    """Distinct rules each model's triage commits (the benchmark's Top50: 50)."""
+    triage: TriageBudget
+    """The triage session's budget (model calls and shell actions; money: per_session_usd)."""
+
+
 class Model(Strict):
     name: str = Field(min_length=1)
     """A litellm model id (for real runners)."""
@@ -223,6 +252,8 @@ class Campaign(BaseSettings):
     """Where the agents run: this machine (default) or a Ray cluster (not part of the identity)."""
     ui: Ui = Field(default_factory=Ui)
     """Terminal UI options (not part of the campaign's identity: free to change on resume)."""
+    protocol: Protocol | None = None
+    """`kind = "shortlist"`: a triage session per model chooses the rules its episodes hunt in."""
 
     @classmethod
     def settings_customise_sources(
@@ -264,7 +295,15 @@ class Campaign(BaseSettings):
 
     @model_validator(mode="after")
     def _consistent(self) -> Campaign:
-        if (self.sessions_per_model is None) == (self.tasks is None):
+        if self.protocol is not None:
+            if self.sessions_per_model is not None or self.tasks is not None:
+                raise ValueError(
+                    "[protocol] kind = shortlist: the triage chooses the tasks; "
+                    "give neither sessions_per_model nor tasks"
+                )
+            if self.repeats != 1:
+                raise ValueError("[protocol] kind = shortlist: repeats must be 1")
+        elif (self.sessions_per_model is None) == (self.tasks is None):
             raise ValueError("give exactly one of sessions_per_model or tasks")
         if self.sessions_per_model_count * len(self.models) > bounds.MAX_SESSIONS:
             raise ValueError(
@@ -323,6 +362,10 @@ class Campaign(BaseSettings):
 
     @property
     def sessions_per_model_count(self) -> int:
+        """Sessions each model runs (a shortlist campaign: its triage and at most one episode
+        per shortlisted rule, which is what the per-session share divides by)."""
+        if self.protocol is not None:
+            return 1 + self.protocol.shortlist_size
         if self.tasks:
             return len(self.tasks) * self.repeats
         assert self.sessions_per_model is not None  # _consistent: one of the two is given
@@ -379,6 +422,8 @@ class Campaign(BaseSettings):
         )
         if self.target.kind != PROBLEM_REDUCTIONS:  # the identity of older campaigns stays what it was
             parts["target"] = self.target.kind
+        if self.protocol is not None:  # campaigns without one keep the identity they had
+            parts["protocol"] = _canonical(self.protocol.model_dump())
         return parts
 
 

@@ -45,7 +45,7 @@ class Snapshot:
         ran: dict[str, list[JournalRecord]] = {model: [] for model in ledger.models}
         for planned in plan:
             rec = journal.get(planned.id)
-            if rec is not None and rec.state in RAN:
+            if rec is not None and rec.state in RAN and not planned.triage:  # triage: no bug hunt
                 ran[planned.model].append(rec)
         models = {
             name: ModelRun(account.spent, account.tokens, tuple(ran[name]))

@@ -4,6 +4,7 @@ summary, so the two never disagree."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from benchtui.report.leaderboard import (
     task_matrix,
 )
 from benchtui.report.runs import RecordedRun, identity_key, read_runs
+from benchtui.report.shortlist import ModelShortlist, findings, shortlists
 
 __all__ = ["CampaignReport", "build"]
 
@@ -56,6 +58,9 @@ class CampaignReport:
             return "bugs"
         return "verified_bugs"
 
+    shortlists: list[ModelShortlist] | None = None
+    """A shortlist campaign (`[protocol]`): per model, its shortlist and bugs@K."""
+
     @property
     def identity(self) -> str:
         return identity_key(self.runs[0].identity)
@@ -70,6 +75,7 @@ class CampaignReport:
             "comparisons": [c.to_json() for c in self.comparisons],
             "matrix": self.matrix,
             "fairness": self.fairness.to_json(),
+            **({"shortlist": [s.to_json() for s in self.shortlists]} if self.shortlists is not None else {}),
         }
 
     def curves(self) -> dict[str, list[Point]]:
@@ -110,4 +116,7 @@ def build(run_dirs: list[Path]) -> CampaignReport:
         models, comparisons = leaderboard(runs)
         ranks = shared_ranks(models, comparisons)
         matrix = task_matrix(runs, [m.model for m in models])
-        return CampaignReport(runs, models, comparisons, audit(runs), ranks, matrix)
+        fairness = audit(runs)
+        if runs[0].campaign.protocol is not None:
+            fairness = dataclasses.replace(fairness, findings=[*fairness.findings, *findings(runs)])
+        return CampaignReport(runs, models, comparisons, fairness, ranks, matrix, shortlists(runs))

@@ -165,6 +165,11 @@ def render(report: CampaignReport) -> str:
     ]
     out += logical_lines(report)
     out += matrix_lines(report)
+    if report.shortlists is not None:
+        from benchtui.report.shortlist import text as shortlist_text
+
+        out += ["", shortlist_text(report.shortlists)]
+        out.append("bugs@K: distinct rules with a bug among the first K shortlisted (K scaled to the size)")
     if report.comparisons:
         out += [
             "",

@@ -20,6 +20,8 @@ from benchtui.core.contract import ModelSpec, RunnerProfile
 
 DEFAULT_TEMPLATES = Path(__file__).with_name("templates.yaml")
 TEMPLATE_KEYS = ("system_template", "instance_template", "observation_template", "format_error_template")
+TRIAGE_TEMPLATE = "triage_template"
+"""The instance template of a shortlist campaign's triage session (optional in a templates file)."""
 
 
 class MiniSweProfile(RunnerProfile):
@@ -123,7 +125,10 @@ def load_templates(path: Path) -> dict[str, str]:
     missing = [k for k in TEMPLATE_KEYS if not isinstance(data.get(k), str)]
     if missing:
         raise ValueError(f"templates {path}: missing {', '.join(missing)}")
-    return {k: data[k] for k in TEMPLATE_KEYS}
+    texts = {k: data[k] for k in TEMPLATE_KEYS}
+    if isinstance(data.get(TRIAGE_TEMPLATE), str):  # optional: shortlist campaigns need it
+        texts[TRIAGE_TEMPLATE] = data[TRIAGE_TEMPLATE]
+    return texts
 
 
 def templates_digest(path: Path) -> str:

@@ -8,9 +8,11 @@ the worker's whole process tree, including commands the agent left running.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
+import stat
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -37,10 +39,15 @@ from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.verdict import WorkerReport, judge
 from benchtui.runners.mini import forkserver
 from benchtui.runners.mini import preflight as checks
-from benchtui.runners.mini.profile import MiniSweProfile
+from benchtui.runners.mini.profile import TRIAGE_TEMPLATE, MiniSweProfile, load_templates
 from benchtui.runners.mini.protocol import EngineChannel
 from benchtui.runners.mini.serving import Worker, WorkerSession
 from benchtui.targets.problem_reductions import resolve_pred
+from benchtui.targets.problem_reductions.tasks import rule_list
+
+SHORTLIST_FILE = "shortlist.json"
+"""What a triage commits: this file in its working directory, as it is when the session ends."""
+SHORTLIST_MAX_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -131,6 +138,19 @@ class MiniSweRunner(RunnerKind):
         """A counted tool the sandbox shows anyway is refused when the campaign loads."""
         return checks.check_limits(profile, limits)
 
+    runs_triage = True
+
+    @classmethod
+    def rule_inventory(cls, profile: Any, environment: Path) -> list[str]:
+        """Shortlist campaigns: every rule of `pred list --rules`, named as
+        certificates name them (`SOURCE -> TARGET`); ValueError with the problem."""
+        if TRIAGE_TEMPLATE not in load_templates(profile.templates_path):
+            raise ValueError(f"templates {profile.templates_path} have no {TRIAGE_TEMPLATE}")
+        rules, problem = rule_list(resolve_pred(profile.pred))
+        if problem:
+            raise ValueError(problem)
+        return [f"{source} -> {target}" for source, target in rules]
+
     def __init__(
         self, profile: MiniSweProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
     ) -> None:
@@ -198,18 +218,23 @@ class MiniSweRunner(RunnerKind):
                 served = WorkerSession(meter, report, self._worker(), gate, evidence, self.remote is not None)
                 await self._run_worker(request, served)
                 submitted = gate.submissions.checked if gate.submissions else None
+            committed = None
+            if session.triage is not None:  # read before the workdir is cleaned up
+                committed = await trio.to_thread.run_sync(read_shortlist, files.dir / "workdir")
             outcome = await judge(
                 report,
                 fingerprint=session.environment_fingerprint,
                 pred=self.pred,
                 timeout=self.profile.verify_timeout_s,
-                max_certificates=self.profile.max_certificates,
+                max_certificates=0 if session.triage is not None else self.profile.max_certificates,
                 certificates_file=files.attempt_file("certificates.json"),
                 admit=counting.submits(session.limits, meter, evidence),
                 submitted=submitted,
                 task=session.task,
             )
             outcome = counting.explain(outcome, session.limits, meter)
+            if session.triage is not None and not outcome.infra_error:
+                outcome = replace(outcome, shortlist=committed[0], reason=committed[1] or outcome.reason)
             return replace(outcome, reason=keys.scrub(outcome.reason, secrets.values()))
         finally:
             evidence.close()
@@ -221,7 +246,17 @@ class MiniSweRunner(RunnerKind):
         self, session: SessionSpec, files: SessionFiles, secrets: dict[str, str], key_name: str | None
     ) -> dict[str, Any]:
         p, m = self.profile, session.model
+        triage = session.triage
         return {
+            # A shortlist campaign's triage: its own instance template, the source only (no pred).
+            **(
+                {
+                    "instance": TRIAGE_TEMPLATE,
+                    "template_vars": {"rules": list(triage.rules), "shortlist_size": triage.size},
+                }
+                if triage is not None
+                else {}
+            ),
             "session": session.id,
             "task": session.task,
             "attempt": session.attempt,
@@ -256,7 +291,7 @@ class MiniSweRunner(RunnerKind):
                 "trajectory": str(files.attempt_file("traj.json")),
                 "log": str(files.attempt_file("worker.log")),
                 "templates": str(p.templates_path),
-                "pred": self.pred,
+                "pred": self.pred if triage is None else None,
             },
             "count_actions": bool(session.limits),
             "budget": counting.describe(session.limits),
@@ -323,3 +358,31 @@ class MiniSweRunner(RunnerKind):
             shutil.rmtree(files.dir / "workdir", ignore_errors=True)
         shutil.rmtree(files.dir / "bin", ignore_errors=True)
         shutil.rmtree(files.dir / "tmp", ignore_errors=True)
+
+
+def read_shortlist(workdir: Path) -> tuple[list[Any] | None, str]:
+    """(the entries of `shortlist.json`, "") or (None, why there are none). The agent wrote it:
+    never followed through a link, never more than SHORTLIST_MAX_BYTES, never a FIFO."""
+    path = workdir / SHORTLIST_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, f"no {SHORTLIST_FILE} committed"
+    except OSError as exc:
+        return None, f"{SHORTLIST_FILE}: cannot read it ({exc.strerror or exc})"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, f"{SHORTLIST_FILE} is not a regular file"
+        data = os.read(fd, SHORTLIST_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > SHORTLIST_MAX_BYTES:
+        return None, f"{SHORTLIST_FILE} is larger than {SHORTLIST_MAX_BYTES} bytes"
+    try:
+        entries = json.loads(data)
+    except (ValueError, RecursionError):
+        return None, f"{SHORTLIST_FILE} is not JSON"
+    if not isinstance(entries, list):
+        return None, f"{SHORTLIST_FILE} is not a JSON list"
+    return entries, ""

@@ -142,16 +142,16 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         agent_model,
         env,
         system_template=templates["system_template"],
-        instance_template=templates["instance_template"],
+        instance_template=templates[request.get("instance", "instance_template")],
         step_limit=profile["step_limit"],
         cost_limit=0,
         output_path=Path(paths["trajectory"]),
     )
     status, error, infra = "", None, False
     try:
-        status = agent.run(task=request["task"] or "", budget=request.get("budget", "")).get(
-            "exit_status", ""
-        )
+        status = agent.run(
+            task=request["task"] or "", budget=request.get("budget", ""), **request.get("template_vars", {})
+        ).get("exit_status", "")
     except Exception as exc:
         status, error, infra = _classify(exc)
         traceback.print_exc()

@@ -16,7 +16,7 @@ from benchtui.core.errors import BadInput
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine.campaign import identity_digest
 from benchtui.runners.mini import MiniSweProfile, MiniSweRunner
-from benchtui.runners.mini.profile import DEFAULT_TEMPLATES, TEMPLATE_KEYS, load_templates
+from benchtui.runners.mini.profile import DEFAULT_TEMPLATES, TEMPLATE_KEYS, TRIAGE_TEMPLATE, load_templates
 
 REPO = Path(__file__).resolve().parents[3]
 CAMPAIGN = REPO / "campaigns" / "problem-reductions.toml"
@@ -70,7 +70,7 @@ def test_unusable_templates_are_bad_input(tmp_path):
 
 
 def test_the_shipped_templates_are_complete():
-    assert set(load_templates(DEFAULT_TEMPLATES)) == set(TEMPLATE_KEYS)
+    assert set(load_templates(DEFAULT_TEMPLATES)) == {*TEMPLATE_KEYS, TRIAGE_TEMPLATE}  # + the shortlist's
     text = DEFAULT_TEMPLATES.read_text()
     for word in (
         "CERTIFICATE_START",
