@@ -51,7 +51,7 @@ async def test_switching_the_runner_mid_run_makes_the_audit_unfair_naming_it(tmp
             assert mid["fairness"]["fair"] is True
             assert sum(m["ran"] for m in mid["models"]) < 12
             rc, out = await in_thread(capsys, "ctl", run_dir, "runner", "alt")
-            assert (rc, out.strip()) == (0, "runner alt for sessions not yet started")
+            assert (rc, out.strip()) == (0, "campaign t: runner alt for sessions not yet started")
             assert scheduler.runner == "alt"
             assert (await in_thread(capsys, "ctl", run_dir, "resume"))[0] == 0
     used = {r["runner"] for r in journal(run_dir) if r["state"] == "done"}
