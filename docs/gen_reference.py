@@ -249,7 +249,8 @@ def parsers() -> dict[str, argparse.ArgumentParser]:
     argparse.ArgumentParser.parse_known_args = capture  # type: ignore[method-assign,assignment]
     try:
         found[""] = cli.run_parser()
-        for name, command in cli.COMMANDS.items():
+        runs = {name: (lambda argv, c=command: c(argv, None)) for name, command in cli.RUNS.items()}
+        for name, command in {**cli.COMMANDS, **runs}.items():
             try:
                 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                     command([])

@@ -1,4 +1,4 @@
-"""The one count of bugs: verified distinct-rule bugs (DESIGN §3 "Report").
+"""The one count of bugs: verified distinct-rule bugs (docs/guide/reports.md).
 
 Used by the results files (`engine.results`), the report (`report.leaderboard`) and, through the
 report, the TUI: they never disagree. A session counts once, for one rule: its task when it has one

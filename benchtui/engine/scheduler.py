@@ -77,7 +77,7 @@ class Scheduler:
         )
         """Models' caps add up to more than the total, so the total is shared first come, first
         served: a shortlist campaign's episodes then wait until every triage has ended, so one
-        model's episodes cannot run ahead into the total while another's triage still runs (F4)."""
+        model's episodes cannot run ahead into the total while another's triage still runs (docs/design/invariants.md#f4)."""
 
     # -- control calls ------------------------------------------------------------------------
     @property
@@ -266,7 +266,7 @@ class Scheduler:
         return end, [shortlist.pending_line(s, end.runner, end.t) for s in sessions]
 
     def _grow(self, triage: str) -> None:
-        """Queue a committed triage's episodes among those not launched yet, round-robin (F4)."""
+        """Queue a committed triage's episodes among those not launched yet, round-robin (docs/design/invariants.md#f4)."""
         sessions = self._grown.pop(triage, [])
         if not sessions:
             return

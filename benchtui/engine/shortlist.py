@@ -131,7 +131,7 @@ def grown_by(record: JournalRecord, planned: PlannedSession | None) -> list[Plan
 
 
 def ordered(plan: Iterable[PlannedSession], models: list[str]) -> list[PlannedSession]:
-    """Round-robin by index (F4): every triage first, then m1#0, m2#0, m1#1, …"""
+    """Round-robin by index (docs/design/invariants.md#f4): every triage first, then m1#0, m2#0, m1#1, …"""
     position = {m: i for i, m in enumerate(models)}
     return sorted(plan, key=lambda s: (s.index, position.get(s.model, len(position))))
 

@@ -181,7 +181,7 @@ def test_campaign_reference_lists_every_key_of_benchtui_schema() -> None:
     assert missing_keys(without_row, got) == ["budget: per_session_usd"]
     without_kind = text.replace('#### `kind = "fake"`', "#### the fake one")
     assert "runners: the kind fake" in missing_keys(without_kind, got)
-    nested = text.replace("| `shell_actions` |", "| `shell_action` |")
+    nested = text.replace("| `shell_actions` |", "| `shell_action` |", 1)
     assert missing_keys(nested, got) == ["budget.per_session: shell_actions"]
 
 
@@ -245,7 +245,7 @@ def parsers() -> dict[str, argparse.ArgumentParser]:
     from benchtui.cli import main as cli
 
     found: dict[str, argparse.ArgumentParser] = gen_reference().parsers()
-    assert set(found) == {"", *cli.COMMANDS}, "a command builds no parser the docs can check"
+    assert set(found) == {"", *cli.COMMANDS, *cli.RUNS}, "a command builds no parser the docs can check"
     return found
 
 
@@ -356,7 +356,7 @@ def test_ci_installs_the_docs_extra_before_the_tests() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert re.search(r"^pip install -q -e '\.\[docs\]'", ci, re.MULTILINE), "CI must build the docs"
     assert re.search(r"^pip install -q -e '\.\[test\]'", ci, re.MULTILINE)
-    assert re.search(r"^python -m pytest", ci, re.MULTILINE)
+    assert re.search(r"^pip install -q -e '\.\[test\]' && python -m pytest$", ci, re.MULTILINE)
 
 
 # -- comments cite the docs ---------------------------------------------------------------------

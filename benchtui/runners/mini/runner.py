@@ -334,7 +334,7 @@ class MiniSweRunner(RunnerKind):
                 await self._stop(channel, served)
 
     async def _stop(self, channel: EngineChannel, served: WorkerSession) -> None:
-        """End the worker for sure; then settle the usage it reported before it died (F6)."""
+        """End the worker for sure; then settle the usage it reported before it died (docs/design/invariants.md#f6)."""
         worker, report = served.worker, served.report
         assert isinstance(worker, WorkerProcess)
         if worker.pid is None:  # cancelled before it said hello: wait for its pid (a moment)

@@ -1,7 +1,7 @@
 """The engine's answers to one worker (local or on a node): the same handler for both.
 
 Each record the worker sends (`protocol.decode`) is answered here: authorisations by the meter
-(F5), usage charged at campaign prices (F6), shell actions' units, the budget line, evidence.
+(docs/design/invariants.md#f5), usage charged at campaign prices (docs/design/invariants.md#f6), shell actions' units, the budget line, evidence.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class WorkerSession:
 
     def settle(self, usage: p.UsageReport) -> None:
         """Charge one attempt's usage report; one that is unreadable is charged the worst case
-        that was authorised for the attempt (F6: never under), and every worst-case charge says
+        that was authorised for the attempt (docs/design/invariants.md#f6: never under), and every worst-case charge says
         why."""
         report = self.report
         tokens: tuple[int | None, int | None] = (usage.input_tokens, usage.output_tokens)
