@@ -73,10 +73,13 @@ def cheap(campaign: Campaign, *, network: bool = True) -> None:
     TCP connection. BadInput on the first problem, so a missing `pred`, key or server is exit 2
     before any session starts, not N sessions ending in errors (`benchtui check` checks everything)."""
     profile = campaign.runners[campaign.runner]
-    checks = [*runner_checks(campaign, campaign.runner, None, full=False), *key_checks(campaign, profile)]
+    checks = [
+        *runner_checks(campaign, campaign.runner, None, full=False),
+        *limit_checks(campaign, campaign.runner),
+        *key_checks(campaign, profile),
+    ]
     if network and not any(not c.ok for c in checks):
         checks += endpoint_checks(campaign, profile)
-    checks += limit_checks(campaign, campaign.runner)
     problems = [c for c in checks if not c.ok]
     if problems:
         hint = " (--no-preflight skips this check)" if problems[0].what.startswith("api_base") else ""

@@ -126,8 +126,7 @@ class ScriptedLLM:
                 except OSError:  # the client gave up (a timeout): nothing more to send
                     pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
@@ -178,3 +177,10 @@ def usage_block(reply: Reply) -> dict[str, Any]:
             "total_tokens": total,
         }
     }
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024
+    """Hundreds of agents connect at once (socketserver's default backlog of 5 refused some of them
+    on a loaded machine: "Connection error" after litellm's retries)."""
