@@ -8,6 +8,7 @@ hands its slot and unused reservation back.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, get_args
 
@@ -63,8 +64,12 @@ class Attempt:
         flight: InFlight,
         *,
         wall_time_s: float | None,
+        on_recorded: Callable[[], None] = lambda: None,
     ) -> None:
         self.accounts = accounts
+        self.on_recorded = on_recorded
+        """Called once the end line is queued (before it is durable): the slot may go to the next
+        session, whose start line then shares this end's commit or follows it (never precedes)."""
         self.runners = runners
         self.spec = spec
         self.flight = flight
@@ -165,6 +170,7 @@ class Attempt:
             exhausted=tuple(meter.exhausted),
         )
         self.accounts.record(end)
+        self.on_recorded()
         with trio.CancelScope(shield=True):
             await self.accounts.commit()
         return end

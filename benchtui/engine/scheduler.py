@@ -184,11 +184,20 @@ class Scheduler:
             campaign.target.kind,
         )
         wall = campaign.runners[flight.runner].wall_time_s
-        return Attempt(self.accounts, self.runners, spec, flight, wall_time_s=wall)
+        return Attempt(
+            self.accounts,
+            self.runners,
+            spec,
+            flight,
+            wall_time_s=wall,
+            on_recorded=lambda: self._release(session.id),
+        )
 
     async def _run_attempt(self, attempt: Attempt) -> None:
+        # The slot is released when the end line is queued, not once it is durable: the next
+        # launch's start line then rides the same commit (a session costs two commits, not
+        # three), and it still acts only after its own start line, so after this end, is on disk.
         end = await attempt.run()
-        self._release(end.session)
         self._ended(end)
 
     def _release(self, session: str) -> None:
