@@ -4,8 +4,9 @@
 Three processes, as in a real run: a fast scripted provider (hypercorn, fixed answers), the
 gateway (the real one, each session on the engine's real SessionMeter and Ledger; the run dir's
 durable commit is left out: `benchmarks/worker_startup.py` measures it, ~1.2 ms per authorise),
-and this process as the clients (httpx). Every figure is a call through the gateway minus the
-same call straight to the provider.
+and this process as the clients (httpx). Every latency is a call through the gateway minus the
+same call straight to the provider; CPU/call is the gateway process's CPU time per call (the
+warm-up calls included).
 
     python benchmarks/gateway_latency.py [--calls 2000] [--seconds-per-run 0]
 """
@@ -145,6 +146,12 @@ async def load(
         return latencies, len(latencies) / (time.perf_counter() - started)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (Linux): a machine's load disturbs it less than latency."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100)[q - 1] * 1000 if len(values) > 1 else values[0] * 1000
 
@@ -167,14 +174,16 @@ async def main(calls: int) -> None:
         gateway = json.loads(await wait_for(tmp / "gateway"))
         print(f"{calls} calls per run; each session makes its calls one after another\n")
         print(f"{'sessions':>8} {'mode':>9} | {'direct p50':>10} {'p99':>7} | {'gateway p50':>11} {'p99':>7} |"
-              f" {'added p50':>9} {'p99':>7} | {'gateway calls/s':>15}")  # fmt: skip
+              f" {'added p50':>9} {'p99':>7} | {'gateway calls/s':>15} | {'CPU/call':>11}")  # fmt: skip
         for sessions in (1, 64):
             for stream in (False, True):
                 direct, _ = await load(provider_url, ["x"] * 64, sessions, calls, stream)
+                cpu_before = cpu_seconds(procs[1].pid)
                 through, rate = await load(gateway["url"], gateway["tokens"], sessions, calls, stream)
+                cpu_ms = (cpu_seconds(procs[1].pid) - cpu_before) / (len(through) + 20) * 1000
                 d50, d99, g50, g99 = pct(direct, 50), pct(direct, 99), pct(through, 50), pct(through, 99)
                 print(f"{sessions:>8} {'stream' if stream else 'plain':>9} | {d50:>8.2f}ms {d99:>5.2f}ms |"
-                      f" {g50:>9.2f}ms {g99:>5.2f}ms | {g50 - d50:>7.2f}ms {g99 - d99:>5.2f}ms | {rate:>15.0f}")  # fmt: skip
+                      f" {g50:>9.2f}ms {g99:>5.2f}ms | {g50 - d50:>7.2f}ms {g99 - d99:>5.2f}ms | {rate:>15.0f} | {cpu_ms:>9.2f}ms")  # fmt: skip
     finally:
         for p in procs:
             p.terminate()

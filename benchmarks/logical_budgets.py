@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from benchtui.core.contract import LogicalLimits  # noqa: E402
+from benchtui.runners.kit import bubblewrap  # noqa: E402
 from benchtui.runners.kit import toolgate as gate  # noqa: E402
 
 
@@ -45,9 +46,13 @@ def timed(argv: list[str], env: dict[str, str], calls: int) -> float:
     return statistics.median(samples)
 
 
-async def shim_overhead(pred: str, calls: int) -> None:
+async def shim_overhead(pred: str, calls: int, sandboxed: bool = False) -> None:
+    """The gate runs each granted call itself: on the host, or (bubblewrap sessions) in a
+    one-shot sandbox of its own."""
     folder = Path(tempfile.mkdtemp(prefix="benchtui-bench-"))
-    server = gate.ToolGate(Granting(), Granting.limits, {"pred": pred})  # type: ignore[arg-type]
+    (folder / "workdir").mkdir()
+    launch = bubblewrap.tool_launch(folder / "workdir") if sandboxed else gate.run_here
+    server = gate.ToolGate(Granting(), Granting.limits, {"pred": pred}, launch=launch)  # type: ignore[arg-type]
     async with trio.open_nursery() as nursery:
         await nursery.start(server.serve, folder / "gate")
         interpreter, _ = gate.python()
@@ -63,8 +68,9 @@ async def shim_overhead(pred: str, calls: int) -> None:
         shimmed = await trio.to_thread.run_sync(timed, ["pred", "--version"], env, calls)
         nursery.cancel_scope.cancel()
     shutil.rmtree(folder)
+    where = "in a one-shot bubblewrap sandbox" if sandboxed else "on the host"
     print(
-        f"pred --version, {calls} calls: direct {direct * 1000:.1f} ms, through shim + gate "
+        f"pred --version, {calls} calls: direct {direct * 1000:.1f} ms, through shim + gate, run {where}: "
         f"{shimmed * 1000:.1f} ms (median; +{(shimmed - direct) * 1000:.1f} ms a counted call)"
     )
 
@@ -96,11 +102,13 @@ def durable_units(rounds: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--pred", help="the pred to call (default: the one on PATH)")
     args = parser.parse_args()
-    pred = shutil.which("pred") or str(ROOT.parent / "shared/tools/pred/bin/pred")
+    pred = args.pred or shutil.which("pred") or ""
     if not os.access(pred, os.X_OK):
-        sys.exit("benchmarks/logical_budgets.py: needs the real pred: put it on PATH")
+        sys.exit("benchmarks/logical_budgets.py: needs a pred: put it on PATH or give --pred")
     trio.run(shim_overhead, pred, args.calls)
+    trio.run(shim_overhead, pred, args.calls, True)
     durable_units(100)
 
 

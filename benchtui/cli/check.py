@@ -12,20 +12,49 @@ from benchtui.core.contract import Check
 from benchtui.core.money import fmt
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine.campaign import Campaign
-from benchtui.engine.preflight import runner_checks, target_check, unenforced, worst_case
+from benchtui.engine.preflight import (
+    endpoint_checks,
+    key_checks,
+    runner_checks,
+    target_check,
+    unenforced,
+    worst_case,
+)
 
 EXIT_OK, EXIT_PROBLEMS = 0, 2
 
 
 def run_checks(campaign: Campaign, *, ping: bool) -> list[Check]:
-    checks = [target_check(campaign)]
+    checks = [target_check(campaign), *inventory_check(campaign)]
     for name in campaign.runners:
         checks += runner_checks(campaign, name, campaign.tasks, full=True)
+    # Keys and endpoints of every profile that calls a model API (each once).
+    calling = [p for p in campaign.runners.values() if p.calls_model_api]
+    for check in [c for p in calling for c in key_checks(campaign, p)]:
+        if check not in checks:
+            checks.append(check)
+    if calling:
+        checks += endpoint_checks(campaign, calling[0])
     if ping:
         from benchtui.cli import ping as pinging
 
         checks += pinging.ping_models(campaign)
     return checks
+
+
+def inventory_check(campaign: Campaign) -> list[Check]:
+    """A shortlist campaign: the rule inventory its triages choose from."""
+    if campaign.protocol is None:
+        return []
+    from benchtui.core.errors import BadInput
+    from benchtui.engine import shortlist
+
+    try:
+        rules = shortlist.inventory_of(campaign)
+    except BadInput as exc:
+        return [Check("rule inventory", str(exc))]
+    size = campaign.protocol.shortlist_size
+    return [Check("rule inventory", detail=f"{len(rules)} rules; each triage commits {size}")]
 
 
 def table(campaign: Campaign, checks: list[Check]) -> str:

@@ -16,11 +16,12 @@ from benchtui.engine import rundir
 
 
 def resume_command(run_dir: Path) -> str:
-    """The command that continues this run (the latest run of its state dir)."""
-    state_dir = run_dir.parent
+    """The command that continues this run, naming it: a state dir may hold several campaigns,
+    and the latest one need not be this one (`benchtui --resume NAME`, or its run dir)."""
     default = rundir.state_dir()
-    same = state_dir.resolve() == default.resolve()
-    return "benchtui --resume" + ("" if same else f" --state-dir {state_dir}")
+    if run_dir.parent.resolve() == default.resolve() and not Path(run_dir.name).is_file():
+        return f"benchtui --resume {run_dir.name}"
+    return f"benchtui --resume {run_dir}"
 
 
 def closing_text(run_dir: Path, accounts: ev.AccountsCommitted | None, finished: bool) -> str:
@@ -49,7 +50,22 @@ def run_dir_status(run_dir: Path) -> str:
         ) from None
     unfinished = len(check.pending(plan))
     ended = sum(1 for s in plan if (r := check.journal.get(s.id)) is not None and r.ended)
+    # Sessions that failed on their own (not interrupted by a stop or a crash of benchtui).
+    failed = [
+        r
+        for s in plan
+        if (r := check.journal.get(s.id)) is not None
+        and r.state == "error"
+        and r.retryable
+        and not r.reason.startswith("interrupted")
+    ]
     state = "finished" if not unfinished else f"stopped, {unfinished} of {len(plan)} sessions to run"
+    if unfinished and failed:
+        why = max(failed, key=lambda r: r.t).reason
+        state = (
+            f"failed: {len(failed)} of {len(plan)} sessions ended in infrastructure errors "
+            f"(the last: {why[:300]}); {unfinished} to run"
+        )
     head = (
         f"campaign {campaign.name}: {state} (not running), runner {runner}, "
         f"{ended}/{len(plan)} sessions ended"

@@ -58,6 +58,15 @@ def find_run_dir(given: str | None, state_dir: Path | None) -> Path:
             raise BadInput(f"no such run: {run_dir}")
         return run_dir
     state_dir = rundir.state_dir(state_dir)
+    live = rundir.running(state_dir)
+    if len(live) > 1:
+        names = ", ".join(d.name for d in live)
+        raise BadInput(
+            f"{len(live)} campaigns are running in {state_dir} ({names}): say which, "
+            f"e.g. `benchtui ctl {live[0]} status`"
+        )
+    if live:
+        return live[0]
     try:
         return rundir.latest(state_dir)
     except BadInput:
@@ -165,7 +174,11 @@ def main(argv: list[str]) -> int:
     if not reply.get("ok"):
         raise BadInput(str(reply.get("error") or "the campaign refused"))
     try:
-        print(show_status(reply, run_dir) if command == "status" else str(reply.get("message", "ok")))
+        print(
+            show_status(reply, run_dir)
+            if command == "status"
+            else f"campaign {run_dir.name}: {reply.get('message', 'ok')}"  # which one, in a shared state dir
+        )
     except (KeyError, TypeError, ValueError, ArithmeticError):
         raise BadInput(f"{run_dir / rundir.CONTROL_SOCKET} answered a malformed {command} reply") from None
     return 0

@@ -27,7 +27,7 @@ def run_parser() -> OneLineParser:
         epilog="Exit codes: 0 finished (skips included), 1 state could not be saved, 2 bad input, "
         "3 run dir in use, 75 not finished: sessions ended in infrastructure errors (--resume "
         "retries them), 130 stopped or interrupted (--resume continues). "
-        "Also: `benchtui check --help`, `benchtui ctl --help`, `benchtui report --help`, `benchtui verify --help`, `benchtui schema`.",
+        "Also: `benchtui demo` (a real campaign with no key), `benchtui check --help`, `benchtui ctl --help`, `benchtui report --help`, `benchtui verify --help`, `benchtui schema`.",
     )
     p.add_argument("campaign", nargs="?", type=Path, help="campaign TOML file")
     p.add_argument("--no-ui", action="store_true", help="headless: log lines instead of the TUI")
@@ -40,6 +40,11 @@ def run_parser() -> OneLineParser:
     )
     p.add_argument("--runner", metavar="PROFILE", help="active runner profile from [runners.*]")
     p.add_argument("--parallelism", type=int, metavar="N", help="sessions running at once")
+    p.add_argument(
+        "--no-preflight",
+        action="store_true",
+        help="do not probe each model's api_base with a TCP connection before starting",
+    )
     add_state_dir(p)
     return p
 
@@ -66,6 +71,7 @@ def main_run(argv: list[str], stops: StopSignals) -> int:
         args.fresh,
         args.runner,
         args.parallelism,
+        preflight=not args.no_preflight,
     )
     tune_gc()
     with engine.prepare(opts) as prep:
@@ -83,12 +89,25 @@ def main_run(argv: list[str], stops: StopSignals) -> int:
             from benchtui.ui.app import run_app
 
             stops.hand_over()
-            ended, accounts = run_app(prep)
+            ended, accounts = run_app(prep, early_stops=lambda: stops.early)
+            stops.hand_over()  # the app's loop is closed: a late signal must not kill what follows
     # Both front ends end the same way: the table, where the results are, how to continue.
     from benchtui.cli.closing import closing_text
 
-    print(closing_text(prep.run_dir, accounts, ended is not None and ended.finished))
+    try:
+        print(closing_text(prep.run_dir, accounts, ended is not None and ended.finished), flush=True)
+    except BrokenPipeError:  # `| head`: the campaign's own exit code still tells how it ended
+        quiet_stdout()
     return exit_code(ended)
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush on a closed pipe says nothing."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def exit_code(ended: object) -> int:
@@ -151,6 +170,15 @@ def main_report(argv: list[str]) -> int:
     return report(argv)
 
 
+def main_demo(argv: list[str], stops: StopSignals) -> int:
+    from benchtui.cli.demo import main_demo as demo
+
+    return demo(argv, stops, main_run)
+
+
+RUNS = {"demo": main_demo}
+"""Commands that run a campaign (stop signals act on them as on `benchtui CAMPAIGN`)."""
+
 COMMANDS = {
     "schema": main_schema,
     "ctl": main_ctl,
@@ -164,14 +192,20 @@ def main(argv: list[str] | None = None) -> int:
     program = argv is None  # the process itself, not an in-process caller (tests)
     argv = sys.argv[1:] if argv is None else argv
     command = COMMANDS.get(argv[0]) if argv else None
+    runs = RUNS.get(argv[0]) if argv else None
     stops = StopSignals()
     try:
         if command is None:
             stops.install()
+        if runs is not None:
+            return runs(argv[1:], stops)
         return command(argv[1:]) if command else main_run(argv, stops)
     except BenchtuiError as exc:
         print(f"benchtui: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except BrokenPipeError:  # `benchtui report | head`: the reader has what it wanted
+        quiet_stdout()
+        return EXIT_OK
     except OSError as exc:  # e.g. a full disk before the run's own storage took over
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"benchtui: {one_line(f'{exc.strerror or exc}{where}')}", file=sys.stderr)

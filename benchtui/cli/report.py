@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -28,7 +30,10 @@ def parser() -> OneLineParser:
 
 def render(report: CampaignReport, fmt: str) -> str:
     if fmt == "json":
-        return json.dumps(report.to_json(), indent=1, ensure_ascii=False) + "\n"
+        try:  # strict JSON: a non-finite number that got through is refused, never written as NaN
+            return json.dumps(report.to_json(), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+        except ValueError:
+            raise BadInput("report: the run holds a number that is not finite (tampered?)") from None
     if fmt == "html":
         from benchtui.report.html import render as html
 
@@ -40,17 +45,55 @@ def render(report: CampaignReport, fmt: str) -> str:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    run_dirs = args.run_dirs or [rundir.latest(rundir.state_dir(args.state_dir))]
+    run_dirs = args.run_dirs or [rundir.latest(rundir.state_dir(args.state_dir), nothing="no run to report")]
     out = args.output
     if out is not None:
-        for run in run_dirs:  # the report never writes into a run dir, even when asked to
-            if out.resolve().parent.is_relative_to(run.resolve()):
-                raise BadInput(f"report: {out} is inside the run dir {run}: write it elsewhere")
-        if not out.resolve().parent.is_dir():
-            raise BadInput(f"report: {out.parent} is not a directory")
+        check_output(out, run_dirs)
     text = render(build(run_dirs), args.format)
     if out is None:
         sys.stdout.write(text)
     else:
-        atomic_write(out, text.encode())
+        write_output(out, text.encode())
+        runs = f"{len(run_dirs)} run{'s' if len(run_dirs) != 1 else ''}"
+        print(
+            f"report: wrote {out} ({args.format}, {len(text.encode())} bytes, from {runs})", file=sys.stderr
+        )
     return 0
+
+
+def check_output(out: Path, run_dirs: list[Path]) -> None:
+    """`-o FILE` may only be a new or a regular file outside every run dir (the ones reported and
+    any other: a folder holding a campaign.toml and a journal or ledger); never a device, a FIFO
+    or a folder (atomic replacement would have turned those into regular files)."""
+    for path in {out.absolute(), out.resolve()}:
+        for run in run_dirs:  # the report never writes into a run dir, even when asked to
+            if path.parent.is_relative_to(run.resolve()):
+                raise BadInput(f"report: {out} is inside the run dir {run}: write it elsewhere")
+        for folder in path.parents:
+            if _is_run_dir(folder):
+                raise BadInput(f"report: {out} is inside the run dir {folder}: write it elsewhere")
+        try:
+            mode = os.lstat(path).st_mode if path == out.absolute() else os.stat(path).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise BadInput(f"report: {out}: {exc.strerror}") from None
+        if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            raise BadInput(f"report: {out} exists and is not a regular file: write it elsewhere")
+    if not out.resolve().parent.is_dir():
+        raise BadInput(f"report: {out.parent} is not a directory")
+
+
+def _is_run_dir(folder: Path) -> bool:
+    markers = (rundir.CAMPAIGN, "sessions.jsonl", "ledger.toml")
+    return sum((folder / name).is_file() for name in markers) >= 2
+
+
+def write_output(out: Path, data: bytes) -> None:
+    """Replace `out` atomically (through a link: its target); no temporary file left on failure."""
+    target = out.resolve()
+    try:
+        atomic_write(target, data)
+    except OSError as exc:
+        Path(target.parent, f".{target.name}.tmp").unlink(missing_ok=True)
+        raise BadInput(f"report: cannot write {out}: {exc.strerror or exc}") from None

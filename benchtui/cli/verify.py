@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
+from benchtui.core.errors import BadInput
+from benchtui.core.inputs import read_text
 from benchtui.targets.problem_reductions.certificate import Verdict, parse_block
-from benchtui.targets.problem_reductions.drivers import verify
+from benchtui.targets.problem_reductions.drivers import resolve_pred, verify
 from benchtui.targets.problem_reductions.sources import NoCertificate, certificates_in
 
 # -- CLI: benchtui verify CERT.json [--pred PATH] ---------------------------------------------------
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 4
+MAX_BYTES = 256 << 20
+"""Of the file to verify: a long session's trajectory is some MB; a larger file is not ours."""
 
 
 def main_verify(argv: list[str]) -> int:
@@ -33,21 +38,35 @@ def main_verify(argv: list[str]) -> int:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per pred call (default 60)")
     p.add_argument("--json", action="store_true", help="print verdicts as JSON lines")
     args = p.parse_args(argv)
-    try:
-        text = args.certificate.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        print(f"benchtui verify: cannot read {args.certificate}: {exc}", file=sys.stderr)
+    try:  # a regular file only (a FIFO would block, a device never end), bounded
+        text = read_text(args.certificate, MAX_BYTES, "the file to verify")
+    except FileNotFoundError:
+        print(f"benchtui verify: {args.certificate}: no such file", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BadInput as exc:
+        print(f"benchtui verify: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
         found = certificates_in(text)
     except NoCertificate as exc:
         print(f"benchtui verify: {args.certificate}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except RecursionError:
+        print(f"benchtui verify: {args.certificate}: JSON nested too deeply to read", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    pred = resolve_pred(args.pred)
+    if not (os.path.isabs(pred) and os.access(pred, os.X_OK)):
+        print(
+            f"benchtui verify: pred not found ({args.pred!r}): install it with `cargo install --locked "
+            "--path problemreductions-cli` from a problem-reductions checkout, or give --pred PATH",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
     verdicts = []
     for item in found:
         cert, problem = (item, "") if isinstance(item, dict) else parse_block(item)
         verdict = (
-            verify(cert, pred=args.pred, timeout=args.timeout)
+            verify(cert, pred=pred, timeout=args.timeout)
             if cert is not None
             else Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
         )

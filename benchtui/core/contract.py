@@ -38,6 +38,15 @@ class RunnerProfile(BaseModel):
     wall_time_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Wall-clock limit of one session; past it the session is cancelled and ends as `error`."""
 
+    calls_model_api: ClassVar[bool] = False
+    """True for kinds whose sessions call each model's real API (its key and `api_base` are then
+    checked before a campaign starts); fake and demo kinds call none."""
+
+    def key_variable(self, model: ModelSpec) -> str | None:
+        """The environment variable that must hold `model`'s API key for sessions of this profile
+        (None: none is needed, or the provider library's own default applies)."""
+        return model.api_key_env if self.calls_model_api else None
+
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
@@ -79,6 +88,10 @@ class LogicalLimits:
     observation_chars: int | None = None
     tools: tuple[tuple[str, int], ...] = ()
     """(command prefix, calls) pairs, e.g. (("pred", 24), ("pred solve", 10))."""
+    free: tuple[str, ...] = ()
+    """Calls of counted tools that take no unit (`pred --help`); their answers are cached."""
+    keep_hunting: bool = False
+    """An accepted `submit` does not end the session."""
 
     def __bool__(self) -> bool:
         return any(getattr(self, c) is not None for c in (*COUNTERS, "observation_chars")) or bool(self.tools)
@@ -111,6 +124,18 @@ def _runs(words: list[str], name: str, args: list[str]) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class Triage:
+    """What a triage session of a shortlist campaign (`[protocol] kind = "shortlist"`) is given:
+    the target's rule inventory and how many distinct rules to commit, each with a one-line
+    hypothesis. It works on the target's source only (no `pred`): its outcome's `shortlist`."""
+
+    rules: tuple[str, ...]
+    """The rule inventory (rule ids as `pred list --rules` names them: `SOURCE -> TARGET`)."""
+    size: int
+    """Rules to commit, in priority order; fewer is the model's outcome (fewer episodes)."""
+
+
+@dataclass(frozen=True, slots=True)
 class SessionSpec:
     """Everything a runner needs to run one session."""
 
@@ -129,6 +154,10 @@ class SessionSpec:
     """The campaign's logical budget (`[budget.per_session]`); empty when it sets none."""
     target: str = PROBLEM_REDUCTIONS
     """The campaign's `[target] kind` (TARGET_KINDS): whether sessions have a verifier and pred."""
+    triage: Triage | None = None
+    """Set for the triage session of a shortlist campaign (`task` is None then)."""
+    hypothesis: str = ""
+    """An episode of a shortlist campaign: the triage's one-line hypothesis for its rule."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +180,9 @@ class SessionOutcome:
     verify_details: dict[str, Any] | None = None
     infra_error: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    shortlist: list[Any] | None = None
+    """A triage session's commit, as the model wrote it: `{"rule": ..., "hypothesis": ...}`
+    objects in priority order (the engine validates them against the rule inventory)."""
 
 
 @runtime_checkable
@@ -231,6 +263,7 @@ class AgentRunner(Protocol):
     Profile: ClassVar[type[RunnerProfile]]
     enforces: ClassVar[frozenset[str]]
     executors: ClassVar[tuple[str, ...]]
+    targets: ClassVar[tuple[str, ...]]
 
     def __init__(self, profile: Any, *, run_dir: Path, executor: Any = None) -> None:
         """`profile` is an instance of `Profile`; `run_dir` the campaign's run dir; `executor`
@@ -263,6 +296,8 @@ class RunnerKind:
     """Logical budgets it applies besides `model_calls` (the meter applies that one for every kind)."""
     executors: ClassVar[tuple[str, ...]] = ("local",)
     """`[executor]` kinds it can run its agents on (every kind runs on this machine)."""
+    targets: ClassVar[tuple[str, ...]] = TARGET_KINDS
+    """`[target]` kinds its sessions can work on (the mini-swe-agent runner needs pred's)."""
 
     def __init__(self, profile: Any, *, run_dir: Path, executor: Any = None) -> None:
         self.profile = profile
@@ -280,6 +315,23 @@ class RunnerKind:
     @classmethod
     def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
         return None
+
+    runs_triage: ClassVar[bool] = False
+    """Whether it can run a shortlist campaign's triage (`[protocol] kind = "shortlist"`): then
+    `rule_inventory` gives the rules it chooses from, the session's `SessionSpec.triage` says so,
+    and the triage's commit comes back as `SessionOutcome.shortlist`."""
+
+    @classmethod
+    def rule_inventory(cls, profile: Any, environment: Path) -> list[str]:
+        """The rules a triage chooses from (ValueError with the problem)."""
+        raise ValueError(f"runner kind {cls.__name__} has no rule inventory")
+
+    @classmethod
+    def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:
+        """Checks of the campaign's logical budget as this kind would apply it: a limit it could
+        not enforce as written (e.g. a counted tool its sandbox shows anyway) is a problem, so the
+        campaign is refused when it loads."""
+        return []
 
     @classmethod
     def supports(cls, executor_kind: str) -> bool:

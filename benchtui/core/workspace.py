@@ -181,14 +181,34 @@ def _store(slot: Path, key: str, value: str) -> None:
         pass  # only a cache: the next start hashes again
 
 
+def binary_digest(tool: str) -> str | None:
+    """`sha256:<first 16 hex>` of the executable `tool` resolves to, or None when there is none.
+
+    Two builds may print one version (pred's v0.5.0 release and a later commit both print
+    `pred 0.5.0`, with different bugs): the binary's content tells them apart."""
+    found = shutil.which(tool)
+    if found is None:
+        return None
+    digest = hashlib.sha256()
+    try:
+        with open(os.path.realpath(found), "rb") as binary:
+            for chunk in iter(lambda: binary.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return f"sha256:{digest.hexdigest()[:16]}"
+
+
 def tool_version(tool: str) -> str:
+    """`tool=<first line of --version>@sha256:<binary>` (the digest only where the binary is found)."""
     try:
         done = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return f"{tool}=missing"
-    return (
-        f"{tool}={(done.stdout or done.stderr).strip().splitlines()[0] if done.returncode == 0 else 'broken'}"
-    )
+    text = (done.stdout or done.stderr).strip().splitlines()
+    version = text[0] if done.returncode == 0 and text else "broken"
+    digest = binary_digest(tool)
+    return f"{tool}={version}" + (f"@{digest}" if digest else "")
 
 
 def fingerprint(

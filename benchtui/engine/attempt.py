@@ -64,9 +64,13 @@ class Attempt:
         flight: InFlight,
         *,
         wall_time_s: float | None,
+        conclude: Callable[[JournalRecord, SessionOutcome | None], tuple[JournalRecord, list[JournalRecord]]]
+        | None = None,
         on_recorded: Callable[[], None] = lambda: None,
     ) -> None:
         self.accounts = accounts
+        self.conclude = conclude
+        """Completes the end line (a triage's shortlist) and gives lines to write with it."""
         self.on_recorded = on_recorded
         """Called once the end line is queued (before it is durable): the slot may go to the next
         session, whose start line then shares this end's commit or follows it (never precedes)."""
@@ -169,7 +173,12 @@ class Attempt:
             else None,
             exhausted=tuple(meter.exhausted),
         )
+        more: list[JournalRecord] = []
+        if self.conclude is not None:
+            end, more = self.conclude(end, outcome)
         self.accounts.record(end)
+        for line in more:
+            self.accounts.record(line)
         self.on_recorded()
         with trio.CancelScope(shield=True):
             await self.accounts.commit()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -10,7 +11,7 @@ import tomllib
 from contextvars import ContextVar
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -61,6 +62,28 @@ class PerSession(Strict):
     """Output the model sees of each action (head and tail kept, the cut marked)."""
     tools: dict[str, Calls] = Field(default_factory=dict, max_length=64)
     """Calls by command prefix (`pred = 24`, `"pred solve" = 10`), counted by a shim on PATH."""
+    free: list[str] = Field(default_factory=list, max_length=64)
+    """Calls of counted tools that take no unit, their answers cached per session (`"pred --help"`:
+    the words start the command line, only options follow)."""
+    keep_hunting: bool = Field(default=False, strict=True)
+    """An accepted `submit` does not end the session (default: it does)."""
+
+    @field_validator("free")
+    @classmethod
+    def _free_calls(cls, value: list[str]) -> list[str]:
+        for call in value:
+            bounds.check_text(call, "a free call")
+            if not re.fullmatch(r"[A-Za-z0-9._+-]+( [A-Za-z0-9._+=-]+)*", call):
+                raise ValueError(f"free call {call!r}: a command name and words, one space apart")
+        return value
+
+    @model_validator(mode="after")
+    def _free_of_counted_tools(self) -> PerSession:
+        names = {prefix.split()[0] for prefix in self.tools}
+        for call in self.free:
+            if call.split()[0] not in names:
+                raise ValueError(f"free call {call!r}: {call.split()[0]} is not a counted tool (tools)")
+        return self
 
     @field_validator("tools")
     @classmethod
@@ -72,8 +95,8 @@ class PerSession(Strict):
         return value
 
     def limits(self) -> LogicalLimits:
-        data = self.model_dump(exclude={"tools"})
-        return LogicalLimits(**data, tools=tuple(sorted(self.tools.items())))
+        data = self.model_dump(exclude={"tools", "free"})
+        return LogicalLimits(**data, tools=tuple(sorted(self.tools.items())), free=tuple(self.free))
 
 
 class Budget(Strict):
@@ -87,6 +110,35 @@ class Budget(Strict):
     """False: no reservations, no refusals, no skips (the campaign may overspend)."""
     per_session: PerSession | None = None
     """Logical budgets per session (model calls, shell actions, tool calls, submits)."""
+
+
+class TriageBudget(Strict):
+    """`[protocol.triage]`: the triage session's logical budget, the same for every model."""
+
+    model_calls: int = Field(gt=0, le=MAX_UNITS, strict=True)
+    """Model generations the triage may make (T)."""
+    shell_actions: int = Field(gt=0, le=MAX_UNITS, strict=True)
+    """Commands the triage may run on the target's source (E_t)."""
+
+    def limits(self) -> LogicalLimits:
+        return LogicalLimits(model_calls=self.model_calls, shell_actions=self.shell_actions)
+
+
+MAX_SHORTLIST = 10_000
+
+
+class Protocol(Strict):
+    """`[protocol]`: how a model's sessions are chosen. `kind = "shortlist"`: per model, a triage
+    session on the target's source commits `shortlist_size` distinct rules of the target's rule
+    inventory (a one-line hypothesis each); then one episode per rule, in shortlist order, each
+    with the per-session budget."""
+
+    kind: Literal["shortlist"]
+    """The only protocol so far: triage, then one episode per shortlisted rule."""
+    shortlist_size: int = Field(gt=0, le=MAX_SHORTLIST, strict=True)
+    """Distinct rules each model's triage commits (the benchmark's Top50: 50)."""
+    triage: TriageBudget
+    """The triage session's budget (model calls and shell actions; money: per_session_usd)."""
 
 
 class Model(Strict):
@@ -200,6 +252,8 @@ class Campaign(BaseSettings):
     """Where the agents run: this machine (default) or a Ray cluster (not part of the identity)."""
     ui: Ui = Field(default_factory=Ui)
     """Terminal UI options (not part of the campaign's identity: free to change on resume)."""
+    protocol: Protocol | None = None
+    """`kind = "shortlist"`: a triage session per model chooses the rules its episodes hunt in."""
 
     @classmethod
     def settings_customise_sources(
@@ -236,12 +290,20 @@ class Campaign(BaseSettings):
             except registry.UnknownRunner as exc:
                 raise ValueError(f"runners.{name}: {exc}") from None
             except ValidationError as exc:
-                raise ValueError(f"runners.{name}: {_first_errors(exc)}") from None
+                raise ValueError(f"runners.{name}: {_first_errors(exc, _profile_class(table))}") from None
         return out
 
     @model_validator(mode="after")
     def _consistent(self) -> Campaign:
-        if (self.sessions_per_model is None) == (self.tasks is None):
+        if self.protocol is not None:
+            if self.sessions_per_model is not None or self.tasks is not None:
+                raise ValueError(
+                    "[protocol] kind = shortlist: the triage chooses the tasks; "
+                    "give neither sessions_per_model nor tasks"
+                )
+            if self.repeats != 1:
+                raise ValueError("[protocol] kind = shortlist: repeats must be 1")
+        elif (self.sessions_per_model is None) == (self.tasks is None):
             raise ValueError("give exactly one of sessions_per_model or tasks")
         if self.sessions_per_model_count * len(self.models) > bounds.MAX_SESSIONS:
             raise ValueError(
@@ -259,6 +321,11 @@ class Campaign(BaseSettings):
         if self.runner not in self.runners:
             raise ValueError(f"runner {self.runner!r} is not one of [runners.*]: {', '.join(self.runners)}")
         active = self.kind(self.runner)
+        if self.target.kind not in active.targets:
+            raise ValueError(
+                f"runner {self.runner!r} (kind {self.runners[self.runner].kind!r}) needs a target of kind "
+                f"{' or '.join(map(repr, active.targets))}, not [target] kind = {self.target.kind!r}"
+            )
         if not active.supports(self.executor.kind):
             raise ValueError(
                 f"runner {self.runner!r} (kind {self.runners[self.runner].kind!r}) cannot run on "
@@ -295,6 +362,10 @@ class Campaign(BaseSettings):
 
     @property
     def sessions_per_model_count(self) -> int:
+        """Sessions each model runs (a shortlist campaign: its triage and at most one episode
+        per shortlisted rule, which is what the per-session share divides by)."""
+        if self.protocol is not None:
+            return 1 + self.protocol.shortlist_size
         if self.tasks:
             return len(self.tasks) * self.repeats
         assert self.sessions_per_model is not None  # _consistent: one of the two is given
@@ -351,6 +422,8 @@ class Campaign(BaseSettings):
         )
         if self.target.kind != PROBLEM_REDUCTIONS:  # the identity of older campaigns stays what it was
             parts["target"] = self.target.kind
+        if self.protocol is not None:  # campaigns without one keep the identity they had
+            parts["protocol"] = _canonical(self.protocol.model_dump())
         return parts
 
 
@@ -358,6 +431,10 @@ def _budget_identity(budget: Budget) -> dict[str, Any]:
     data = budget.model_dump()
     if data["per_session"] is None:  # the identity of campaigns without one stays what it was
         del data["per_session"]
+    else:  # keys added later, at their defaults: the identity stays what it was
+        for key, default in (("free", []), ("keep_hunting", False)):
+            if data["per_session"].get(key) == default:
+                del data["per_session"][key]
     return data
 
 
@@ -396,13 +473,57 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _first_errors(exc: ValidationError) -> str:
+def _first_errors(exc: ValidationError, model: type[BaseModel] | None = None) -> str:
+    """Every error as `where: what`; an unknown key says which known key it may be a typo of."""
     parts = []
     for err in exc.errors():
         where = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key" + _did_you_mean(model or Campaign, err["loc"])
         parts.append(f"{where}: {msg}" if where else msg)
     return "; ".join(parts)
+
+
+def _profile_class(table: dict[str, Any]) -> type[BaseModel] | None:
+    try:
+        return registry.runner_class(str(table.get("kind"))).Profile
+    except registry.UnknownRunner:  # reported as such already
+        return None
+
+
+def _did_you_mean(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """` (did you mean `key`?)` for the known key of the table at `loc` closest to its last part."""
+    table: type[BaseModel] | None = model
+    skip = 0
+    for part in loc[:-1]:
+        if skip:  # a list index or a table's own key name (runners.<name>, tools.<prefix>)
+            skip -= 1
+            continue
+        field = table.model_fields.get(str(part)) if table else None
+        if field is None:
+            return ""
+        table, skip = _table_of(field.annotation)
+    if table is None or not loc:
+        return ""
+    close = difflib.get_close_matches(str(loc[-1]), list(table.model_fields), n=1, cutoff=0.6)
+    return f" (did you mean `{close[0]}`?)" if close else ""
+
+
+def _table_of(annotation: Any) -> tuple[type[BaseModel] | None, int]:
+    """The model a field's values are validated by, and how many loc parts sit between (list
+    indexes, dict keys)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, 0
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (list, tuple, dict) and args:
+        inner, skip = _table_of(args[-1])
+        return inner, skip + 1
+    for arg in args:  # X | None
+        inner, skip = _table_of(arg)
+        if inner is not None:
+            return inner, skip
+    return None, 0
 
 
 def _env_variable(loc: tuple[int | str, ...]) -> str | None:

@@ -18,7 +18,7 @@ from benchtui.core import bounds, counters, inputs
 from benchtui.core.atomic import gc_paused
 from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO, fmt
-from benchtui.engine import rundir
+from benchtui.engine import rundir, shortlist
 from benchtui.engine.campaign import Campaign
 from benchtui.engine.ledger import ControlState, Ledger, SavedLedger
 from benchtui.engine.plan import PlannedSession
@@ -82,7 +82,10 @@ def journal_format(run_dir: Path) -> int:
 
 
 def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[JournalRecord]:
-    """Parse the journal; a torn last line is ignored, any other bad line is corruption."""
+    """Parse the journal; a torn last line is ignored, any other bad line is corruption.
+
+    A shortlist campaign's plan grows as it is read: a triage's end line adds its episodes to
+    `plan_ids` (engine/shortlist.py)."""
     journal_format(path.parent)
     try:
         text = inputs.read_bytes(path, None, "the journal").decode("utf-8", errors="replace")
@@ -109,6 +112,9 @@ def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[Journa
                     f"{path}: corrupted journal at line {number} ({exc}); use --fresh to start over"
                 ) from None
             records.append(rec)
+            if planned.triage:
+                for episode in shortlist.grown_by(rec, planned):
+                    plan_ids.setdefault(episode.id, episode)
     return records
 
 
@@ -141,7 +147,10 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
     logical = campaign.logical_limits
     check = Checkpoint(ledger, saved_runner=saved.control.runner)
     plan_ids = {s.id: s for s in plan}
-    for rec in read_journal(run_dir / JOURNAL, plan_ids):
+    records = read_journal(run_dir / JOURNAL, plan_ids)
+    if len(plan_ids) > len(plan):  # episodes of committed shortlists join the plan, round-robin
+        plan[:] = shortlist.ordered(plan_ids.values(), [m.name for m in campaign.models])
+    for rec in records:
         previous = check.journal.get(rec.session)
         if previous is not None and previous.ended:  # a retry: count sessions by current state
             ledger.supersede(rec.model, previous.state)
@@ -159,7 +168,10 @@ def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Check
         ours = flight is not None and flight.attempt == rec.attempt
         cost = flight.spent + flight.held if flight and ours else ZERO
         used = flight.counters if flight and ours else {}
-        units = counters.nest(used, logical.counters) if logical else None
+        given = logical
+        if campaign.protocol is not None and plan_ids[sid].triage:  # a triage has its own budget
+            given = campaign.protocol.triage.limits()
+        units = counters.nest(used, given.counters) if given else None
         end = rec.but(
             state="error",
             cost_usd=cost,

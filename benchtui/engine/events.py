@@ -139,8 +139,18 @@ class CampaignEnded:
     message: str = ""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionsPlanned:
+    """A shortlist campaign's triage committed: its episodes joined the plan (durably)."""
+
+    model: str
+    sessions: tuple[tuple[str, int, str | None], ...]
+    """(session id, index, task) of each new session, in shortlist order."""
+
+
 Event = (
     CampaignStarted
+    | SessionsPlanned
     | SessionStarted
     | SessionProgress
     | SessionEnded
@@ -161,6 +171,8 @@ def describe(event: Event) -> str | None:
                 f"{verb} campaign {event.name}: {event.remaining} of {event.sessions} sessions to run, "
                 f"runner {event.runner}, parallelism {event.parallelism}, run dir {event.run_dir}"
             )
+        case SessionsPlanned():
+            return f"plan  {len(event.sessions)} episodes of {event.model} (its shortlist)"
         case SessionStarted():
             return f"start {event.session} (attempt {event.attempt}, runner {event.runner})"
         case SessionEnded():

@@ -15,12 +15,21 @@ class PlannedSession:
     model: str
     index: int
     task: str | None
+    hypothesis: str = ""
+    """An episode of a shortlist campaign: its triage's hypothesis for the rule (`task`)."""
+    triage: bool = False
+    """The triage session of a shortlist campaign (its episodes join the plan when it ends)."""
 
 
 def build_plan(campaign: Campaign) -> list[PlannedSession]:
-    """m1#0, m2#0, m1#1, m2#1, …: a cut-off or an outage hits every model evenly."""
+    """m1#0, m2#0, m1#1, m2#1, …: a cut-off or an outage hits every model evenly.
+
+    A shortlist campaign starts with one triage per model (index -1); its episodes are planned
+    when each triage commits (engine/shortlist.py)."""
     models = [m.name for m in campaign.models]
     slugs = {m: slug(m) for m in models}
+    if campaign.protocol is not None:
+        return [PlannedSession(f"{slugs[m]}-triage", m, -1, None, triage=True) for m in models]
     return [
         PlannedSession(f"{slugs[m]}-{i:04d}", m, i, campaign.task_for(i))
         for i in range(campaign.sessions_per_model_count)

@@ -8,11 +8,16 @@ of the target.
 
 from __future__ import annotations
 
+import os
+import socket
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from benchtui.core import workspace
-from benchtui.core.contract import Check
+from benchtui.core.contract import Check, RunnerProfile
 from benchtui.core.errors import BadInput
 from benchtui.engine.campaign import Campaign
 
@@ -21,6 +26,15 @@ def runner_checks(campaign: Campaign, name: str, tasks: list[str] | None, *, ful
     """The checks the kind of runner profile `name` asks for (its `preflight`)."""
     kind = campaign.kind(name)
     found = kind.preflight(campaign.runners[name], tasks=tasks, full=full, target=campaign.target.kind)
+    return [Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in found]
+
+
+def limit_checks(campaign: Campaign, name: str) -> list[Check]:
+    """The logical budget as runner profile `name` would apply it (its kind's `check_limits`): a
+    limit it could not enforce as written (a counted tool its sandbox shows anyway) is refused."""
+    if not campaign.logical_limits:
+        return []
+    found = campaign.kind(name).check_limits(campaign.runners[name], campaign.logical_limits)
     return [Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in found]
 
 
@@ -39,10 +53,11 @@ HUGE_BYTES = 500_000_000
 files, 2.4 s to hash, and a copy per session)."""
 
 
-def at_start(campaign: Campaign) -> Start:
+def at_start(campaign: Campaign, *, network: bool = True) -> Start:
     """Every check before a start (BadInput on a problem), in one visit: the active runner's
-    tools, the campaign's warnings, the target's fingerprint."""
-    cheap(campaign)  # e.g. a missing `pred`: exit 2 before anything is written
+    tools, the models' keys and (`network`) their `api_base`s, the campaign's warnings, the
+    target's fingerprint."""
+    cheap(campaign, network=network)  # e.g. no `pred`, no key: exit 2 before anything is written
     notes = [*campaign.warnings(), *unenforced(campaign)]
     size = workspace.HashStats()
     path = campaign.environment.path
@@ -62,12 +77,100 @@ def at_start(campaign: Campaign) -> Start:
     return Start(fingerprint, notes)
 
 
-def cheap(campaign: Campaign) -> None:
-    """The checks run before a campaign starts (the active profile's tools); BadInput on a problem,
-    so a missing `pred` is exit 2 before any session starts, not N sessions ending in errors."""
-    problems = [c for c in runner_checks(campaign, campaign.runner, None, full=False) if not c.ok]
+CONNECT_TIMEOUT_S = 3.0
+"""A TCP connect that takes longer says the endpoint is unreachable from here."""
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+def cheap(campaign: Campaign, *, network: bool = True) -> None:
+    """The checks run before a campaign starts, before the run dir is written: the active
+    profile's tools, every model's key variable, and (`network`) that every `api_base` accepts a
+    TCP connection. BadInput on the first problem, so a missing `pred`, key or server is exit 2
+    before any session starts, not N sessions ending in errors (`benchtui check` checks everything)."""
+    profile = campaign.runners[campaign.runner]
+    checks = [*runner_checks(campaign, campaign.runner, None, full=False), *key_checks(campaign, profile)]
+    if network and not any(not c.ok for c in checks):
+        checks += endpoint_checks(campaign, profile)
+    checks += limit_checks(campaign, campaign.runner)
+    problems = [c for c in checks if not c.ok]
     if problems:
-        raise BadInput(f"{problems[0].what}: {problems[0].problem} (`benchtui check` checks everything)")
+        hint = " (--no-preflight skips this check)" if problems[0].what.startswith("api_base") else ""
+        raise BadInput(f"{problems[0].what}: {problems[0].problem}{hint}")
+
+
+def key_checks(campaign: Campaign, profile: RunnerProfile, dotenv: Path = Path(".env")) -> list[Check]:
+    """Every model's key variable is set (in the environment, or in ./.env as the runners read it)."""
+    checks = []
+    from_file: dict[str, str | None] | None = None
+    for model in campaign.models:
+        name = profile.key_variable(model.spec())
+        if name is None:
+            continue
+        value = os.environ.get(name)
+        if not value and dotenv.is_file():
+            if from_file is None:
+                from dotenv import dotenv_values  # pydantic-settings' own dependency
+
+                from_file = dotenv_values(dotenv)
+            value = from_file.get(name)
+        what = f"API key of {model.name}"
+        if value:
+            checks.append(Check(what, detail=f"{name} is set"))
+        else:
+            checks.append(Check(what, f"{name} is not set (export it, or put it in ./.env)"))
+    return checks
+
+
+def endpoint_checks(campaign: Campaign, profile: RunnerProfile) -> list[Check]:
+    """Every distinct `api_base` accepts a TCP connection (cheap: no request, no money)."""
+    if not profile.calls_model_api:
+        return []
+    urls: dict[str, list[str]] = {}
+    for model in campaign.models:
+        if model.api_base:
+            urls.setdefault(model.api_base, []).append(model.name)
+    if not urls:
+        return []
+    with ThreadPoolExecutor(max_workers=min(8, len(urls))) as pool:
+        found = list(pool.map(reachable, urls))
+    return [
+        Check(f"api_base {url} ({', '.join(models)})", problem, detail)
+        for (url, models), (problem, detail) in zip(urls.items(), found, strict=True)
+    ]
+
+
+def reachable(url: str, timeout: float = CONNECT_TIMEOUT_S) -> tuple[str, str]:
+    """("", detail) when `url`'s host accepts a TCP connection, else (problem, "")."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError as exc:
+        return f"not a URL: {exc}", ""
+    if not parts.hostname or port is None:
+        return "not an http(s) URL with a host", ""
+    if _proxied(parts.hostname):
+        return "", "not probed: requests go through the proxy in the environment"
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            return "", f"accepts connections on {parts.hostname}:{port}"
+    except ConnectionRefusedError:
+        return f"connection refused: nothing listens on {parts.hostname}:{port}", ""
+    except socket.gaierror:
+        return f"host name {parts.hostname!r} does not resolve (DNS)", ""
+    except TimeoutError:
+        return f"no answer from {parts.hostname}:{port} within {timeout:g} s", ""
+    except OSError as exc:
+        return f"cannot connect to {parts.hostname}:{port}: {exc.strerror or exc}", ""
+
+
+def _proxied(host: str) -> bool:
+    if not any(os.environ.get(v) for v in PROXY_VARIABLES):
+        return False
+    bypass = [
+        h.strip().lstrip(".")
+        for h in (os.environ.get("NO_PROXY") or os.environ.get("no_proxy") or "").split(",")
+    ]
+    return not any(h == "*" or (h and (host == h or host.endswith("." + h))) for h in bypass)
 
 
 def unenforced(campaign: Campaign) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 from benchtui.core import inputs
 from benchtui.core.errors import BadInput
 from benchtui.engine import campaign as campaign_file
-from benchtui.engine import checkpoint, rundir
+from benchtui.engine import checkpoint, rundir, shortlist
 from benchtui.engine.campaign import Campaign, slug
 from benchtui.engine.ledger import SavedLedger
 from benchtui.engine.plan import PlannedSession, build_plan
@@ -60,7 +60,11 @@ class RunDir:
     @cached_property
     def journal(self) -> list[JournalRecord]:
         """Every journal line, typed, in order (the reader `--resume` uses)."""
-        return checkpoint.read_journal(self.path / JOURNAL, {s.id: s for s in self.plan})
+        plan_ids = {s.id: s for s in self.plan}
+        records = checkpoint.read_journal(self.path / JOURNAL, plan_ids)
+        if len(plan_ids) > len(self.plan):  # a shortlist campaign's episodes join the plan
+            self.plan[:] = shortlist.ordered(plan_ids.values(), [m.name for m in self.campaign.models])
+        return records
 
     def checkpoint(self) -> checkpoint.Checkpoint:
         """Where the run stands, read-only: accounts rebuilt from the journal, in-flight

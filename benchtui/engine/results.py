@@ -17,6 +17,7 @@ from typing import Any
 
 from benchtui.core.atomic import atomic_write, gc_paused
 from benchtui.core.workspace import library_commit
+from benchtui.engine.counting import Counted, counted_bugs
 from benchtui.engine.ledger import Ledger
 from benchtui.engine.plan import PlannedSession, slug
 from benchtui.engine.records import RAN, JournalRecord
@@ -44,7 +45,7 @@ class Snapshot:
         ran: dict[str, list[JournalRecord]] = {model: [] for model in ledger.models}
         for planned in plan:
             rec = journal.get(planned.id)
-            if rec is not None and rec.state in RAN:
+            if rec is not None and rec.state in RAN and not planned.triage:  # triage: no bug hunt
                 ran[planned.model].append(rec)
         models = {
             name: ModelRun(account.spent, account.tokens, tuple(ran[name]))
@@ -111,11 +112,9 @@ def _row(rec: JournalRecord, detail: dict[str, Any] | None) -> dict[str, Any]:
 def build(
     model: str, rows: list[dict[str, Any]], spent: Decimal, tokens: int, fingerprint: str
 ) -> dict[str, Any]:
-    bugs = {
-        json.dumps({k: r["certificate"].get(k) for k in ("rule", "violation", "source")}, sort_keys=True)
-        for r in rows
-        if r["result"] == "bug_found" and "certificate" in r
-    }
+    # The one count (engine.counting): distinct rules, a tasked session's bug counted for its task;
+    # verified bugs, or the runner's claims where it has no verifier (fake, demo).
+    bugs, _ = counted_bugs(Counted(r["result"], r["rule"], None, r.get("verify_details")) for r in rows)
     cost, tokens_k = float(spent), tokens / 1000
     return {
         "model": model,

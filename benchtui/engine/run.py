@@ -21,7 +21,7 @@ import trio
 
 from benchtui.core.errors import BadInput, StorageFailed, first_error
 from benchtui.engine import campaign as campaign_file
-from benchtui.engine import checkpoint, control, preflight, results, rundir
+from benchtui.engine import checkpoint, control, preflight, results, rundir, shortlist
 from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.campaign import Campaign
@@ -41,6 +41,8 @@ class Options:
     fresh: bool = False
     runner: str | None = None
     parallelism: int | None = None
+    preflight: bool = True
+    """Probe every `api_base` with a TCP connection before starting (`--no-preflight`: don't)."""
 
 
 @dataclass
@@ -54,6 +56,8 @@ class PreparedRun:
     runner: str
     resumed: bool
     notes: list[str] = field(default_factory=list)
+    inventory: tuple[str, ...] = ()
+    """A shortlist campaign's rule inventory (its hash is part of the identity)."""
 
     def __enter__(self) -> PreparedRun:
         return self
@@ -67,10 +71,13 @@ class PreparedRun:
 def prepare(opts: Options) -> PreparedRun:
     """Validate, lock and open the run dir; raises BadInput / RunDirBusy with one clear line."""
     overrides: dict[str, Any] = {"runner": opts.runner, "parallelism": opts.parallelism}
-    if opts.campaign is None:
+    state_dir = opts.state_dir
+    named = rundir.named_run(opts.campaign, state_dir) if opts.resume else None
+    if opts.campaign is None or named is not None:
         if not opts.resume:
             raise BadInput("give a campaign file, or --resume to continue the latest run")
-        run_dir = rundir.latest(opts.state_dir)
+        run_dir = named or rundir.latest(state_dir)
+        state_dir = run_dir.parent
         campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, **overrides)
         if campaign.name != run_dir.name:  # an edited frozen copy: .latest would point elsewhere
             raise BadInput(
@@ -79,9 +86,13 @@ def prepare(opts: Options) -> PreparedRun:
     else:
         campaign = campaign_file.load(opts.campaign, **overrides)
         run_dir = opts.state_dir / campaign.name
-    start = preflight.at_start(campaign)  # every check: exit 2 before anything is written
+    start = preflight.at_start(campaign, network=opts.preflight)  # every check: exit 2, nothing written
     fingerprint, notes = start.fingerprint, start.notes
     digest = campaign.identity(fingerprint)
+    inventory: list[str] = []
+    if campaign.protocol is not None:  # the triage chooses among these: the same for every model
+        inventory = shortlist.inventory_of(campaign)
+        digest["inventory"] = shortlist.inventory_digest(inventory)
     plan = build_plan(campaign)
     runner = campaign.runner
     if opts.resume and (run_dir / rundir.CAMPAIGN).exists():
@@ -109,10 +120,23 @@ def prepare(opts: Options) -> PreparedRun:
         if run_dir.exists():
             notes.append(f"previous run moved to {rundir.move_aside(run_dir)}")
         check = checkpoint.Checkpoint.fresh(campaign, runner)
-        lock = rundir.create(run_dir, check.first_files(campaign, digest))
+        files = check.first_files(campaign, digest)
+        if inventory:
+            files[shortlist.INVENTORY] = shortlist.inventory_bytes(inventory)
+        lock = rundir.create(run_dir, files)
         resumed = False
-    rundir.set_latest(opts.state_dir, campaign.name)
-    return PreparedRun(campaign, run_dir, lock, plan, check, fingerprint, runner, resumed, notes)
+    if campaign.protocol is not None and not shortlist.can_triage(campaign, runner):
+        waiting = shortlist.untriaged(plan, check.journal)
+        if waiting:
+            lock.release()
+            raise BadInput(
+                f"runner {runner!r} cannot run a triage (its kind has no rule inventory), and the "
+                f"triage of {', '.join(waiting)} is still to run: choose another --runner"
+            )
+    rundir.set_latest(state_dir, campaign.name)
+    return PreparedRun(
+        campaign, run_dir, lock, plan, check, fingerprint, runner, resumed, notes, tuple(inventory)
+    )
 
 
 def accounts_event(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitted:
@@ -171,11 +195,13 @@ class OpenRun:
         if self.scheduler.stopping:
             return ev.CampaignEnded(finished=False, stopped=True, message="stopped: resume with --resume")
         n = self.retry_later()
+        tripped = "".join(f"; {self.scheduler.tripped_message(m)}" for m in self.scheduler.breaker.tripped)
         return ev.CampaignEnded(
             finished=False,
-            retry=n,
-            message=f"not finished: {n} session{'s' if n != 1 else ''} ended in infrastructure errors; "
-            "--resume retries them",
+            retry=n + self.scheduler.held,
+            message=f"not finished: {n} session{'s' if n != 1 else ''} ended in infrastructure errors"
+            + (f", {self.scheduler.held} not launched" if self.scheduler.held else "")
+            + f"; --resume retries them{tripped}",
         )
 
     async def write_results(self) -> None:
@@ -208,6 +234,12 @@ async def _refresh_results(run: OpenRun, bus: ev.EventBus, interval: float = 30.
             interval = max(interval, 20 * (time.perf_counter() - start))  # the real cost of a rewrite
 
 
+def _grow_plan(plan: list[PlannedSession], planned: Counter[str], sessions: list[PlannedSession]) -> None:
+    """A triage committed: its episodes join the plan (and each model's planned count)."""
+    plan.extend(sessions)
+    planned.update(s.model for s in sessions)
+
+
 @asynccontextmanager
 async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[OpenRun]:
     """Open a prepared run: its store, control socket, runners and result refreshes.
@@ -236,6 +268,8 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[OpenRun
                     runners,
                     ledger.control,
                     fingerprint=prep.fingerprint,
+                    inventory=prep.inventory,
+                    on_grow=lambda sessions: _grow_plan(prep.plan, planned, sessions),
                 )
                 run = OpenRun(prep, scheduler, journal, ledger, store)
                 await services.start(control.serve, prep.run_dir, scheduler, bus)  # for `benchtui ctl`

@@ -41,7 +41,7 @@ class RunLock:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(self.fd)
-            raise RunDirBusy(f"{run_dir} is in use by another benchtui") from None
+            raise RunDirBusy(busy_message(run_dir)) from None
         os.ftruncate(self.fd, 0)
         os.write(self.fd, f"{os.getpid()}\n".encode())
         with contextlib.suppress(OSError):  # a run dir made before it was private, or by an old version
@@ -51,6 +51,25 @@ class RunLock:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+
+def owner(run_dir: Path) -> int | None:
+    """The pid the lock holder wrote into the lock file (None: unreadable, or not yet written)."""
+    try:
+        text = inputs.read_text(run_dir / LOCK, inputs.SMALL_MAX_BYTES, "the lock").strip()
+    except (OSError, BadInput):
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def busy_message(run_dir: Path) -> str:
+    """Who holds the run dir, and what to do about it."""
+    pid = owner(run_dir)
+    who = f"another benchtui (pid {pid})" if pid else "another benchtui"
+    return (
+        f"{run_dir} is in use by {who}: let it finish, or stop it with `benchtui ctl {run_dir} stop`, "
+        "or start this one with another --state-dir"
+    )
 
 
 def move_aside(run_dir: Path) -> Path:
@@ -83,8 +102,12 @@ def create(run_dir: Path, files: dict[str, bytes]) -> RunLock:
         raise BadInput(f"the state dir {run_dir.parent} is not a directory") from None
     try:
         lock = RunLock(staging)  # first: a locked staging folder is never taken for a stale one
-        for name, data in files.items():
-            atomic_write(staging / name, data)
+        try:
+            for name, data in files.items():
+                atomic_write(staging / name, data)
+        except FileNotFoundError:  # removed under us (another host's cleanup): that start won
+            lock.release()
+            raise RunDirBusy(f"{run_dir} is being created by another benchtui") from None
         try:
             staging.rename(run_dir)
         except OSError:
@@ -102,8 +125,14 @@ def create(run_dir: Path, files: dict[str, bytes]) -> RunLock:
     return lock
 
 
+STALE_STAGING_S = 60.0
+"""A start writes its staging folder in milliseconds: one this old with a free lock is left over."""
+
+
 def remove_stale_staging(run_dir: Path) -> None:
-    """Remove `.<name>.new-<pid>` folders whose creator is gone (its lock is free, or it is dead)."""
+    """Remove `.<name>.new-<pid>` folders whose creator is gone: it is dead, or its lock has been
+    free for a minute (its pid reused). A live creator's folder is never removed on a free lock
+    alone: between creating its lock file and taking the lock, the lock looks free."""
     prefix = f".{run_dir.name}.new-"
     try:
         candidates = [p for p in run_dir.parent.iterdir() if p.name.startswith(prefix)]
@@ -113,8 +142,15 @@ def remove_stale_staging(run_dir: Path) -> None:
         pid = staging.name[len(prefix) :]
         if not pid.isdigit() or staging.is_symlink():
             continue
-        if int(pid) == os.getpid() or _lock_is_free(staging) or not _alive(int(pid)):
+        if int(pid) == os.getpid() or not _alive(int(pid)) or (_lock_is_free(staging) and _old(staging)):
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _old(path: Path) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime > STALE_STAGING_S
+    except OSError:
+        return False
 
 
 def _lock_is_free(staging: Path) -> bool:
@@ -150,20 +186,46 @@ def set_latest(state_dir: Path, name: str) -> None:
     atomic_write(state_dir / LATEST, (name + "\n").encode())
 
 
-def latest(state_dir: Path) -> Path:
-    """The most recently started run under the state dir (for `--resume` without a campaign)."""
+def latest(state_dir: Path, *, nothing: str = "nothing to resume") -> Path:
+    """The most recently started run under the state dir (for `--resume` without a campaign);
+    `nothing` starts the message when there is none ("no run to report")."""
     try:
         name = inputs.read_text(state_dir / LATEST, inputs.SMALL_MAX_BYTES, "the latest-run pointer").strip()
     except FileNotFoundError:
-        raise BadInput(f"nothing to resume: no run under {state_dir}") from None
+        raise BadInput(
+            f"{nothing}: no run under {state_dir} (start one with `benchtui CAMPAIGN.toml`)"
+        ) from None
     except NotADirectoryError:
-        raise BadInput(f"nothing to resume: {state_dir} is not a directory") from None
+        raise BadInput(f"{nothing}: {state_dir} is not a directory") from None
     if not RUN_NAME.fullmatch(name):  # it must name a run dir here, not a path elsewhere
         raise BadInput(f"{state_dir / LATEST}: corrupted (not a run name); give the campaign file")
     run_dir = state_dir / name
     if not (run_dir / CAMPAIGN).exists():
-        raise BadInput(f"nothing to resume: {run_dir} has no {CAMPAIGN}")
+        raise BadInput(f"{nothing}: {run_dir} has no {CAMPAIGN}")
     return run_dir
+
+
+def named_run(given: Path | None, state_dir: Path) -> Path | None:
+    """The run `benchtui --resume GIVEN` means when GIVEN is not a campaign file: a run dir
+    (`runs/fair`), or the name of a run under the state dir (`fair`); None otherwise."""
+    if given is None or given.is_file():
+        return None
+    if (given / CAMPAIGN).is_file():
+        return given
+    if RUN_NAME.fullmatch(str(given)) and (state_dir / given / CAMPAIGN).is_file():
+        return state_dir / given
+    return None
+
+
+def running(state_dir: Path) -> list[Path]:
+    """Run dirs under `state_dir` that a live benchtui holds (its pid in the lock, its control
+    socket in place), newest first. Read-only: never takes a lock another start could need."""
+    try:
+        dirs = [p for p in state_dir.iterdir() if RUN_NAME.fullmatch(p.name) and (p / CAMPAIGN).is_file()]
+    except OSError:
+        return []
+    live = [d for d in dirs if (pid := owner(d)) and _alive(pid) and (d / CONTROL_SOCKET).exists()]
+    return sorted(live, key=lambda d: (d / LOCK).stat().st_mtime, reverse=True)
 
 
 def read_identity(run_dir: Path) -> dict[str, str]:

@@ -7,14 +7,18 @@ through `Accounts` and return their end record here, where their slot is handed 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Literal
 
 import trio
 
-from benchtui.core.contract import SessionSpec
+from benchtui.core.contract import SessionOutcome, SessionSpec, Triage
 from benchtui.engine import events as ev
+from benchtui.engine import shortlist
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.attempt import KILLED, STOPPED_NOW, Attempt
+from benchtui.engine.breaker import Breaker
 from benchtui.engine.campaign import Campaign
 from benchtui.engine.ledger import ControlState, InFlight
 from benchtui.engine.plan import PlannedSession
@@ -35,6 +39,8 @@ class Scheduler:
         control: ControlState,
         *,
         fingerprint: str,
+        inventory: tuple[str, ...] = (),
+        on_grow: Callable[[list[PlannedSession]], None] = lambda sessions: None,
     ) -> None:
         self.campaign = campaign
         self.run_dir = run_dir
@@ -55,6 +61,23 @@ class Scheduler:
         self._released = trio.Event()
         self.ended = 0
         """Sessions ended (or skipped) in this run."""
+        self.breaker = Breaker()
+        """Models whose sessions keep failing the same way: their sessions are not launched."""
+        self.held = 0
+        """Sessions left pending in this run because their model's breaker tripped."""
+        self.inventory = inventory
+        """A shortlist campaign's rule inventory (frozen at its start)."""
+        self.on_grow = on_grow
+        """Called with the episodes a triage planned, once they are durable."""
+        self._cursor = 0
+        self._grown: dict[str, list[PlannedSession]] = {}
+        caps = campaign.per_model_usd * len(campaign.models)
+        self._shared_total = (
+            campaign.protocol is not None and campaign.budget.enforce and caps > campaign.budget.total_usd
+        )
+        """Models' caps add up to more than the total, so the total is shared first come, first
+        served: a shortlist campaign's episodes then wait until every triage has ended, so one
+        model's episodes cannot run ahead into the total while another's triage still runs (F4)."""
 
     # -- control calls ------------------------------------------------------------------------
     @property
@@ -111,6 +134,13 @@ class Scheduler:
             )
         if profile == self.runner:
             return
+        if self.campaign.protocol is not None and not shortlist.can_triage(self.campaign, profile):
+            waiting = shortlist.untriaged(self.queue, self.accounts.journal)
+            if waiting:
+                raise ValueError(
+                    f"runner profile {profile!r} cannot run a triage, and {len(waiting)} "
+                    "triage(s) are still to run"
+                )
         self.control.runner = profile
         used = {r.runner for r in self.accounts.journal.values() if r.runner and r.state != "skipped_budget"}
         if used - {profile}:
@@ -146,30 +176,53 @@ class Scheduler:
         """Launch every queued session (until stopped); returns when every attempt has ended."""
         async with trio.open_nursery() as nursery:
             with self._launching:
-                for session in self.queue:
+                while True:
+                    triaging = any(a.spec.triage for a in self._attempts.values())
+                    if self._cursor == len(self.queue):
+                        if not triaging:
+                            break
+                        await self._released.wait()  # a triage may still plan episodes
+                        continue
+                    if triaging and self._shared_total and not self.queue[self._cursor].triage:
+                        await self._released.wait()  # see _shared_total
+                        continue
+                    session = self.queue[self._cursor]
+                    self._cursor += 1
+                    if session.model in self.breaker.tripped:  # stays pending: --resume runs it
+                        self.held += 1
+                        continue
                     await self.limiter.acquire_on_behalf_of(session.id)
                     flight = await self._reserve(session)
-                    if flight is None:
+                    if not isinstance(flight, InFlight):
                         self.limiter.release_on_behalf_of(session.id)
-                        await self._skip(session)
+                        if flight == "skip":
+                            await self._skip(session)
+                        else:
+                            self.held += 1
                     else:
                         attempt = self._attempts[session.id] = self._attempt(session, flight)
                         nursery.start_soon(self._run_attempt, attempt)
 
-    async def _reserve(self, session: PlannedSession) -> InFlight | None:
-        """docs/design/invariants.md#f3: reserve the full per-session budget, waiting while running sessions might free it."""
+    async def _reserve(self, session: PlannedSession) -> InFlight | Literal["skip", "hold"]:
+        """docs/design/invariants.md#f3: reserve the full per-session budget, waiting while running
+        sessions might free it ("skip": it can never fit; "hold": its model's breaker tripped
+        meanwhile, not launched)."""
         amount = self.campaign.per_session_usd
         while True:
             await self._unpaused.wait()  # re-checked after every wait: pause means no launch, no skip
+            if session.model in self.breaker.tripped:
+                return "hold"
             if self.accounts.fits_now(session.model, amount):
                 break
             if not self.accounts.may_fit_later(session.model, amount):
-                return None
+                return "skip"
             await self._released.wait()
         return self.accounts.open(session, self.runner, amount)
 
     def _attempt(self, session: PlannedSession, flight: InFlight) -> Attempt:
         campaign = self.campaign
+        protocol = campaign.protocol
+        triage = protocol is not None and session.triage
         spec = SessionSpec(
             session.id,
             campaign.models_by_name[session.model].spec(),
@@ -180,17 +233,60 @@ class Scheduler:
             self.run_dir / "sessions" / session.id,
             campaign.environment.path,
             self.fingerprint,
-            self.limits,
+            protocol.triage.limits() if protocol is not None and triage else self.limits,
             campaign.target.kind,
+            Triage(self.inventory, protocol.shortlist_size) if protocol is not None and triage else None,
+            session.hypothesis,
         )
         wall = campaign.runners[flight.runner].wall_time_s
+        conclude = self._conclude_triage if triage else None
         return Attempt(
             self.accounts,
             self.runners,
             spec,
             flight,
             wall_time_s=wall,
-            on_recorded=lambda: self._release(session.id),
+            conclude=conclude,
+            # a triage's slot waits for its durable end: its episodes are queued first (F4 order)
+            on_recorded=(lambda: None) if triage else (lambda: self._release(session.id)),
+        )
+
+    def _conclude_triage(
+        self, end: JournalRecord, outcome: SessionOutcome | None
+    ) -> tuple[JournalRecord, list[JournalRecord]]:
+        """A triage's end line carries its judged shortlist; its episodes' `pending` lines go in
+        the same commit, so the grown plan is durable before any episode runs."""
+        protocol = self.campaign.protocol
+        assert protocol is not None
+        extra: dict[str, Any] = {
+            **end.extra,
+            "phase": "triage",
+            "shortlist_size": protocol.shortlist_size,
+            "triage_limits": protocol.triage.model_dump(),
+        }
+        if not end.is_final or end.state != "done" or outcome is None:
+            return end.but(extra=extra), []  # retried on resume, or killed: no shortlist
+        verdict = shortlist.judge(outcome.shortlist, self.inventory, protocol.shortlist_size)
+        extra |= verdict.extra()
+        why = f" ({outcome.reason})" if outcome.shortlist is None and outcome.reason else ""
+        end = end.but(reason=verdict.reason + why, extra=extra)
+        sessions = shortlist.episodes(end.model, extra["shortlist"])
+        self._grown[end.session] = sessions
+        return end, [shortlist.pending_line(s, end.runner, end.t) for s in sessions]
+
+    def _grow(self, triage: str) -> None:
+        """Queue a committed triage's episodes among those not launched yet, round-robin (F4)."""
+        sessions = self._grown.pop(triage, [])
+        if not sessions:
+            return
+        models = [m.name for m in self.campaign.models]
+        tail = self.queue[self._cursor :] + sessions
+        self.queue[self._cursor :] = shortlist.ordered(tail, models)
+        self.on_grow(sessions)
+        self.accounts.emit(
+            ev.SessionsPlanned(
+                model=sessions[0].model, sessions=tuple((s.id, s.index, s.task) for s in sessions)
+            )
         )
 
     async def _run_attempt(self, attempt: Attempt) -> None:
@@ -198,6 +294,9 @@ class Scheduler:
         # launch's start line then rides the same commit (a session costs two commits, not
         # three), and it still acts only after its own start line, so after this end, is on disk.
         end = await attempt.run()
+        self._grow(end.session)
+        if end.session in self._attempts:  # a triage: released only now, after its episodes are queued
+            self._release(end.session)
         self._ended(end)
 
     def _release(self, session: str) -> None:
@@ -230,3 +329,16 @@ class Scheduler:
     def _ended(self, record: JournalRecord) -> None:
         self.ended += 1
         self.accounts.emit(ev.SessionEnded.of(record))
+        kind = self.breaker.ended(record)
+        if kind is not None:
+            self.accounts.emit(ev.Notice(level="error", message=self.tripped_message(record.model)))
+
+    def tripped_message(self, model: str) -> str:
+        """Why `model`'s sessions are no longer launched (said once, and again at the end)."""
+        base = self.campaign.models_by_name[model].api_base
+        where = f"api_base {base}" if base else "the provider's default endpoint"
+        return (
+            f"{model}: {self.breaker.trip_after} sessions in a row ended in the same infrastructure "
+            f"error ({self.breaker.tripped[model]}, {where}); no more of its sessions are launched "
+            "in this run: they stay pending, --resume runs them once that is fixed"
+        )

@@ -28,6 +28,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 class StopSignals:
     def __init__(self) -> None:
         self.received = False
+        self.early = 0
+        """Stop signals that arrived while handed over, before the TUI's own handlers."""
 
     def install(self) -> None:
         for signum in STOP_SIGNALS:
@@ -51,10 +53,14 @@ class StopSignals:
             signal.signal(signal.SIGINT, self.handle)
 
     def hand_over(self) -> None:
-        """The TUI handles keys and signals its own way."""
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        """The TUI handles keys and signals its own way (its event loop's handlers, once it runs).
+        Until then, and after it closed, a stop signal is only counted: the TUI acts on those it
+        missed as it starts (`early`), and a late one must not kill the closing lines."""
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self._count)
+
+    def _count(self, signum: int, frame: FrameType | None) -> None:
+        self.early += 1
 
     def ignore_from_now(self) -> None:
         """At exit CPython resets caught signals to their default action (a late SIGINT would end

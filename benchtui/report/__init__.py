@@ -4,15 +4,25 @@ summary, so the two never disagree."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from benchtui.core.atomic import gc_paused
 from benchtui.core.money import ZERO
+from benchtui.engine.counting import bug_rule, judged_by
 from benchtui.report.audit import Audit, audit
-from benchtui.report.leaderboard import Comparison, ModelStats, found_bug, leaderboard, rule_of
+from benchtui.report.leaderboard import (
+    Comparison,
+    ModelStats,
+    counted,
+    leaderboard,
+    shared_ranks,
+    task_matrix,
+)
 from benchtui.report.runs import RecordedRun, identity_key, read_runs
+from benchtui.report.shortlist import ModelShortlist, findings, shortlists
 
 __all__ = ["CampaignReport", "build"]
 
@@ -32,6 +42,24 @@ class CampaignReport:
     models: list[ModelStats]
     comparisons: list[Comparison]
     fairness: Audit
+    ranks: list[int] = field(default_factory=list)
+    """Per model (in `models` order): models the data cannot separate share a rank."""
+    matrix: dict[str, Any] | None = None
+    """Task × model outcomes (campaigns with tasks): see `leaderboard.task_matrix`."""
+
+    def rank(self, n: int) -> int:
+        """The rank of `models[n]`."""
+        return self.ranks[n] if n < len(self.ranks) else n + 1
+
+    @property
+    def ranked_by(self) -> str:
+        """`verified_bugs`, or `bugs` when no verifier judged any certificate (fake, demo runners)."""
+        if self.models and all(m.judged_by == "runner" for m in self.models):
+            return "bugs"
+        return "verified_bugs"
+
+    shortlists: list[ModelShortlist] | None = None
+    """A shortlist campaign (`[protocol]`): per model, its shortlist and bugs@K."""
 
     @property
     def identity(self) -> str:
@@ -42,19 +70,24 @@ class CampaignReport:
             "runs": [str(run.path) for run in self.runs],
             "campaign": self.runs[0].campaign.name,
             "identity": self.identity,
-            "models": [{"rank": n, **m.to_json()} for n, m in enumerate(self.models, 1)],
+            "ranked_by": self.ranked_by,
+            "models": [{"rank": self.rank(n), **m.to_json()} for n, m in enumerate(self.models)],
             "comparisons": [c.to_json() for c in self.comparisons],
+            "matrix": self.matrix,
             "fairness": self.fairness.to_json(),
+            **({"shortlist": [s.to_json() for s in self.shortlists]} if self.shortlists is not None else {}),
         }
 
     def curves(self) -> dict[str, list[Point]]:
         """Per model, cumulative spend and distinct verified bugs after each attempt ended; pooled
         runs follow one another on the time axis, each from its own first journal line."""
+        by = {m.model: m.judged_by for m in self.models}
         bug_rules = {
-            (run.path, v.planned.id, v.attempt): rule_of(v)
+            (run.path, v.planned.id, v.attempt): rule
             for run in self.runs
             for v in run.sessions
-            if found_bug(v)
+            if (rule := bug_rule(counted(v))) is not None
+            and judged_by(v.verify_details) == by.get(v.planned.model, "verifier")
         }
         curves: dict[str, list[Point]] = {m.model: [Point(0.0, 0.0, 0)] for m in self.models}
         spent = {m: ZERO for m in curves}
@@ -81,4 +114,9 @@ def build(run_dirs: list[Path]) -> CampaignReport:
     with gc_paused():
         runs = read_runs(list(reversed(unique.values())))
         models, comparisons = leaderboard(runs)
-        return CampaignReport(runs, models, comparisons, audit(runs))
+        ranks = shared_ranks(models, comparisons)
+        matrix = task_matrix(runs, [m.model for m in models])
+        fairness = audit(runs)
+        if runs[0].campaign.protocol is not None:
+            fairness = dataclasses.replace(fairness, findings=[*fairness.findings, *findings(runs)])
+        return CampaignReport(runs, models, comparisons, fairness, ranks, matrix, shortlists(runs))

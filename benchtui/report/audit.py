@@ -10,11 +10,13 @@ differs. The comparison is `fair` only when there is no finding.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from benchtui.engine.campaign import Model
+from benchtui.report import evidence
 from benchtui.report.findings import share_gap, spread
+from benchtui.report.leaderboard import is_trial
 from benchtui.report.logical import LogicalAudit, has_logical, logical_audit
 from benchtui.report.runs import RecordedRun, SessionHistory, sessions_by_model
 
@@ -31,6 +33,19 @@ class ModelAudit:
     infra_errors: int
     logical: LogicalAudit | None = None
     """Only when the runs have logical budgets (`[budget.per_session]`)."""
+    task_prompts: dict[str, Counter[str]] = field(default_factory=dict)
+    """Per task ("" without tasks), how many sessions got each prompt hash."""
+    tasks_ran: frozenset[tuple[str, int]] = frozenset()
+    """(run, session index) of the sessions that started: the tasks × repeats it was compared on."""
+
+    def prompt_summary(self) -> dict[str, Any]:
+        """The prompts in three numbers (hashes are not listed: one per task)."""
+        return {
+            "tasks": len(self.task_prompts),
+            "distinct": len(set().union(*self.task_prompts.values())) if self.task_prompts else 0,
+            "sessions": sum(sum(c.values()) for c in self.task_prompts.values()),
+            "tasks_with_several": sum(len(c) > 1 for c in self.task_prompts.values()),
+        }
 
     def share(self, count: int) -> float:
         return count / self.planned if self.planned else 0.0
@@ -40,7 +55,7 @@ class ModelAudit:
         return {
             "model": m.name,
             "environments": dict(self.environments),
-            "prompt_hashes": dict(self.prompts),
+            "prompts": self.prompt_summary(),
             "reserved_usd": dict(self.reservations),
             "runners": dict(self.runners),
             "skipped_budget": {"sessions": self.skipped_budget, "share": self.share(self.skipped_budget)},
@@ -56,6 +71,8 @@ class ModelAudit:
 class Audit:
     models: list[ModelAudit]
     findings: list[str]
+    notes: list[str] = field(default_factory=list)
+    """What a reader should know that does not make the comparison unequal (never a finding)."""
 
     @property
     def fair(self) -> bool:
@@ -66,7 +83,12 @@ class Audit:
         return "fair: no finding" if self.fair else f"UNFAIR: {len(self.findings)} finding(s)"
 
     def to_json(self) -> dict[str, Any]:
-        return {"fair": self.fair, "findings": self.findings, "models": [m.to_json() for m in self.models]}
+        return {
+            "fair": self.fair,
+            "findings": self.findings,
+            "notes": self.notes,
+            "models": [m.to_json() for m in self.models],
+        }
 
 
 def _model_audit(model: Model, views: list[SessionHistory], runs: list[RecordedRun]) -> ModelAudit:
@@ -82,9 +104,69 @@ def _model_audit(model: Model, views: list[SessionHistory], runs: list[RecordedR
         ),
         runners=Counter(v.runner or "(not recorded)" for v in started),
         skipped_budget=sum(v.state == "skipped_budget" for v in views),
-        infra_errors=sum(v.infra_error for v in views),
+        infra_errors=sum(not is_trial(v) for v in views if v.ran),
         logical=logical_audit(started, runs) if has_logical(runs) else None,
+        task_prompts=_task_prompts(started),
+        tasks_ran=frozenset((v.run, v.planned.index) for v in started),
     )
+
+
+def _task_prompts(views: list[SessionHistory]) -> dict[str, Counter[str]]:
+    prompts: dict[str, Counter[str]] = {}
+    for v in views:
+        if v.prompt_sha256:
+            prompts.setdefault(v.planned.task or "", Counter())[v.prompt_sha256] += 1
+    return prompts
+
+
+def _prompts(audits: list[ModelAudit]) -> list[str]:
+    """Every model got the identical prompt for the same task (each task has its own prompt):
+    one finding naming the tasks whose sessions saw more than one prompt, hashes summarised."""
+    tasks = dict.fromkeys(t for a in audits for t in a.task_prompts)
+    differing = []
+    for task in tasks:
+        seen = {h for a in audits for h in a.task_prompts.get(task, Counter())}
+        if len(seen) > 1:
+            per_model = ", ".join(
+                f"{a.model.name} {', '.join(h[:8] for h in sorted(a.task_prompts[task]))}"
+                for a in audits
+                if a.task_prompts.get(task)
+            )
+            differing.append(f"{task or 'the campaign'} ({per_model})")
+    if not differing:
+        return []
+    shown = "; ".join(differing[:3]) + (
+        f"; and {len(differing) - 3} more task(s)" if len(differing) > 3 else ""
+    )
+    return [f"prompt: sessions of the same task got different prompts in {len(differing)} task(s): {shown}"]
+
+
+def _budget_skips(audits: list[ModelAudit], with_tasks: bool) -> tuple[list[str], list[str]]:
+    """(findings, notes) for sessions skipped because the money ran out.
+
+    Skips that fall on one model (its prices make its sessions dearer) make the comparison unequal
+    only when the models were then compared on different tasks: the distinct-rule bug counts
+    cover different rules. Without tasks, every session is a repeat of the same hunt: the model
+    with fewer sessions has a wider interval, nothing more (a note)."""
+    gap = _share_gap(audits, "skipped_budget", "skipped for budget: the shares of sessions")
+    if not gap:
+        return [], []
+    dear = max(audits, key=lambda a: a.share(a.skipped_budget))
+    price = f"${dear.model.input_usd_per_mtok}/${dear.model.output_usd_per_mtok} per Mtok in/out"
+    ran = [a.tasks_ran for a in audits]
+    common = frozenset.intersection(*ran) if ran else frozenset()
+    unequal = with_tasks and any(r != common for r in ran)
+    if unequal:
+        return [
+            f"{gap[0]}: {dear.model.name} ({price}) ran fewer tasks than the others, so the models "
+            "were compared on different tasks and their bug counts cover different rules; raise "
+            "total_usd (or set per_model_usd so each model gets the same share), or compare only "
+            "the paired tasks (the McNemar comparison does)"
+        ], []
+    return [], [
+        f"{gap[0]}: {dear.model.name} ({price}) ran fewer sessions; every session repeats the same "
+        "hunt, so this widens its interval but leaves the comparison equal (raise total_usd to run them all)"
+    ]
 
 
 def _spread(audits: list[ModelAudit], field: str, what: str) -> list[str]:
@@ -132,11 +214,13 @@ def audit(runs: list[RecordedRun]) -> Audit:
     if not campaign.budget.enforce:
         findings.append("budget: not enforced (enforce = false): sessions ran without a reserved budget")
     findings += _spread(audits, "environments", "environment: sessions ran on different targets")
-    findings += _spread(audits, "prompts", "prompt: sessions got different prompts")
+    findings += _prompts(audits)
     findings += _spread(audits, "reservations", "budget: sessions reserved different budgets")
     findings += _spread(audits, "runners", "runner: switched mid-run, models compared across runners")
-    findings += _share_gap(audits, "skipped_budget", "skipped for budget: the shares of sessions")
+    skips, notes = _budget_skips(audits, bool(campaign.tasks))
+    findings += skips
     findings += _share_gap(audits, "infra_errors", "infrastructure errors: the shares of sessions")
     findings += _logical(audits)
+    findings += evidence.findings(runs)
     findings += _limits(list(campaign.models))
-    return Audit(audits, findings)
+    return Audit(audits, findings, notes)

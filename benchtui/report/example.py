@@ -56,7 +56,7 @@ total_usd = 12.0
 per_session_usd = 0.25
 
 [runners.demo]
-kind = "benchtui.runners.demo:DemoRunner"
+kind = "demo"
 step_s = 0.15
 bug_sessions = {{ {bugs} }}
 {models}

@@ -9,7 +9,15 @@ from html import escape
 from benchtui.report import CampaignReport
 from benchtui.report.logical import limits_line, table_rows
 from benchtui.report.plots import all_plots
-from benchtui.report.text import COLUMNS, audit_text, counts, leaderboard_row
+from benchtui.report.text import (
+    COLUMNS,
+    TESTS,
+    audit_text,
+    counts,
+    leaderboard_row,
+    prompt_text,
+    ranked_by_note,
+)
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d2430;
@@ -38,13 +46,14 @@ def _fairness(report: CampaignReport) -> str:
         f'<p><span class="verdict {"fair" if audit.fair else "unfair"}">{escape(audit.verdict)}</span></p>'
     )
     findings = "".join(f"<li>{escape(f)}</li>" for f in audit.findings)
+    findings += "".join(f'<li class="note">note: {escape(n)}</li>' for n in audit.notes)
     rows = [
         (
             a.model.name,
             counts(a.runners),
             counts(a.reservations, "$"),
             counts(a.environments),
-            counts(a.prompts) if a.prompts else "not recorded by the runner",
+            prompt_text(a),
             f"{a.skipped_budget}/{a.planned}",
             f"{a.infra_errors}/{a.planned}",
             f"${a.model.input_usd_per_mtok} / ${a.model.output_usd_per_mtok}",
@@ -88,10 +97,22 @@ def render(report: CampaignReport) -> str:
     campaign = report.runs[0].campaign.name
     runs = ", ".join(str(run.path) for run in report.runs)
     leaderboard = _table(
-        COLUMNS, [leaderboard_row(n, m) for n, m in enumerate(report.models, 1)], "leaderboard"
+        COLUMNS, [leaderboard_row(report.rank(n), m) for n, m in enumerate(report.models)], "leaderboard"
     )
+    matrix = ""
+    if report.matrix:
+        models = list(report.matrix["cells"])
+        matrix = "<h2>Task × model</h2>\n" + _table(
+            ("task", *models),
+            [
+                (task, *(report.matrix["cells"][m][i] or "did not run" for m in models))
+                for i, task in enumerate(report.matrix["tasks"])
+            ],
+            "matrix",
+        )
     comparisons = "".join(
         f"<li><b>{escape(c.a)}</b> vs <b>{escape(c.b)}</b>: "
+        f"[{escape(TESTS.get(c.test, c.test))}] "
         f"{'n/a' if c.difference is None else f'{c.difference * 100:+.0f} pp'}; {escape(c.verdict)}</li>"
         for c in report.comparisons
     )
@@ -108,11 +129,13 @@ def render(report: CampaignReport) -> str:
 <p class="meta">identity {escape(report.identity)} &middot; runs: {escape(runs)}</p>
 <h2>Leaderboard</h2>
 {leaderboard}
-<p class="note">bugs: verified distinct-rule bugs (a rule counts once); bug rate: sessions with a confirmed
-bug / sessions that ran, with its 95% Wilson interval; certs: confirmed / rejected / inconclusive /
-unverified.</p>
-{_logical(report)}<h2>Is the difference real?</h2>
-<p class="note">Fisher's exact test on each pair's bug rates (two-sided, per pair).</p>
+<p class="note">{escape(ranked_by_note(report))}; bug rate: sessions with a bug / trials (sessions that
+ran and got a model answer; infra: infrastructure errors, not trials), with its 95% Wilson interval;
+certs: confirmed / claimed / rejected / off_task / inconclusive / unverified; models the data cannot
+separate share a rank.</p>
+{_logical(report)}{matrix}<h2>Is the difference real?</h2>
+<p class="note">Exact McNemar test on the task pairs where both models ran the same tasks, Fisher's exact
+test otherwise (two-sided); p-values Holm-adjusted over all pairs.</p>
 <ul id="comparisons">{comparisons or "<li>one model: nothing to compare</li>"}</ul>
 <h2>Fairness audit</h2>
 {_fairness(report)}

@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from itertools import combinations
 from typing import Any
 
+from benchtui.engine.counting import Counted, JudgedBy, basis, distinct_bug_rules, judged_by
 from benchtui.report import stats
 from benchtui.report.logical import LogicalStats, has_logical, logical_stats
 from benchtui.report.runs import RecordedRun, SessionHistory, sessions_by_model, total
 
-CERTIFICATE_KINDS = ("confirmed", "rejected", "inconclusive", "unverified")
-VERIFIER_STATUS = {"accepted": "confirmed", "rejected": "rejected", "inconclusive": "inconclusive"}
+CERTIFICATE_KINDS = ("confirmed", "claimed", "rejected", "off_task", "inconclusive", "unverified")
+"""confirmed: a verifier accepted it; claimed: a runner without a verifier says it is a bug (fake,
+demo); off_task: accepted, but for another rule than its session's task (never counted)."""
+VERIFIER_STATUS = {
+    "accepted": "confirmed",
+    "rejected": "rejected",
+    "inconclusive": "inconclusive",
+    "off_task": "off_task",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,13 +32,21 @@ class ModelStats:
     certificates: dict[str, int]
     verified_bugs: int
     rules: tuple[str, ...]
+    """The distinct rules the ranking counts (verified, or claimed where no verifier judged)."""
     bug_rate: stats.Rate
+    """Over trials: sessions that ran and got a model answer, without an infrastructure error."""
     spent_usd: Decimal
     wasted_usd: Decimal
     tokens: int
     wall_s: dict[str, float | None]
     logical: LogicalStats | None = None
     """Only when the runs have logical budgets (`[budget.per_session]`)."""
+    bugs: int = 0
+    """Distinct-rule bugs whoever judged them (verifier or the runner's own claim)."""
+    judged_by: JudgedBy = "verifier"
+    """Who judged the bugs counted in `rules`: the verifier, or only the runner (claimed)."""
+    infra_errors: int = 0
+    """Sessions that ran but are not trials (an infrastructure error, or no model answer at all)."""
 
     @property
     def ran(self) -> int:
@@ -38,7 +54,8 @@ class ModelStats:
 
     @property
     def usd_per_verified_bug(self) -> Decimal | None:
-        return self.spent_usd / self.verified_bugs if self.verified_bugs else None
+        """Per counted bug (verified ones; claimed ones where the runner has no verifier)."""
+        return self.spent_usd / len(self.rules) if self.rules else None
 
     def to_json(self) -> dict[str, Any]:
         per_bug = self.usd_per_verified_bug
@@ -51,7 +68,11 @@ class ModelStats:
             },
             "certificates": self.certificates,
             "verified_bugs": self.verified_bugs,
-            "verified_rules": list(self.rules),
+            "bugs": self.bugs,
+            "judged_by": self.judged_by,
+            "verified_rules": list(self.rules) if self.judged_by == "verifier" else [],
+            "bug_rules": list(self.rules),
+            "infra_errors": self.infra_errors,
             "bug_rate": self.bug_rate.to_json(),
             "spent_usd": float(self.spent_usd),
             "wasted_usd": float(self.wasted_usd),
@@ -67,44 +88,76 @@ class Comparison:
     a: str
     b: str
     difference: float | None
-    """Bug rate of a minus bug rate of b."""
+    """Bug rate of a minus bug rate of b (over the pairs for McNemar, over trials for Fisher)."""
     p_value: float | None
+    test: str = "fisher_exact"
+    """`mcnemar_exact` (paired by task × repeat) or `fisher_exact` (unpaired)."""
+    p_adjusted: float | None = None
+    """Holm-adjusted over all the pairs of the report; what `separable` uses."""
+    pairs: int = 0
+    discordant: tuple[int, int] = (0, 0)
+    """McNemar: (pairs where only a found a bug, pairs where only b did)."""
 
     @property
     def separable(self) -> bool:
-        return self.p_value is not None and self.p_value < stats.ALPHA
+        p = self.p_adjusted if self.p_adjusted is not None else self.p_value
+        return p is not None and p < stats.ALPHA
 
     @property
     def verdict(self) -> str:
-        if self.p_value is None or self.difference is None:
-            return "no data: a model has no session that ran"
-        if self.p_value >= stats.ALPHA:
-            return f"the data cannot separate these two models (p = {self.p_value:.2g} ≥ {stats.ALPHA})"
+        p = self.p_adjusted if self.p_adjusted is not None else self.p_value
+        if p is None or self.difference is None:
+            return "no data: a model has no trial"
+        shown = f"p = {self.p_value:.2g}, Holm-adjusted {p:.2g}"
+        if not self.separable:
+            return f"the data cannot separate these two models ({shown} ≥ {stats.ALPHA})"
         better, worse = (self.a, self.b) if self.difference > 0 else (self.b, self.a)
-        return f"{better} finds bugs in more sessions than {worse} (p = {self.p_value:.2g})"
+        return f"{better} finds bugs in more sessions than {worse} ({shown})"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "a": self.a,
             "b": self.b,
-            "test": "fisher_exact",
+            "test": self.test,
             "difference": self.difference,
             "p_value": self.p_value,
+            "p_adjusted": self.p_adjusted,
+            **(
+                {"pairs": self.pairs, "discordant": list(self.discordant)}
+                if self.test == "mcnemar_exact"
+                else {}
+            ),
             "separable": self.separable,
             "verdict": self.verdict,
         }
 
 
 def certificate_kinds(view: SessionHistory) -> Counter[str]:
-    """Each checked certificate by its verifier's verdict; a runner without a verifier (the
-    fake) has its certificate counted confirmed only when it says `bug_found`."""
+    """Each checked certificate by its verifier's verdict; a runner without a verifier (fake,
+    demo) has its certificate counted `claimed` when it says `bug_found`, never confirmed."""
     checked = (view.verify_details or {}).get("checked")
     if isinstance(checked, list) and checked:
         return Counter(VERIFIER_STATUS.get(str(c.get("status")), "unverified") for c in checked)
     if view.certificate is None:
         return Counter()
-    kind = {"bug_found": "confirmed", "rejected": "rejected"}.get(view.result or "", "unverified")
+    verified = judged_by(view.verify_details) == "verifier"
+    found = "confirmed" if verified else "claimed"
+    kind = {"bug_found": found, "rejected": "rejected"}.get(view.result or "", "unverified")
     return Counter([kind])
+
+
+def counted(view: SessionHistory) -> Counted:
+    return Counted(
+        view.result if view.ran else None, view.planned.task, view.certificate, view.verify_details
+    )
+
+
+def is_trial(view: SessionHistory) -> bool:
+    """A session that ran and could have found a bug: not an infrastructure error, and not one
+    that ended (error, killed) before any model answer (no tokens, no certificate)."""
+    if not view.ran or view.infra_error:
+        return False
+    return not (view.state in ("error", "killed") and view.tokens == 0 and view.certificate is None)
 
 
 def found_bug(view: SessionHistory) -> bool:
@@ -116,21 +169,29 @@ def rule_of(view: SessionHistory) -> str:
     return rule if isinstance(rule, str) else view.planned.task or "library"
 
 
-def model_stats(model: str, views: list[SessionHistory], runs: list[RecordedRun]) -> ModelStats:
+def model_stats(
+    model: str, views: list[SessionHistory], runs: list[RecordedRun], by: JudgedBy | None = None
+) -> ModelStats:
+    """One model's numbers; `by` is what the campaign's ranking counts (default: this model's)."""
     ran = [v for v in views if v.ran]
     certs: Counter[str] = Counter()
     for view in ran:
         certs.update(certificate_kinds(view))
-    bug_sessions = [v for v in ran if found_bug(v)]
-    rules = tuple(sorted({rule_of(v) for v in bug_sessions}))
+    sessions = [counted(v) for v in ran]
+    by = by or basis(sessions)
+    rules = distinct_bug_rules(sessions, by=by)
+    trials = [v for v in ran if is_trial(v)]
     return ModelStats(
         model=model,
         planned=len(views),
         states=Counter(v.state for v in views),
         certificates={k: certs[k] for k in CERTIFICATE_KINDS},
-        verified_bugs=len(rules),
+        verified_bugs=len(distinct_bug_rules(sessions, by="verifier")),
         rules=rules,
-        bug_rate=stats.rate(len(bug_sessions), len(ran)),
+        bug_rate=stats.rate(sum(found_bug(v) for v in trials), len(trials)),
+        bugs=len(distinct_bug_rules(sessions, by=None)),
+        judged_by=by,
+        infra_errors=len(ran) - len(trials),
         spent_usd=total([run.spent.get(model, Decimal(0)) for run in runs]),
         wasted_usd=total([run.wasted.get(model, Decimal(0)) for run in runs]),
         tokens=sum(v.tokens for v in views),
@@ -139,19 +200,106 @@ def model_stats(model: str, views: list[SessionHistory], runs: list[RecordedRun]
     )
 
 
+def ranked_bugs(m: ModelStats) -> int:
+    """The count the ranking uses: verified bugs, or the runner's claims where none has a verifier."""
+    return len(m.rules)
+
+
 def rank_key(m: ModelStats) -> tuple[float, float, float]:
-    """The benchmark's order: verified distinct-rule bugs, then bug rate, then cost per bug."""
+    """The benchmark's order: verified distinct-rule bugs (claimed ones for runners without a
+    verifier), then bug rate, then cost per bug."""
     per_bug = m.usd_per_verified_bug
-    return (-m.verified_bugs, -(m.bug_rate.value or 0.0), float(per_bug) if per_bug else float("inf"))
+    return (-ranked_bugs(m), -(m.bug_rate.value or 0.0), float(per_bug) if per_bug else float("inf"))
 
 
 def compare(a: ModelStats, b: ModelStats) -> Comparison:
+    """Fisher's exact test on the two models' trials (unpaired)."""
     ra, rb = a.bug_rate, b.bug_rate
     difference = ra.value - rb.value if ra.value is not None and rb.value is not None else None
     return Comparison(a.model, b.model, difference, stats.fisher_p(ra.hits, ra.trials, rb.hits, rb.trials))
 
 
+PairKey = tuple[str, int]
+"""(run, session index): the same task and repeat for every model of a campaign with tasks."""
+
+
+def trial_outcomes(views: list[SessionHistory]) -> dict[PairKey, bool]:
+    """Per trial, whether it found a bug."""
+    return {(v.run, v.planned.index): found_bug(v) for v in views if is_trial(v)}
+
+
+def compare_paired(a: str, b: str, hits_a: dict[PairKey, bool], hits_b: dict[PairKey, bool]) -> Comparison:
+    """The exact McNemar test on the task pairs both models ran (a binomial test of the discordant
+    pairs, one way against the other, at 1/2)."""
+    keys = sorted(hits_a.keys() & hits_b.keys())
+    only_a = sum(hits_a[k] and not hits_b[k] for k in keys)
+    only_b = sum(hits_b[k] and not hits_a[k] for k in keys)
+    difference = (only_a - only_b) / len(keys) if keys else None
+    p = stats.mcnemar_exact_p(only_a, only_b) if keys else None
+    return Comparison(a, b, difference, p, "mcnemar_exact", None, len(keys), (only_a, only_b))
+
+
+def shared_ranks(ranked: list[ModelStats], comparisons: list[Comparison]) -> list[int]:
+    """Each model's rank: 1 + the models the data shows are better (Holm-adjusted); models the data
+    cannot separate share a rank."""
+    better: dict[str, int] = {m.model: 0 for m in ranked}
+    for c in comparisons:
+        if c.separable and c.difference is not None and c.difference != 0:
+            worse = c.b if c.difference > 0 else c.a
+            better[worse] += 1
+    ranks = [1 + better[m.model] for m in ranked]
+    # Keep the order monotone: a model listed lower never gets a better rank than one above it.
+    for i in range(1, len(ranks)):
+        ranks[i] = max(ranks[i], ranks[i - 1])
+    return ranks
+
+
+MATRIX_CELLS = ("bug", "rejected", "no_certificate", "error")
+
+
+def cell_of(views: list[SessionHistory]) -> str | None:
+    """A task × model cell over its sessions (repeats, pooled runs): the best outcome any had."""
+    seen = set()
+    for v in views:
+        if not v.ran:
+            continue
+        if not is_trial(v) or v.state != "done":
+            seen.add("error")
+        elif found_bug(v):
+            seen.add("bug")
+        elif v.certificate is not None or v.result == "rejected":
+            seen.add("rejected")
+        else:
+            seen.add("no_certificate")
+    return next((c for c in MATRIX_CELLS if c in seen), None)
+
+
+def task_matrix(runs: list[RecordedRun], models: list[str]) -> dict[str, Any] | None:
+    """`{"tasks": [...], "cells": {model: [cell per task]}}` for campaigns with tasks (else None);
+    a cell is bug, rejected, no_certificate, error, or null where no session of it ran."""
+    tasks = list(runs[0].campaign.tasks or [])
+    if not tasks:
+        return None
+    grouped = sessions_by_model(runs)
+    cells = {
+        model: [cell_of([v for v in grouped[model] if v.planned.task == task]) for task in tasks]
+        for model in models
+    }
+    return {"tasks": tasks, "cells": cells}
+
+
 def leaderboard(runs: list[RecordedRun]) -> tuple[list[ModelStats], list[Comparison]]:
     grouped = sessions_by_model(runs)
-    ranked = sorted((model_stats(m, views, runs) for m, views in grouped.items()), key=rank_key)
-    return ranked, [compare(a, b) for a, b in combinations(ranked, 2)]
+    by = basis([counted(v) for views in grouped.values() for v in views if v.ran])
+    ranked = sorted((model_stats(m, views, runs, by) for m, views in grouped.items()), key=rank_key)
+    paired = bool(runs[0].campaign.tasks)
+    outcomes = {m: trial_outcomes(views) for m, views in grouped.items()}
+    comparisons = []
+    for a, b in combinations(ranked, 2):
+        common = outcomes[a.model].keys() & outcomes[b.model].keys()
+        if paired and common:
+            comparisons.append(compare_paired(a.model, b.model, outcomes[a.model], outcomes[b.model]))
+        else:
+            comparisons.append(compare(a, b))
+    adjusted = stats.holm([c.p_value for c in comparisons])
+    return ranked, [replace(c, p_adjusted=p) for c, p in zip(comparisons, adjusted, strict=True)]

@@ -97,9 +97,13 @@ def bugs_against_spend(curves: dict[str, list[Point]]) -> str:
 
 def all_plots(report: CampaignReport) -> list[tuple[str, str, str]]:
     """(element id, caption, SVG) of each plot."""
+    import matplotlib
+
     curves = report.curves()
-    return [
-        ("plot-bug-rate", "Bug rate per model, with its 95% interval", bug_rate(report.models)),
-        ("plot-spend", "Cumulative spend over time", spend_over_time(curves)),
-        ("plot-bugs-vs-spend", "Verified bugs against spend", bugs_against_spend(curves)),
-    ]
+    # Model names are text, never mathtext: `$\\macro$` in a name was a matplotlib traceback.
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return [
+            ("plot-bug-rate", "Bug rate per model, with its 95% interval", bug_rate(report.models)),
+            ("plot-spend", "Cumulative spend over time", spend_over_time(curves)),
+            ("plot-bugs-vs-spend", "Verified bugs against spend", bugs_against_spend(curves)),
+        ]

@@ -23,6 +23,7 @@ from benchtui.engine.checkpoint import CRASHED
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.reader import RunDir
 from benchtui.engine.records import JournalRecord
+from benchtui.engine.store import JOURNAL
 
 RAN = ("done", "error", "killed")
 
@@ -81,6 +82,13 @@ class RecordedRun:
     """Every attempt's end line (cost, time), in journal order: the spend over time."""
     t0: float | None = None
     """When the run's first journal line was written."""
+    triages: dict[str, JournalRecord] = field(default_factory=dict)
+    """A shortlist campaign: each model's triage, its last journal line (the shortlist it
+    committed, the refused entries); the triage is not among `sessions` (it hunts no bug)."""
+
+
+MAX_TIME = 10**11
+"""Seconds since 1970 (the year 5138): a later time is a tampered journal."""
 
 
 def identity_key(identity: dict[str, str]) -> str:
@@ -90,15 +98,21 @@ def identity_key(identity: dict[str, str]) -> str:
 
 def read_run(run_dir: Path) -> RecordedRun:
     saved = RunDir(run_dir)
+    journal = saved.journal  # first: a shortlist campaign's episodes join the plan as it is read
     campaign, identity, plan = saved.campaign, saved.identity, saved.plan
     accounts = saved.ledger.models
     spent = {m: a.spent_usd for m, a in accounts.items()}
     wasted = {m: a.wasted_usd for m, a in accounts.items()}
     views = {s.id: SessionHistory(str(run_dir), s) for s in plan}
-    run = RecordedRun(run_dir, campaign, identity, spent, wasted, list(views.values()))
+    hunts = [v for v in views.values() if not v.planned.triage]  # a triage hunts no bug
+    run = RecordedRun(run_dir, campaign, identity, spent, wasted, hunts)
     starts: dict[tuple[str, int], JournalRecord] = {}
-    for rec in saved.journal:
+    for rec in journal:
+        if not (isinstance(rec.t, int | float) and 0 <= rec.t <= MAX_TIME):  # inf: inf wall times
+            raise BadInput(f"{run_dir / JOURNAL}: session {rec.session}: not a plausible time t = {rec.t!r}")
         view = views[rec.session]
+        if view.planned.triage:
+            run.triages[rec.model] = rec
         if run.t0 is None:
             run.t0 = rec.t
         if rec.state == "running":

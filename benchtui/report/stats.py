@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 ALPHA = 0.05
-"""A difference is called real below this p-value (two-sided, per pair, not adjusted)."""
+"""A difference is called real below this p-value (two-sided, Holm-adjusted over the pairs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +45,28 @@ def fisher_p(a_hits: int, a_trials: int, b_hits: int, b_trials: int) -> float | 
 
     table = [[a_hits, a_trials - a_hits], [b_hits, b_trials - b_hits]]
     return float(fisher_exact(table, alternative="two-sided").pvalue)
+
+
+def mcnemar_exact_p(only_a: int, only_b: int) -> float:
+    """Two-sided p-value of the exact McNemar test: the discordant pairs (only A found a bug, only
+    B did) against a fair coin. No discordant pair: nothing tells the two apart (p = 1)."""
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    from scipy.stats import binomtest
+
+    return float(binomtest(only_a, n, 0.5, alternative="two-sided").pvalue)
+
+
+def holm(p_values: list[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment over the pairs that have a p-value (None stays None)."""
+    given = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running, m = 0.0, len(given)
+    for step, (p, i) in enumerate(given):
+        running = max(running, min(1.0, (m - step) * p))
+        adjusted[i] = running
+    return adjusted
 
 
 def quantiles(values: list[float]) -> dict[str, float | None]:

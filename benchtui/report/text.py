@@ -7,7 +7,8 @@ from decimal import Decimal
 
 from benchtui.core.money import fmt
 from benchtui.report import CampaignReport
-from benchtui.report.leaderboard import ModelStats
+from benchtui.report.audit import ModelAudit
+from benchtui.report.leaderboard import CERTIFICATE_KINDS, ModelStats
 from benchtui.report.logical import LogicalAudit, limits_line, table_rows
 from benchtui.report.stats import Rate
 
@@ -15,9 +16,10 @@ COLUMNS = (
     "#",
     "model",
     "ran/planned",
+    "infra",
     "bugs",
     "bug rate [95% CI]",
-    "certs c/r/i/u",
+    "certs c/cl/r/o/i/u",
     "spent",
     "wasted",
     "$/bug",
@@ -48,15 +50,61 @@ def leaderboard_row(rank: int, m: ModelStats) -> tuple[str, ...]:
         str(rank),
         m.model,
         f"{m.ran}/{m.planned}",
-        str(m.verified_bugs),
+        str(m.infra_errors),
+        bugs_cell(m),
         rate_text(m.bug_rate),
-        f"{c['confirmed']}/{c['rejected']}/{c['inconclusive']}/{c['unverified']}",
+        "/".join(str(c[k]) for k in CERTIFICATE_KINDS),
         fmt(m.spent_usd),
         fmt(m.wasted_usd),
         money_or_dash(m.usd_per_verified_bug),
         f"{m.tokens:,}",
         f"{seconds(m.wall_s['median'])}/{seconds(m.wall_s['p90'])}",
     )
+
+
+def bugs_cell(m: ModelStats) -> str:
+    """The distinct-rule bugs the ranking counts: verified, or `N claimed` (no verifier judged)."""
+    return str(len(m.rules)) if m.judged_by == "verifier" else f"{len(m.rules)} claimed"
+
+
+def ranked_by_note(report: CampaignReport) -> str:
+    if report.ranked_by == "bugs":
+        return (
+            "ranked by bugs CLAIMED by the runner (it has no verifier: fake, demo); "
+            "verified bugs: none judged"
+        )
+    return "ranked by verified distinct-rule bugs (a rule counts once; the verifier confirmed each)"
+
+
+MATRIX_MARKS = {"bug": "BUG", "rejected": "rej", "no_certificate": "-", "error": "ERR", None: "."}
+
+
+def matrix_lines(report: CampaignReport) -> list[str]:
+    """The task × model matrix (campaigns with tasks)."""
+    matrix = report.matrix
+    if not matrix:
+        return []
+    models = list(matrix["cells"])
+    rows = [("task", *models)]
+    for i, task in enumerate(matrix["tasks"]):
+        rows.append((task, *(MATRIX_MARKS[matrix["cells"][m][i]] for m in models)))
+    return [
+        "",
+        "Task × model (BUG verified/claimed bug, rej rejected, - no certificate, ERR error, . did not run):",
+        *(f"  {line}" for line in table(rows)),
+    ]
+
+
+def prompt_text(a: ModelAudit) -> str:
+    """The prompts summarised: per task one hash expected, the same for every model."""
+    if not a.task_prompts:
+        return "not recorded by the runner"
+    p = a.prompt_summary()
+    if p["tasks"] == 1 and "" in a.task_prompts:
+        one = "one prompt" if p["distinct"] == 1 else f"{p['distinct']} different prompts"
+        return f"{one} over {p['sessions']} sessions"
+    several = f", {p['tasks_with_several']} task(s) with several" if p["tasks_with_several"] else ""
+    return f"{p['tasks']} tasks, {p['distinct']} distinct prompts over {p['sessions']} sessions{several}"
 
 
 def counts(values: Counter[str], prefix: str = "") -> str:
@@ -69,11 +117,19 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
     return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
+TESTS = {"mcnemar_exact": "exact McNemar", "fisher_exact": "Fisher's exact"}
+
+
 def comparison_lines(report: CampaignReport) -> list[str]:
     lines = []
     for c in report.comparisons:
         diff = f"{c.difference * 100:+.0f} pp" if c.difference is not None else "n/a"
-        lines.append(f"  {c.a} vs {c.b}: bug rate {diff}; {c.verdict}")
+        pairs = (
+            f" over {c.pairs} task pairs (discordant {c.discordant[0]}/{c.discordant[1]})"
+            if c.test == "mcnemar_exact"
+            else ""
+        )
+        lines.append(f"  {c.a} vs {c.b} [{TESTS.get(c.test, c.test)}{pairs}]: bug rate {diff}; {c.verdict}")
     return lines
 
 
@@ -99,17 +155,32 @@ def logical_lines(report: CampaignReport) -> list[str]:
 def render(report: CampaignReport) -> str:
     runs = ", ".join(str(run.path) for run in report.runs)
     out = [f"Campaign {report.runs[0].campaign.name} (identity {report.identity}); runs: {runs}", ""]
-    out += table([COLUMNS, *(leaderboard_row(n, m) for n, m in enumerate(report.models, 1))])
+    out += table([COLUMNS, *(leaderboard_row(report.rank(n), m) for n, m in enumerate(report.models))])
     out += [
         "",
-        "bugs: verified distinct-rule bugs; bug rate: sessions with a confirmed bug / sessions that ran",
+        ranked_by_note(report),
+        "bug rate: sessions with a bug / trials (sessions that ran and got a model answer; infra: "
+        "infrastructure errors, not trials); certs: confirmed/claimed/rejected/off_task/inconclusive/"
+        "unverified; models the data cannot separate share a rank",
     ]
     out += logical_lines(report)
+    out += matrix_lines(report)
+    if report.shortlists is not None:
+        from benchtui.report.shortlist import text as shortlist_text
+
+        out += ["", shortlist_text(report.shortlists)]
+        out.append("bugs@K: distinct rules with a bug among the first K shortlisted (K scaled to the size)")
     if report.comparisons:
-        out += ["", "Pairwise, Fisher's exact test (two-sided, per pair):", *comparison_lines(report)]
+        out += [
+            "",
+            "Pairwise (two-sided; exact McNemar on task pairs where both ran the same tasks, else Fisher's "
+            "exact; p Holm-adjusted over the pairs):",
+            *comparison_lines(report),
+        ]
     audit = report.fairness
     out += ["", f"Fairness audit: {audit.verdict}"]
     out += [f"  - {finding}" for finding in audit.findings]
+    out += [f"  note: {note}" for note in audit.notes]
     for a in audit.models:
         m = a.model
         out += [
@@ -118,7 +189,7 @@ def render(report: CampaignReport) -> str:
             f"infrastructure errors {a.infra_errors}/{a.planned}",
             f"    runners {counts(a.runners)}; reserved {counts(a.reservations, '$')}",
             f"    environments {counts(a.environments)}",
-            f"    prompts {counts(a.prompts) if a.prompts else 'not recorded by the runner'}",
+            f"    prompts {prompt_text(a)}",
         ]
         if a.logical is not None:
             out.append(f"    logical budgets: {audit_text(a.logical)}")

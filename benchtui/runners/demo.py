@@ -1,7 +1,7 @@
 """A scripted fake runner for screenshots and demos: deterministic steps, notes, costs, outcomes.
 
-Use it as `kind = "benchtui.runners.demo:DemoRunner"`. Each session makes `steps` authorised model
-calls with token counts derived from its index, reports a progress note per call, then ends
+Use it as `kind = "demo"` (a built-in name; old campaigns spell it `benchtui.ui.demo:DemoRunner`).
+Each session makes `steps` authorised model calls with token counts derived from its index, reports a progress note per call, then ends
 with an outcome picked by its index, unless its index is `hold_from` or more: then it keeps
 running (its reservation visible) until it is killed or the campaign stops.
 """
@@ -82,5 +82,5 @@ class DemoRunner(RunnerKind):
             result,
             steps=p.steps,
             certificate=certificate,
-            verify_details={"verifier": "demo"} if certificate else None,
+            verify_details={"verifier": "demo", "judged_by": "runner"} if certificate else None,
         )

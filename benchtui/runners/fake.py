@@ -37,6 +37,12 @@ class FakeProfile(RunnerProfile):
     """Scripted outcomes, e.g. {"fake/model-a" = [0, 2]}: exactly those session indices of a
     model find a bug, every other session ends `no_certificate` (models not named find none).
     With `tasks`, the certificate's rule is the session's task (distinct-rule counting)."""
+    rules: list[str] | None = None
+    """The rule inventory a shortlist campaign's triage chooses from (`[protocol]`)."""
+    shortlist: dict[str, list[str]] | None = None
+    """Scripted triage commits, e.g. {"fake/model-a" = ["r3", "r1"]}: the rules (in order) each
+    model's triage commits, unknown or repeated ones included; a model not named commits the
+    inventory's first `shortlist_size` rules."""
 
 
 def canned_certificate() -> dict[str, Any]:
@@ -81,6 +87,15 @@ class FakeRunner(RunnerKind):
         self.profile: FakeProfile = profile
         self.call_log = run_dir / profile.call_log if profile.call_log else None
 
+    runs_triage = True
+
+    @classmethod
+    def rule_inventory(cls, profile: Any, environment: Path) -> list[str]:
+        """Shortlist campaigns: the rules a triage chooses from (the profile's `rules`)."""
+        if not profile.rules:
+            raise ValueError("the fake runner's profile gives no `rules` (its rule inventory)")
+        return list(profile.rules)
+
     def _log_call(self, session: SessionSpec) -> None:
         line = json.dumps({"model": session.model.name, "session": session.id}) + "\n"
         # O_APPEND + one write: lines from concurrent sessions never interleave.
@@ -96,6 +111,13 @@ class FakeRunner(RunnerKind):
             return self.profile.result
         return "bug_found" if session.index in scripted.get(session.model.name, ()) else "no_certificate"
 
+    def _triage(self, session: SessionSpec) -> SessionOutcome:
+        assert session.triage is not None
+        scripted = (self.profile.shortlist or {}).get(session.model.name)
+        rules = scripted if scripted is not None else list(session.triage.rules[: session.triage.size])
+        committed = [{"rule": rule, "hypothesis": f"scripted: {rule} looks fragile"} for rule in rules]
+        return SessionOutcome("no_certificate", steps=1, shortlist=committed)
+
     async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
         usage = Usage(flat_usd=self.profile.cost_usd)
         if not await meter.authorise(meter.price(usage)):
@@ -105,15 +127,17 @@ class FakeRunner(RunnerKind):
         if self.profile.latency_s:
             await trio.sleep(self.profile.latency_s)
         meter.charge(usage)
+        if session.triage is not None:
+            return self._triage(session)
         result = self._result(session)
         certificate = None
         if result in ("bug_found", "rejected") and not (session.limits and await meter.use("submits")):
             certificate = canned_certificate()
-            if self.profile.bug_sessions is not None and session.task:
+            if session.task:
                 certificate = {**certificate, "rule": session.task}
         return SessionOutcome(
             result,
             steps=1,
             certificate=certificate,
-            verify_details={"verifier": "none: fake runner"} if certificate else None,
+            verify_details={"verifier": "none: fake runner", "judged_by": "runner"} if certificate else None,
         )

@@ -7,6 +7,8 @@ side through the guest's token and take effect at its next tick.
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -14,6 +16,7 @@ from typing import Any
 
 import outcome
 from textual.app import App, SystemCommand
+from textual.binding import Binding
 from textual.screen import Screen
 
 from benchtui.core.errors import BenchtuiError, first_error
@@ -30,6 +33,7 @@ from benchtui.ui.screens.runner_picker import RunnerPicker
 from benchtui.ui.screens.summary import SummaryScreen
 
 REDRAW_HZ = 15
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STOP_GRACE_S = 10.0
 KILL_CONFIRM_S = 3.0  # a second press of the kill key within this kills
 
@@ -37,6 +41,9 @@ KILL_CONFIRM_S = 3.0  # a second press of the kill key within this kills
 class BenchApp(App[bool]):
     CSS_PATH = "app.tcss"
     TITLE = "benchtui"
+    # Ctrl-C acts as in headless (Textual's own would only say how to quit): the first stops
+    # launching, the second interrupts running sessions; SIGINT, SIGTERM and SIGHUP do the same.
+    BINDINGS = [Binding("ctrl+c", "interrupt", "Stop", show=False, priority=True, id="interrupt")]
 
     def __init__(
         self,
@@ -45,8 +52,10 @@ class BenchApp(App[bool]):
         clock: Callable[[], float] = time.monotonic,
         start_paused: bool = False,
         on_started: Callable[[Scheduler], None] | None = None,
+        early_stops: Callable[[], int] = lambda: 0,
     ) -> None:
         super().__init__()
+        self._early_stops = early_stops
         self.prep = prep
         self.view = ViewModel(
             prep.campaign.name,
@@ -68,6 +77,8 @@ class BenchApp(App[bool]):
         self._start_paused = start_paused
         self._on_started = on_started
         self._kill_armed: tuple[str, float] | None = None
+        self.interrupts = 0
+        """Ctrl-C presses and stop signals so far (1: stop launching, 2: interrupt sessions)."""
         self.main: MainScreen
 
     # -- the campaign, in Trio ----------------------------------------------------------------
@@ -76,6 +87,9 @@ class BenchApp(App[bool]):
         self.main = MainScreen(self.view, self.prep.run_dir)
         self.push_screen(self.main)
         self.set_interval(1 / REDRAW_HZ, self.redraw)
+        loop = asyncio.get_running_loop()  # its handlers wake the loop (and so the Trio guest)
+        for signum in STOP_SIGNALS:
+            loop.add_signal_handler(signum, self.action_interrupt)
 
         def done(result: outcome.Outcome[Any]) -> None:
             self.post_message(CampaignDone(result))
@@ -91,6 +105,11 @@ class BenchApp(App[bool]):
         self.scheduler = scheduler
         if self._start_paused:  # before the launch loop runs: nothing starts until `resume`
             scheduler.pause()
+        missed = self._early_stops()  # stop signals before the app's own handlers: act on them now
+        if missed:
+            self.interrupts = min(missed, 2)
+            self.quitting = True
+            scheduler.stop(now=missed > 1)
         if self._on_started is not None:
             self._on_started(scheduler)
 
@@ -139,6 +158,27 @@ class BenchApp(App[bool]):
             return False
         self.guest.call(partial(getattr(self.scheduler, name), *args, **kwargs))
         return True
+
+    def action_interrupt(self) -> None:
+        """What one Ctrl-C or stop signal does in headless: stop launching, then interrupt; the
+        app then exits, so the same closing lines are printed and the terminal is restored."""
+        self.interrupts += 1
+        self.quitting = True
+        if not self.guest.running:  # ended already (the summary is showing): leave
+            self.exit(self.finished)
+        elif self.scheduler is None:
+            self.guest.cancel()
+        elif self.interrupts == 1:
+            self.notify(
+                "stopping: no new sessions; running ones finish (Ctrl-C again to interrupt them)",
+                severity="warning",
+            )
+            self._control("stop")
+        else:
+            self.notify(
+                "interrupting running sessions (state saved: --resume retries them)", severity="warning"
+            )
+            self._control("stop", now=True)
 
     def action_pause(self) -> None:
         self._control("pause")
@@ -248,11 +288,13 @@ def make_app(prep: engine.PreparedRun, **options: Any) -> BenchApp:
     return BenchApp(prep, **options)
 
 
-def run_app(prep: engine.PreparedRun) -> tuple[ev.CampaignEnded | None, ev.AccountsCommitted | None]:
+def run_app(
+    prep: engine.PreparedRun, *, early_stops: Callable[[], int] = lambda: 0
+) -> tuple[ev.CampaignEnded | None, ev.AccountsCommitted | None]:
     """Run the TUI to the end: how the campaign ended (None: it did not get going) and the last
-    accounts it showed; raises
-    what the engine raised."""
-    app = make_app(prep)
+    accounts it showed; raises what the engine raised. `early_stops`: stop signals counted
+    before the app's own handlers were in place (each acts as one Ctrl-C once it runs)."""
+    app = make_app(prep, early_stops=early_stops)
     app.run()
     if app.error is not None:
         raise app.error

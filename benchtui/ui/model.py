@@ -145,6 +145,12 @@ class ViewModel:
             case ev.AccountsCommitted():
                 self.accounts = event
                 self._accounts_changed = True
+            case ev.SessionsPlanned():  # a triage committed: its episodes join the table
+                for sid, index, task in event.sessions:
+                    if sid not in self.sessions:
+                        self.sessions[sid] = SessionRow(sid, event.model, index, task)
+                        self.states["pending"] += 1
+                        self._changed.add(sid)
             case ev.SessionStarted():
                 view = self.sessions[event.session]
                 self._set_state(view, "running")

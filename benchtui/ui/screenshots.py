@@ -24,7 +24,7 @@ from benchtui.ui.app import BenchApp, make_app
 
 SIZE = (132, 40)
 MODELS = (("acme/coder-xl", 3.0, 15.0), ("acme/coder-mini", 0.25, 1.25), ("open/hunter-7b", 0.6, 2.4))
-RUNNER = "benchtui.runners.demo:DemoRunner"
+RUNNER = "demo"
 
 
 def campaign_toml(hold_from: int) -> str:

@@ -115,7 +115,14 @@ class SessionsTable(ScrollView, can_focus=True):
         return view.id, view.model, state, fmt(view.cost), str(view.calls), outcome_text(view)
 
     def sync(self, ids: Iterable[str]) -> None:
-        """Redraw if a session that changed is on screen."""
+        """Redraw if a session that changed is on screen (new sessions, a shortlist's episodes,
+        are added at the end)."""
+        if len(self.view.sessions) != len(self.ids):
+            for sid in list(self.view.sessions)[len(self.ids) :]:
+                self.rows[sid] = len(self.ids)
+                self.ids.append(sid)
+            self.virtual_size = Size(self.virtual_size.width, len(self.ids) + 1)
+            self.refresh()
         top = int(self.scroll_offset.y)
         if any(top <= self.rows[sid] < top + self.size.height for sid in ids):
             self.refresh()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from support import benchtui, campaign_toml, ledger, write_campaign
+from support import assert_one_line_error, benchtui, campaign_toml, ledger, write_campaign
 
 
 def _mutations() -> dict[str, tuple[str, str]]:
@@ -66,14 +66,6 @@ def _kwargs(good: str, table: str) -> str:
 
 
 MUTATIONS = _mutations()
-
-
-def assert_one_line_error(done, phrase: str) -> None:
-    assert done.returncode == 2, done
-    assert "Traceback" not in done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    assert phrase in lines[0], lines[0]
 
 
 @pytest.mark.parametrize("case", list(MUTATIONS))
@@ -191,3 +183,12 @@ def test_a_bad_environment_variable_is_blamed_not_the_campaign_file(tmp_path, va
 def test_schema_help_is_help(tmp_path):
     done = benchtui("schema", "--help", cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.startswith("usage: benchtui schema")
+
+
+@pytest.mark.parametrize("args", [("check", "bad.toml"), ("check", "bad.toml", "--ping")])
+def test_check_and_its_ping_refuse_a_model_asking_for_several_choices(tmp_path, args):
+    # The ping sends the model's own kwargs: n = 8 would bill eight answers on a one-answer hold.
+    write_campaign(tmp_path)
+    (tmp_path / "bad.toml").write_text(_kwargs(campaign_toml(), "{ n = 8 }"))
+    done = benchtui(*args, cwd=tmp_path)
+    assert_one_line_error(done, "litellm.n = 8")

@@ -10,30 +10,11 @@ from pathlib import Path
 import pytest
 import trio
 from support import Recorder, benchtui, last_states, ledger, start, write_campaign
+from support.ctl import ctl, in_call, prepare
 
-from benchtui.cli import main as cli
 from benchtui.engine import events as ev
-from benchtui.engine import run as engine
 from benchtui.engine import rundir
 from benchtui.engine.control import socket_address
-
-
-def prepare(tmp_path, state_dir=None, **kw) -> engine.PreparedRun:
-    path = write_campaign(tmp_path, **kw)
-    return engine.prepare(engine.Options(path, state_dir or tmp_path / "runs"))
-
-
-async def ctl(capsys, *argv) -> tuple[int, str]:
-    """`benchtui ctl ARGV` in a thread (the client blocks, the campaign runs meanwhile)."""
-    rc = await trio.to_thread.run_sync(cli.main, ["ctl", *map(str, argv)])
-    out, err = capsys.readouterr()
-    return rc, (out + err).strip()
-
-
-def in_call(rec: Recorder) -> int:
-    """Sessions whose (fake) call was authorised: asleep in it until the clock moves."""
-    return sum(1 for p in rec.of(ev.SessionProgress) if p.calls == 1 and p.cost_usd == 0)
-
 
 # Time is a MockClock, frozen while `ctl` talks to the campaign (a session sleeping its latency
 # stays running however slow the machine), then let run (autojump) to finish the campaign. Waits
@@ -48,7 +29,10 @@ async def test_ctl_pauses_resumes_and_reports_status(tmp_path, capsys, mock_cloc
     async with trio.open_nursery() as nursery:
         scheduler, result = await start(prep, nursery, rec)
         await rec.until(lambda: in_call(rec) == 2)
-        assert await ctl(capsys, run_dir, "pause") == (0, "paused: no new session starts; running ones go on")
+        assert await ctl(capsys, run_dir, "pause") == (
+            0,
+            "campaign t: paused: no new session starts; running ones go on",
+        )
         assert scheduler.paused
         seen = len(rec.of(ev.AccountsCommitted))
         await rec.until(lambda: len(rec.of(ev.AccountsCommitted)) > seen)  # the pause is on disk
@@ -58,7 +42,7 @@ async def test_ctl_pauses_resumes_and_reports_status(tmp_path, capsys, mock_cloc
         assert out.splitlines()[0].startswith("campaign t: paused, runner fake, parallelism 2")
         assert "fake/model-a" in out and "$0.2000" not in out and "$10.0000" in out  # the per-model table
         assert "logical budget" not in out  # a money-only campaign
-        assert await ctl(capsys, run_dir, "parallelism", "3") == (0, "parallelism 3")
+        assert await ctl(capsys, run_dir, "parallelism", "3") == (0, "campaign t: parallelism 3")
         assert scheduler.parallelism == 3
         assert (await ctl(capsys, run_dir, "resume"))[0] == 0
         assert not scheduler.paused
@@ -82,8 +66,14 @@ async def test_ctl_kills_a_session_switches_runner_and_stops(tmp_path, capsys, m
     async with trio.open_nursery() as nursery:
         scheduler, result = await start(prep, nursery, rec)
         await rec.until(lambda: in_call(rec) == 2)
-        assert await ctl(capsys, run_dir, "kill", "fake_model-a-0000") == (0, "killed fake_model-a-0000")
-        assert await ctl(capsys, run_dir, "runner", "alt") == (0, "runner alt for sessions not yet started")
+        assert await ctl(capsys, run_dir, "kill", "fake_model-a-0000") == (
+            0,
+            "campaign t: killed fake_model-a-0000",
+        )
+        assert await ctl(capsys, run_dir, "runner", "alt") == (
+            0,
+            "campaign t: runner alt for sessions not yet started",
+        )
         assert scheduler.runner == "alt"
         assert (await ctl(capsys, run_dir, "stop", "--now"))[0] == 0
     assert result["finished"] is False
@@ -126,7 +116,7 @@ async def test_client_errors_are_one_line_with_exit_code_2(tmp_path, capsys, moc
     assert await ctl(capsys, run_dir, "pause") == (2, f"benchtui: the campaign in {run_dir} is not running")
     rc, out = await ctl(capsys, run_dir, "status")  # nothing runs it: read from the run dir
     assert rc == 0 and out.splitlines()[0].startswith("campaign t: stopped, "), out
-    assert "(not running)" in out and "`benchtui --resume --state-dir" in out
+    assert "(not running)" in out and f"`benchtui --resume {run_dir}` continues it" in out
 
 
 @pytest.mark.trio
@@ -152,7 +142,7 @@ async def test_a_run_dir_deeper_than_a_unix_socket_path_still_works(tmp_path, ca
         scheduler, _ = await start(prep, nursery)
         assert await ctl(capsys, prep.run_dir, "pause") == (
             0,
-            "paused: no new session starts; running ones go on",
+            f"campaign {prep.run_dir.name}: paused: no new session starts; running ones go on",
         )
         scheduler.stop(now=True)
 

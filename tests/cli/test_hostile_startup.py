@@ -106,9 +106,11 @@ def test_staging_left_by_a_killed_start_up_is_removed_by_the_next_start(tmp_path
     stale = runs / f".t.new-{dead.pid}"  # SIGKILLed between mkdir and lock: no lock file
     stale.mkdir(parents=True)
     (stale / "ledger.toml").write_text("half")
-    unlocked = runs / ".t.new-1"  # pid 1 is alive, but the lock is free: its creator is gone
+    unlocked = runs / ".t.new-1"  # pid 1 is alive, but the lock has been free for long: gone
     unlocked.mkdir()
     (unlocked / rundir.LOCK).write_text("")
+    old = time.time() - 2 * rundir.STALE_STAGING_S
+    os.utime(unlocked, (old, old))
     held = runs / f".t.new-{os.getpid()}"  # a live creator holding its lock: never touched
     held.mkdir()
     fd = os.open(held / rundir.LOCK, os.O_RDWR | os.O_CREAT)
@@ -118,6 +120,34 @@ def test_staging_left_by_a_killed_start_up_is_removed_by_the_next_start(tmp_path
         assert sorted(p.name for p in runs.iterdir() if p.name.startswith(".t.new-")) == [held.name]
     finally:
         os.close(fd)
+
+
+def test_a_live_start_between_creating_its_lock_and_taking_it_keeps_its_staging(tmp_path):
+    # The race of issue 23 (1 in 40 four-way starts exited 1, "No such file or directory
+    # (.t.new-N/.campaign.toml.tmp)"): another start's cleanup saw this one's lock file before
+    # its flock and took the folder for stale. A live creator's fresh folder is never removed.
+    write_campaign(tmp_path, sessions=1)
+    runs = tmp_path / "runs"
+    writing = runs / f".t.new-{os.getpid()}"  # alive (this test), lock file made, not yet locked
+    writing.mkdir(parents=True)
+    (writing / rundir.LOCK).write_text("")
+    (writing / ".campaign.toml.tmp").write_text("being written")
+    assert benchtui("t.toml", "--no-ui", cwd=tmp_path).returncode == 0
+    assert (writing / ".campaign.toml.tmp").read_text() == "being written"
+
+
+def test_a_busy_run_dir_names_the_pid_holding_it_and_what_to_do(tmp_path):
+    write_campaign(tmp_path, sessions=1)
+    run_dir = tmp_path / "runs" / "t"
+    run_dir.mkdir(parents=True)
+    holder = rundir.RunLock(run_dir)
+    try:
+        with pytest.raises(RunDirBusy) as caught:
+            rundir.RunLock(run_dir)
+    finally:
+        holder.release()
+    message = str(caught.value)
+    assert f"pid {os.getpid()}" in message and "benchtui ctl" in message and "--state-dir" in message
 
 
 def _wait_until_it_handles_sigterm(proc: subprocess.Popen) -> None:

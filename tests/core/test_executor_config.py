@@ -4,8 +4,7 @@ sessions run is not part of the campaign identity (a run may move to a cluster o
 from __future__ import annotations
 
 import pytest
-from support import benchtui, campaign_toml, write_campaign
-from test_bad_input import assert_one_line_error
+from support import assert_one_line_error, benchtui, campaign_toml, write_campaign
 
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine.campaign import identity_digest
@@ -37,7 +36,9 @@ def test_a_bad_executor_table_is_one_line_exit_2(tmp_path, case):
 
 
 def test_the_executor_is_not_part_of_the_identity_and_is_frozen_with_the_run(tmp_path):
-    command = '[runners.cli]\nkind = "command"\ncommand = ["true"]\nenvironment = "local"\n'
+    command = (
+        '[runners.cli]\nkind = "command"\ncommand = ["true"]\nenvironment = "local"\nunsandboxed = true\n'
+    )
     write_campaign(tmp_path)
     local, remote = tmp_path / "local.toml", tmp_path / "remote.toml"
     local.write_text(campaign_toml(extra_runners=command).replace('runner = "fake"', 'runner = "cli"'))

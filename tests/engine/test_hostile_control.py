@@ -17,8 +17,8 @@ from functools import partial
 
 import pytest
 import trio
-from support import Recorder
-from test_ctl import ctl, in_call, prepare, start
+from support import Recorder, start
+from support.ctl import ctl, in_call, prepare
 
 from benchtui.cli import ctl as ctl_client
 from benchtui.engine import control, rundir

@@ -180,7 +180,7 @@ def command_campaign(tmp_path: Path, target: str | None) -> Path:
     agent = tmp_path / "agent.sh"
     agent.write_text(AGENT)
     runner = (
-        '\n[runners.cli]\nkind = "command"\nenvironment = "local"\n'
+        '\n[runners.cli]\nkind = "command"\nenvironment = "local"\nunsandboxed = true\n'
         f'command = ["sh", "{agent}"]\npred = "{tmp_path / "no-such-pred"}"\n'
     )
     text = campaign_toml(sessions=1, models=("fake/model-a",), extra_runners=runner, cost="0.01")
@@ -245,3 +245,18 @@ def test_results_files_follow_our_schema_and_the_benchmarks_where_it_is_here(tmp
         pytest.skip(f"{shared} is not here (a clone without ../shared): checked against ours only")
     for path in files:
         jsonschema.validate(json.loads(path.read_text()), json.loads(shared.read_text()))
+
+
+def test_a_mini_campaign_needs_the_problem_reductions_target(tmp_path, capsys):
+    path = write_campaign(tmp_path, extra_runners=MINI + 'environment = "local"\nunsandboxed = true\n')
+    text = (
+        path.read_text()
+        .replace('environment = "bubblewrap"\n', "")
+        .replace('runner = "fake"', 'runner = "mini"', 1)
+    )
+    path.write_text(text + '\n[target]\nkind = "none"\n')
+    assert cli(["check", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        "needs a target of kind 'problem-reductions', not [target] kind = 'none'" in err and "\n" not in err
+    )

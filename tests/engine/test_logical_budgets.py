@@ -134,7 +134,7 @@ def test_bad_logical_budgets_are_one_line_errors(tmp_path):
         ("model_calls = 0", "greater than 0"),
         ("model_calls = 2.5", "valid integer"),
         ("shell_actions = true", "valid integer"),
-        ("bogus = 1", "Extra inputs"),
+        ("bogus = 1", "budget.per_session.bogus: unknown key"),
         ('[budget.per_session.tools]\n"pred  solve" = 3', "one space apart"),
         ("[budget.per_session.tools]\npred = 0", "greater than 0"),
     ]:

@@ -59,7 +59,9 @@ def test_report_reads_old_run_dirs_without_their_target(tmp_path, capsys):
         report = json.loads(capsys.readouterr().out)
         assert report["runs"] == [str(run_dir)]
     finished = {m["model"]: m for m in _report(runs[0], capsys)["models"]}
-    assert finished["fake/model-a"]["done"] == 2 and finished["fake/model-a"]["verified_bugs"] == 1
+    assert finished["fake/model-a"]["done"] == 2
+    # The old fake's certificate: claimed by its runner (no verifier), never a verified bug.
+    assert finished["fake/model-a"]["bugs"] == 1 and finished["fake/model-a"]["verified_bugs"] == 0
     assert finished["fake/model-b"]["spent_usd"] == 0.02
     stopped = {m["model"]: m for m in _report(runs[1], capsys)["models"]}
     assert stopped["acme/coder-xl"]["done"] == 1 and stopped["acme/coder-mini"]["ran"] == 0

@@ -50,7 +50,8 @@ def test_counts_match_the_journal_and_the_statistics_match_scipy(tmp_path, capsy
             states["killed"],
         )
         assert row["ran"] == len(ran) == 7
-        assert row["certificates"]["confirmed"] == sum(bool(r.get("certificate")) for r in ran) == hits
+        assert row["certificates"]["claimed"] == sum(bool(r.get("certificate")) for r in ran) == hits
+        assert row["certificates"]["confirmed"] == 0 and row["judged_by"] == "runner"  # a fake claims
         assert row["bug_rate"]["hits"] == hits and row["bug_rate"]["trials"] == len(ran)
         assert row["bug_rate"]["value"] == pytest.approx(hits / len(ran))
         low, high = row["bug_rate"]["ci95"]
@@ -80,9 +81,12 @@ def test_verified_bugs_count_distinct_rules(tmp_path, capsys):
         tmp_path, tasks=tasks, n=6, cap="1", total="2", bugs={"fake/model-a": [0, 3], "fake/model-b": [0, 1]}
     )
     by_model = {m["model"]: m for m in report_json(capsys, run_dir)["models"]}
-    assert by_model["fake/model-a"]["verified_bugs"] == 1
-    assert by_model["fake/model-a"]["verified_rules"] == ["r1"]
-    assert by_model["fake/model-b"]["verified_rules"] == ["r1", "r2"]
+    # The fake runner has no verifier: its bugs are claims (`bugs`), never verified ones.
+    assert by_model["fake/model-a"]["verified_bugs"] == 0 and by_model["fake/model-a"]["bugs"] == 1
+    assert (
+        by_model["fake/model-a"]["bug_rules"] == ["r1"] and by_model["fake/model-a"]["judged_by"] == "runner"
+    )
+    assert by_model["fake/model-b"]["bug_rules"] == ["r1", "r2"]
     assert by_model["fake/model-a"]["bug_rate"]["hits"] == by_model["fake/model-b"]["bug_rate"]["hits"] == 2
     assert by_model["fake/model-a"]["usd_per_verified_bug"] == pytest.approx(0.06)
     assert by_model["fake/model-b"]["usd_per_verified_bug"] == pytest.approx(0.03)
@@ -161,7 +165,9 @@ def test_plot_curves_end_at_the_leaderboards_spend_and_bugs(tmp_path):
     for m in report.models:
         points = curves[m.model]
         assert points[-1].spent_usd == pytest.approx(float(m.spent_usd))
-        assert points[-1].verified_bugs == m.verified_bugs  # a: r1, r2 (r1 twice); b: r3
+        assert (
+            points[-1].verified_bugs == len(m.rules) == m.bugs
+        )  # the counted bugs (claims of the fake); a: r1, r2 (r1 twice); b: r3
         assert [p.elapsed_s for p in points] == sorted(p.elapsed_s for p in points)
         assert [p.spent_usd for p in points] == sorted(p.spent_usd for p in points)
-    assert {m.model: m.verified_bugs for m in report.models} == {"fake/model-a": 2, "fake/model-b": 1}
+    assert {m.model: m.bugs for m in report.models} == {"fake/model-a": 2, "fake/model-b": 1}

@@ -51,7 +51,7 @@ async def test_switching_the_runner_mid_run_makes_the_audit_unfair_naming_it(tmp
             assert mid["fairness"]["fair"] is True
             assert sum(m["ran"] for m in mid["models"]) < 12
             rc, out = await in_thread(capsys, "ctl", run_dir, "runner", "alt")
-            assert (rc, out.strip()) == (0, "runner alt for sessions not yet started")
+            assert (rc, out.strip()) == (0, "campaign t: runner alt for sessions not yet started")
             assert scheduler.runner == "alt"
             assert (await in_thread(capsys, "ctl", run_dir, "resume"))[0] == 0
     used = {r["runner"] for r in journal(run_dir) if r["state"] == "done"}
@@ -90,7 +90,8 @@ def test_different_prompts_are_a_finding(tmp_path, capsys):
     run_dir = run_campaign(tmp_path, n=3, cap="1", total="2", runner="p", extra=prompts)
     audit = fairness(capsys, run_dir)
     assert audit["findings"] == [
-        "prompt: sessions got different prompts: fake/model-a: aaa (3); fake/model-b: bbb (3)"
+        "prompt: sessions of the same task got different prompts in 1 task(s): "
+        "the campaign (fake/model-a aaa, fake/model-b bbb)"
     ]
     same = '[runners.p]\nkind = "support.report:ProviderRunner"\nprompts = { "fake/model-a" = "aaa", "fake/model-b" = "aaa" }\n'
     other = tmp_path / "same"
@@ -98,6 +99,35 @@ def test_different_prompts_are_a_finding(tmp_path, capsys):
     assert (
         fairness(capsys, run_campaign(other, n=3, cap="1", total="2", runner="p", extra=same))["fair"] is True
     )
+
+
+def test_prompts_are_compared_per_task_and_summarised(tmp_path, capsys):
+    """Ten tasks, each its own prompt, the same for both models: fair (comparing hashes over all
+    sessions called every multi-task campaign unfair); one model's prompt differing on a task is
+    a finding naming the task, and the report summarises the hashes instead of listing them."""
+    tasks = [f"r{i}" for i in range(10)]
+    same = (
+        '[runners.p]\nkind = "support.report:ProviderRunner"\nper_task = true\n'
+        'prompts = { "fake/model-a" = "aaa", "fake/model-b" = "aaa" }\n'
+    )
+    run_dir = run_campaign(tmp_path, n=10, cap="1", total="2", runner="p", extra=same, tasks=tasks)
+    audit = fairness(capsys, run_dir)
+    assert audit["fair"] is True, audit["findings"]
+    for m in audit["models"]:
+        assert m["prompts"] == {"tasks": 10, "distinct": 10, "sessions": 10, "tasks_with_several": 0}
+    assert cli.main(["report", str(run_dir)]) == 0
+    text = capsys.readouterr().out
+    assert "prompts 10 tasks, 10 distinct prompts over 10 sessions" in text
+    assert "aaa-r3" not in text  # hashes summarised, not listed
+    other = tmp_path / "other"
+    other.mkdir()
+    differ = same.replace('"fake/model-b" = "aaa"', '"fake/model-b" = "bbb"')
+    audit = fairness(
+        capsys, run_campaign(other, n=10, cap="1", total="2", runner="p", extra=differ, tasks=tasks)
+    )
+    (finding,) = audit["findings"]
+    assert finding.startswith("prompt: sessions of the same task got different prompts in 10 task(s): r0 (")
+    assert finding.endswith("and 7 more task(s)")
 
 
 def test_unequal_token_limits_and_an_unenforced_budget_are_findings(tmp_path, capsys):

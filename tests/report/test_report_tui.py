@@ -47,10 +47,14 @@ async def test_the_summary_shows_the_reports_leaderboard_and_verdict(tmp_path):
         rows, verdict = shown(app.screen)
     report = build([prep.run_dir])
     assert [m.model for m in report.models] == ["fake/model-a", "fake/model-b"]
-    expected = [tuple(leaderboard_row(n, m)[i] for i in SHOWN) for n, m in enumerate(report.models, 1)]
+    expected = [
+        tuple(leaderboard_row(report.rank(n), m)[i] for i in SHOWN) for n, m in enumerate(report.models)
+    ]
     assert rows == expected
-    assert ("1", "fake/model-a", "6/6", "1", "50% [19%, 81%]", "3/0/0/0", "$0.0600") in rows
-    assert "fake/model-a vs fake/model-b: p = 0.55, the data cannot separate them" in verdict
+    # Claimed by the fake (no verifier), and one rank shared: 3/6 vs 1/6 cannot be told apart.
+    assert ("1", "fake/model-a", "6/6", "1 claimed", "50% [19%, 81%]", "0/3/0/0/0/0", "$0.0600") in rows
+    assert rows[1][0] == "1"
+    assert "fake/model-a vs fake/model-b: p = 0.55 (Holm), the data cannot separate them" in verdict
     assert "Fairness: fair: no finding" in verdict
 
 

@@ -10,38 +10,59 @@ from pydantic import ValidationError
 
 from benchtui.core import registry
 from benchtui.runners.command import sandbox
+from benchtui.runners.command.launch import Ran
 from benchtui.runners.command.profile import CommandProfile
-from benchtui.runners.command.runner import _certificates
+from benchtui.runners.command.runner import _blocks
+from benchtui.runners.kit.collect import certificate_lines
 
 
 def test_a_profile_needs_a_command_and_rejects_typos():
     with pytest.raises(ValidationError):
-        registry.validate_profile({"kind": "command", "command": [], "environment": "local"})
+        registry.validate_profile(
+            {"kind": "command", "command": [], "environment": "local", "unsandboxed": True}
+        )
     with pytest.raises(ValidationError, match="comand"):
-        registry.validate_profile({"kind": "command", "comand": ["codex"], "environment": "local"})
+        registry.validate_profile(
+            {"kind": "command", "comand": ["codex"], "environment": "local", "unsandboxed": True}
+        )
     profile = registry.validate_profile(
-        {"kind": "command", "command": ["codex", "{prompt}"], "environment": "local"}
+        {"kind": "command", "command": ["codex", "{prompt}"], "environment": "local", "unsandboxed": True}
     )
     assert isinstance(profile, CommandProfile)
+
+
+def test_a_local_agent_cli_must_be_declared_unsandboxed():
+    with pytest.raises(ValidationError, match="unsandboxed = true"):
+        registry.validate_profile({"kind": "command", "command": ["codex"], "environment": "local"})
+    with pytest.raises(ValidationError, match="unsandboxed = true"):
+        CommandProfile(command=["x"], environment="local", unsandboxed=False)
 
 
 def test_the_prompt_is_part_of_the_identity(tmp_path):
     one, two = tmp_path / "one.md", tmp_path / "two.md"
     one.write_text("Test `{task}`.")
     two.write_text("Test `{task}` carefully.")
-    a, b = (CommandProfile(command=["x"], environment="local", prompt_template=p) for p in (one, two))
+    a, b = (
+        CommandProfile(command=["x"], environment="local", unsandboxed=True, prompt_template=p)
+        for p in (one, two)
+    )
     assert a.prompt_sha256 != b.prompt_sha256
     assert a.render_prompt("rule_x") == "Test `rule_x`."
     with pytest.raises(ValidationError, match="missing.md"):
-        CommandProfile(command=["x"], environment="local", prompt_template=tmp_path / "missing.md")
+        CommandProfile(
+            command=["x"], environment="local", unsandboxed=True, prompt_template=tmp_path / "missing.md"
+        )
 
 
 def test_certificates_come_from_the_output_and_from_certificates_jsonl(tmp_path):
     log, workdir = tmp_path / "agent.log", tmp_path / "workdir"
     workdir.mkdir()
     log.write_text('chatter\nCERTIFICATE_START\n{"rule": "a"}\nCERTIFICATE_END\nmore chatter\n')
-    (workdir / "certificates.jsonl").write_text('{"rule": "b"}\nnot json\n[1, 2]\n')
-    assert [b.strip() for b in _certificates(log, workdir)] == ['{"rule": "a"}', '{"rule": "b"}']
+    (workdir / "certificates.jsonl").write_text('{"rule": "b"}\nnot json\n[1, 2]\n{not json either\n')
+    found = certificate_lines(workdir)
+    assert found.problem == ""
+    ran = Ran(log=log.read_bytes(), certificate_lines=found.lines)
+    assert [b.strip() for b in _blocks(ran)] == ['{"rule": "a"}', '{"rule": "b"}']
 
 
 def test_the_sandbox_binds_an_agent_install_tree_and_its_interpreter(tmp_path):
@@ -56,3 +77,12 @@ def test_the_sandbox_binds_an_agent_install_tree_and_its_interpreter(tmp_path):
     mounts = sandbox.mounts_for(script)
     assert tmp_path / "venv" in mounts
     assert Path(sys.executable).resolve().parent.parent in mounts  # the Python it runs on
+
+
+def test_keys_added_since_the_release_leave_old_identities_alone():
+    # A campaign that does not set the new keys dumps (frozen copy, identity) as before they existed.
+    profile = CommandProfile(command=["codex"])
+    assert not {"unsandboxed", "max_processes", "max_disk_mb"} & set(profile.model_dump())
+    bounded = CommandProfile(command=["codex"], max_processes=20, max_disk_mb=5)
+    assert CommandProfile(**bounded.model_dump()) == bounded
+    assert bounded.model_dump()["max_processes"] == 20

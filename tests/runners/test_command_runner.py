@@ -15,9 +15,9 @@ import trio
 from support import popen
 from support.command import MAKE_CERTIFICATE, agent_available, had_tool_result, hunt, write_campaign
 from support.mini import journal, pred_on_path, price, run_campaign
-from support.real_parts import require
+from support.processes import pids_matching
+from support.real_parts import require, require_tools
 from support.scripted_upstream import Answer, Call, ScriptedUpstream
-from test_minisweagent_kill import pids_matching
 
 from benchtui.engine import events as ev
 
@@ -29,6 +29,7 @@ SHOW_ENV = "env; cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'; "
 @pytest.fixture(autouse=True)
 def _env(tmp_path, monkeypatch, request):
     # Checked here, outside the Trio run: a skip raised inside it loses its reason in the report.
+    require_tools("bwrap", "socat")  # every test here runs its agent in bubblewrap, behind socat
     profile = getattr(request.node, "callspec", None) and request.node.callspec.params.get("profile")
     if profile:
         need(profile)
@@ -37,6 +38,8 @@ def _env(tmp_path, monkeypatch, request):
 
 
 def need(profile: str) -> None:
+    if profile != "mini":  # the npm agent CLIs are node scripts
+        require_tools("node")
     require(
         f"the {profile} agent CLI",
         agent_available(profile),
@@ -162,3 +165,30 @@ async def test_an_agent_cli_gets_its_pred_calls_counted_by_the_shim(tmp_path, pr
     assert shown.count("budget of 3 `pred` calls is spent (counter tools.pred)") == 2  # JSON-escaped quotes
     assert record["counters"] == {"model_calls": len(up.calls), "submits": 0, "tools": {"pred": 3}}
     assert record["exhausted"] == ["tools.pred"]
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("profile", ["mini"])
+async def test_an_agent_cli_submits_and_an_accepted_submit_stops_it(tmp_path, profile):
+    """`submit FILE` through an agent CLI's own shell: REJECTED for a malformed file (its unit
+    taken), ACCEPTED for the certificate, and the agent is stopped there (it would sleep on)."""
+    command = (
+        "echo '{' > bad.json; submit bad.json; "
+        + MAKE_CERTIFICATE.split(" && printf")[0]
+        + ' && printf \'{"rule": "%s", "violation": "suboptimal_extraction", "source": %s, "bundle": %s, '
+        '"target_config": "0,1,0"}\' MaximumIndependentSetToMinimumVertexCover "$(cat source.json)" '
+        '"$(cat bundle.json)" > cert.json && submit cert.json; sleep 60'
+    )
+    limits = {"model_calls": 5, "submits": 2, "tools": {"pred": 5}}
+    with ScriptedUpstream(lambda call: hunt(call, command)) as up:
+        path = write_campaign(tmp_path, up.url, profile, budget={"total_usd": 1.0, "per_session": limits})
+        started = time.monotonic()
+        with trio.fail_after(240):
+            prep, _ = await run_campaign(path, tmp_path / "state")
+    assert time.monotonic() - started < 55  # stopped at ACCEPTED, not after its sleep
+    (record,) = journal(prep.run_dir).values()
+    assert record["result"] == "bug_found", record
+    assert record["counters"]["submits"] == 2
+    session = prep.run_dir / "sessions" / record["session"]
+    evidence = [line for line in (session / "evidence.jsonl").read_text().splitlines() if '"submit"' in line]
+    assert ['"rejected"' in evidence[0], '"accepted"' in evidence[1]] == [True, True]

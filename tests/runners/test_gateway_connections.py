@@ -15,10 +15,9 @@ from functools import partial
 
 import pytest
 import trio
-from support.gateway import open_meter
+from support.gateway import REAL_KEY, model_at, open_meter
 from support.gateway_clients import call
 from support.scripted_upstream import Answer, ScriptedUpstream
-from test_gateway_hostile import REAL_KEY, model_at
 
 from benchtui.runners.command.gateway import open_gateway
 
@@ -77,7 +76,7 @@ async def test_1100_idle_connections_leave_the_engine_its_descriptors_and_calls(
                 with trio.fail_after(60):
                     line = await trio.to_thread.run_sync(attacker.stdout.readline)  # type: ignore[union-attr]
                     assert line.strip() == "ready"
-                    while gateway.connections.evicted < 1100 - 256 - 50:  # the backlog drained
+                    while gateway.connections.evicted < 600:  # most of the attack has come in
                         await trio.sleep(0.05)
                     assert len(gateway.connections.connections) <= 256
                     # The engine can still open what it needs: files (ledger, logs) ...

@@ -12,22 +12,14 @@ from functools import partial
 import httpx
 import pytest
 import trio
-from support.gateway import MODEL, cost, open_meter
+from support.gateway import REAL_KEY, cost, model_at, open_meter
 from support.scripted_upstream import Answer, Call, ScriptedUpstream
 
-from benchtui.core.contract import ModelSpec
 from benchtui.runners.command.gateway import open_gateway
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # relay.MAX_ANSWER_BYTES, spelled out: the test holds it to it
-REAL_KEY = "sk-real-provider-key-0123456789/+="
 PROMPT = [{"role": "user", "content": "Say something."}]
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "messages": "/v1/messages"}
-
-
-def model_at(upstream: ScriptedUpstream, max_output: int = 1000) -> ModelSpec:
-    return ModelSpec(
-        MODEL.name, MODEL.input_usd_per_mtok, MODEL.output_usd_per_mtok, max_output, upstream.url
-    )
 
 
 def honours_the_largest_bound(c: Call) -> Answer:

@@ -198,3 +198,17 @@ def test_responses_usage_comes_with_the_final_event_only():
 def test_a_tool_type_passes_by_its_exact_name_not_a_prefix():
     assert isinstance(plan("chat", tools=[{"type": "function_web_search"}]), Refusal)
     assert isinstance(plan("messages", tools=[{"type": "customer_web_search"}]), Refusal)
+
+
+def test_a_namespace_of_client_tools_passes_and_one_hiding_a_hosted_tool_does_not():
+    # codex groups its sub-agent tools in a Responses `namespace`.
+    fn = {"type": "function", "name": "close_agent", "parameters": {}}
+    assert isinstance(plan("responses", tools=[{"type": "namespace", "name": "n", "tools": [fn]}]), Plan)
+    hidden = {
+        "type": "namespace",
+        "name": "n",
+        "tools": [fn, {"type": "namespace", "tools": [{"type": "web_search"}]}],
+    }
+    refused = plan("responses", tools=[hidden])
+    assert isinstance(refused, Refusal) and "web_search" in refused.message
+    assert isinstance(plan("responses", tools=[{"type": "namespace", "tools": "x"}]), Refusal)

@@ -17,10 +17,10 @@ import pytest
 import trio
 from support import check_accounts, popen
 from support.mini import journal, outcome_rows, pred_on_path, price, run_campaign
+from support.processes import pids_matching
 from support.ray import LocalCluster, left_behind, node_folders, write_campaign
-from support.real_parts import require
+from support.real_parts import require, require_tools
 from support.scripted_upstream import Answer, Call, ScriptedUpstream
-from test_minisweagent_kill import pids_matching
 
 from benchtui.engine import events as ev
 from benchtui.targets.problem_reductions import find_blocks
@@ -42,6 +42,7 @@ MAKE_CERTIFICATE = (
 @pytest.fixture(scope="session")
 def cluster():
     require("Ray", ray is not None, "pip install -e '.[ray]'")
+    require_tools("bwrap", "socat")  # before the cluster starts: its agents run in bubblewrap, behind socat
     found = LocalCluster()
     try:
         yield found.start()
@@ -51,6 +52,7 @@ def cluster():
 
 @pytest.fixture(autouse=True)
 def _env(tmp_path, monkeypatch):
+    require_tools("bwrap", "socat")
     pred_on_path(tmp_path, monkeypatch)
     monkeypatch.setenv("SCRIPTED_API_KEY", "sk-scripted")
 
@@ -234,9 +236,9 @@ def test_sigkill_of_the_engine_leaves_no_agent_on_any_node(tmp_path, cluster):
 @pytest.mark.trio
 async def test_the_mini_runner_on_node_b_finds_a_bug_metered_by_this_engine(tmp_path, cluster):
     # The worker runs on node_b and calls back; its channel (authorise/usage) is served here.
+    from support.mini import FIND_BUG
     from support.mini import write_campaign as mini_campaign
     from support.scripted_llm import ScriptedLLM
-    from test_minisweagent_e2e import FIND_BUG
 
     with ScriptedLLM(FIND_BUG) as llm:
         path = mini_campaign(tmp_path, llm.url, runner={"environment": "bubblewrap"}, executor=on(cluster))

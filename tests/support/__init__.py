@@ -210,3 +210,11 @@ def check_reconciled(campaign: Path, state_dir: Path) -> None:
         assert book.spent <= book.budget
         assert all(m.spent <= m.cap for m in book.models.values())
         assert not book.running
+
+
+def assert_one_line_error(done, phrase: str) -> None:
+    assert done.returncode == 2, done
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert phrase in lines[0], lines[0]

@@ -55,3 +55,14 @@ def cost(input_tokens: int, output_tokens: int, model: ModelSpec = MODEL) -> Dec
     return token_cost(input_tokens, model.input_usd_per_mtok) + token_cost(
         output_tokens, model.output_usd_per_mtok
     )
+
+
+REAL_KEY = "sk-real-provider-key-0123456789/+="
+"""A provider key the hostile tests look for in everything an agent gets back."""
+
+
+def model_at(upstream: Any, max_output: int = 1000) -> ModelSpec:
+    """MODEL served by a scripted upstream (support.scripted_upstream.ScriptedUpstream)."""
+    return ModelSpec(
+        MODEL.name, MODEL.input_usd_per_mtok, MODEL.output_usd_per_mtok, max_output, upstream.url
+    )

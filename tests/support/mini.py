@@ -16,6 +16,7 @@ from benchtui.engine import events as ev
 from benchtui.engine import run as engine
 from support import Recorder
 from support import last_states as journal  # noqa: F401 - the last record of each session
+from support.scripted_llm import SUBMIT, Reply
 
 STAND_IN_PRED = Path(__file__).with_name("stand_in_pred.py").resolve()
 RULE = "MaximumIndependentSetToMinimumVertexCover"
@@ -119,3 +120,24 @@ def price(input_tokens: int, output_tokens: int) -> Decimal:
     return (Decimal(input_tokens) * Decimal("3") + Decimal(output_tokens) * Decimal("15")) / Decimal(
         1_000_000
     )
+
+
+#: A scripted hunt that finds the stand-in pred's planted bug (MIS -> MVC) and prints its certificate.
+FIND_BUG = [
+    Reply("ls && cat README.md", 1200, 40),
+    Reply(
+        "pred create MIS --graph 0-1,1-2 -o source.json && "
+        "pred reduce source.json --to MinimumVertexCover --json > bundle.json && "
+        "pred solve bundle.json --solver brute-force --json",
+        1500,
+        120,
+    ),
+    Reply(
+        'printf \'CERTIFICATE_START\\n{"rule": "' + RULE + '", "violation": "suboptimal_extraction", '
+        '"source": %s, "bundle": %s, "target_config": "0,1,0", "note": "vertex 0 is copied"}'
+        '\\nCERTIFICATE_END\\n\' "$(cat source.json)" "$(cat bundle.json)"',
+        1900,
+        300,
+    ),
+    Reply(SUBMIT, 2300, 10),
+]

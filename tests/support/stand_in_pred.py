@@ -14,8 +14,15 @@ leaving `solution` out when there is none, bundle solving exiting 1 when the tar
   complementing it), so `--to MVC` from a unit-weight MIS takes the path MIS/One -> MIS/i32 -> MVC.
 
 STAND_IN_PRED_HANG=<subcommand> makes that subcommand hang (to test timeouts).
+
+STAND_IN_PRED_TRANSCRIPT=<build>.jsonl switches to REPLAY mode: the answers of the real pred that
+`../shared/pred-transcripts/` recorded (its README's replay algorithm, exactly): file arguments are
+matched by the sha256 of their bytes, the `-o` value is `@out`, a hit writes the recorded stdout,
+stderr and `-o` output with `@file:<sha256>`/`@out` tokens put back as the caller named them and
+exits with the recorded status; a miss prints `not recorded: <argv as JSON>` and exits 97.
 """
 
+import hashlib
 import itertools
 import json
 import os
@@ -237,7 +244,69 @@ def run(command, args):
     raise PredError(f"unrecognized subcommand '{command}'", 2)
 
 
+OUTPUT_FLAGS = ("-o", "--output")
+
+
+def recorded_argv(argv):
+    """(the argv as recorded, {token: the caller's text}, the -o path or None) -- README steps 1-2."""
+    tokens, names, out, expect_out = [], {}, None, False
+    for arg in argv:
+        if expect_out:
+            out, expect_out = arg, False
+            tokens.append("@out")
+        elif arg in OUTPUT_FLAGS:
+            expect_out = True
+            tokens.append(arg)
+        elif arg.startswith("--output="):
+            out = arg[len("--output=") :]
+            tokens.append("--output=@out")
+        elif arg.startswith("-o") and len(arg) > 2 and not arg.startswith("--"):
+            out = arg[2:]
+            tokens.append("-o@out")
+        elif arg != "-" and os.path.isfile(arg):
+            with open(arg, "rb") as f:
+                token = "@file:" + hashlib.sha256(f.read()).hexdigest()
+            names.setdefault(token, arg)
+            tokens.append(token)
+        else:
+            tokens.append(arg)
+    if out is not None:
+        names["@out"] = out
+    return tokens, names, out
+
+
+def put_back(text, names):
+    """Each `@file:<sha256>` token (and `@out`) as the caller named it (README step 5)."""
+    for token in sorted(names, key=len, reverse=True):
+        text = text.replace(token, names[token])
+    return text
+
+
+def replay(transcript, argv):
+    tokens, names, out = recorded_argv(argv)
+    stdin = sys.stdin.read() if "-" in tokens else None
+    with open(transcript, encoding="utf-8") as f:
+        for line in f:
+            record = json.loads(line)
+            if record["argv"] == tokens and record["stdin"] == stdin:
+                break
+        else:
+            if os.environ.get("STAND_IN_PRED_MISSES"):  # tests assert that a design made no miss
+                with open(os.environ["STAND_IN_PRED_MISSES"], "a", encoding="utf-8") as log:
+                    log.write(json.dumps(tokens) + "\n")
+            print(f"not recorded: {json.dumps(tokens)}", file=sys.stderr)
+            return 97
+    sys.stdout.write(put_back(record["stdout"], names))
+    sys.stderr.write(put_back(record["stderr"], names))
+    if out is not None and "@out" in record["outputs"]:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(put_back(record["outputs"]["@out"], names))
+    return record["exit"]
+
+
 def main(argv):
+    if os.environ.get("STAND_IN_PRED_TRANSCRIPT"):
+        return replay(os.environ["STAND_IN_PRED_TRANSCRIPT"], argv)
     if argv[:1] in (["--version"], ["-V"]):
         print("pred 0.5.0-stand-in")
         return 0

@@ -104,3 +104,31 @@ class Counting(RunnerKind):
                     self._performed(session, counter)
             await trio.sleep(self.profile.pause_s)
         return SessionOutcome("no_certificate", reason="tried everything")
+
+
+class OutageProfile(RunnerProfile):
+    kind: Literal["support.stub_runners:Outage"]
+    down: list[str]
+    """Models whose provider is down: their sessions end in the infrastructure error `reason`."""
+    reason: str = "model API failed (3 requests): APIConnectionError: [Errno 111] Connection refused"
+    flaky: bool = False
+    """Alternate the outage's reason with an unrelated one (no streak of one kind ever forms)."""
+
+
+class Outage(RunnerKind):
+    """A provider that is down for some models (their sessions fail at once, as on a refusal)."""
+
+    Profile: ClassVar[type[RunnerProfile]] = OutageProfile
+
+    def __init__(self, profile: OutageProfile, *, run_dir, executor=None) -> None:
+        super().__init__(profile, run_dir=run_dir, executor=executor)
+        self.profile = profile
+        self.fake = FakeRunner(FakeProfile(cost_usd="0.01"), run_dir=run_dir)
+
+    async def run(self, session, meter):
+        if session.model.name not in self.profile.down:
+            return await self.fake.run(session, meter)
+        reason = self.profile.reason
+        if self.profile.flaky and session.index % 2:
+            reason = "worker failed: MemoryError"
+        return SessionOutcome("error", reason=reason, infra_error=True)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from support import benchtui, journal, last_states, ledger, write_campaign
-from support.real_parts import require
+from support.real_parts import require_tools
 
 _servers = count()
 
@@ -53,7 +52,7 @@ class Tmux:
 
 @pytest.fixture
 def tmux(tmp_path):
-    require("tmux", shutil.which("tmux"), "apt install tmux (.ci/run does)")
+    require_tools("tmux")
     server = Tmux(tmp_path)
     yield server
     server.kill()
@@ -115,7 +114,7 @@ def test_tui_keys_in_a_real_terminal_pause_resume_and_quit(tmp_path, tmux):
     # The TUI said goodbye as headless does: the per-model table, the results, how to continue.
     farewell = tmux.screen("tui")
     assert "fake/model-a" in farewell.split("results: runs/t/results/")[0], farewell
-    assert "not finished: `benchtui --resume` continues it" in farewell, farewell
+    assert "not finished: `benchtui --resume t` continues it" in farewell, farewell
 
     done = benchtui("--no-ui", "--resume", "--state-dir", "runs", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -135,7 +134,7 @@ def test_ctl_from_another_window_and_keys_on_a_headless_run(tmp_path, tmux):
 
     tmux.start("ctl", f"{benchtui_cmd('ctl', '--state-dir', 'runs', 'pause')} > pause.out 2>&1")
     until(lambda: paused(run_dir), "ctl pause")
-    assert (tmp_path / "pause.out").read_text().startswith("paused")
+    assert (tmp_path / "pause.out").read_text().startswith("campaign t: paused")
     nothing_starts_while_paused(run_dir)
     count_paused = len(started(run_dir))
     tmux.start("ctl2", f"{benchtui_cmd('ctl', 'runs/t', 'resume')} > resume.out 2>&1")

@@ -10,11 +10,14 @@ import hashlib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from benchtui.core.contract import RunnerProfile
+from benchtui.core.contract import ModelSpec, RunnerProfile
 
 DEFAULT_PROMPT = Path(__file__).with_name("prompt.md")
+ADDED_KEYS: dict[str, Any] = {"unsandboxed": False, "max_processes": 256, "max_disk_mb": 1024}
+"""Keys added after the first release, left out of a dump at their defaults: the frozen copy and
+the identity of a campaign that does not set them stay what they were (its --resume still works)."""
 PLACEHOLDERS = ("{prompt}", "{prompt_file}", "{task}", "{workdir}", "{gateway}", "{model}")
 
 
@@ -32,6 +35,9 @@ class CommandProfile(RunnerProfile):
     environment: Literal["local", "bubblewrap"] = "bubblewrap"
     """`bubblewrap`: read-only system, a writable session copy, no network but the gateway;
     `local`: the plain host (no isolation)."""
+    unsandboxed: bool = False
+    """Must be `true` with `environment = "local"`: there the agent runs as you, on the host, and
+    can read your files, other sessions' tokens and whatever the host holds."""
     prompt_template: Path | None = None
     """The prompt (text; `{task}` is replaced by the session's task); default: benchtui/runners/command/prompt.md."""
     pred: str = "pred"
@@ -42,8 +48,21 @@ class CommandProfile(RunnerProfile):
     api_key_env: str | None = None
     """Default for models without `api_key_env`: the variable holding the provider key (the
     gateway's; the agent never sees it)."""
+
+    calls_model_api: ClassVar[bool] = True
+
+    def key_variable(self, model: ModelSpec) -> str | None:
+        return model.api_key_env or self.api_key_env
+
     request_timeout_s: float = Field(default=600.0, gt=0)
     """Limit of one call to the provider; a timed-out call is charged its worst case."""
+    max_processes: int = Field(default=256, gt=0)
+    """Processes (and threads) the agent may run at once, its sandbox's included (a pids cgroup
+    where one can be made: the kernel refuses more; else counted in /proc). Past it, the session
+    ends as the model's outcome (`resource_limit`)."""
+    max_disk_mb: int = Field(default=1024, gt=0)
+    """Disk the session copy may grow by (and the sandbox's /tmp may hold); past it, the session
+    ends as the model's outcome (`resource_limit`)."""
     keep_workdir: bool = False
     """Keep each session's copy of the target after the session (default: delete it)."""
     prompt_sha256: str = ""
@@ -62,7 +81,20 @@ class CommandProfile(RunnerProfile):
             raise ValueError(f"prompt_template {path}: {exc.strerror}") from None
         if path:
             data["prompt_template"] = path
+        if data.get("environment") == "local" and data.get("unsandboxed") is not True:
+            raise ValueError(
+                'environment = "local" runs the agent on the host, where it can read your files and '
+                "reach other sessions: say so with unsandboxed = true, or use bubblewrap"
+            )
         return data  # pure: the tools this machine has are checked by preflight
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key, default in ADDED_KEYS.items():
+            if data.get(key) == default:
+                del data[key]
+        return data
 
     def render_prompt(self, task: str | None) -> str:
         return (self.prompt_template or DEFAULT_PROMPT).read_text().replace("{task}", task or "any rule")

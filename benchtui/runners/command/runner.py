@@ -4,26 +4,28 @@ The runner is an async context manager: the engine enters it once per campaign r
 starts the gateway (in a nursery the runner owns, via an AsyncExitStack) and exits it when the
 campaign ends. Each session gets a fresh copy of the target, a token that dies with it, and
 its agent process tree, killed for sure when the session ends in any way.
+
+A session's flow is written once (`run`): checks, prompt, token, the agent's run, certificates,
+verdict. Where the agent process runs is its placement's only business: this machine
+(`command.local`) or a Ray node (`command.remote`); both give back the same `Ran`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
-import json
 import os
-import shutil
-import signal
-import subprocess
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import trio
 
-from benchtui.core import workspace
+from benchtui.core.atomic import atomic_write
 from benchtui.core.contract import (
     PROBLEM_REDUCTIONS,
     Check,
+    LogicalLimits,
     Meter,
     RunnerKind,
     RunnerProfile,
@@ -34,13 +36,26 @@ from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.gateway import Gateway, open_gateway
 from benchtui.runners.command.gateway.session import upstream_model
+from benchtui.runners.command.launch import NOT_STARTED, AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
-from benchtui.runners.kit import reaper
 from benchtui.runners.kit import secrets as keys
-from benchtui.runners.kit.bubblewrap import local_bin
+from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.verdict import WorkerReport, judge
 from benchtui.targets.problem_reductions import find_blocks, resolve_pred
+
+
+class Placement(Protocol):
+    """Where an agent process runs; everything else about a session is the runner's."""
+
+    async def run_agent(
+        self,
+        session: SessionSpec,
+        meter: Meter,
+        command: AgentCommand,
+        prompt_file: Path,
+        evidence: Evidence | None = None,
+    ) -> Ran: ...
 
 
 class CommandRunner(RunnerKind):
@@ -59,6 +74,12 @@ class CommandRunner(RunnerKind):
 
         return preflight(profile, target=target)
 
+    @classmethod
+    def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:
+        """A counted tool the sandbox shows anyway is refused when the campaign loads."""
+        found = resolve_pred(profile.pred)
+        return counting.check_limits(profile.environment, found if os.path.isabs(found) else None, limits)
+
     def __init__(
         self, profile: CommandProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
     ) -> None:
@@ -69,6 +90,7 @@ class CommandRunner(RunnerKind):
         found = resolve_pred(profile.pred)
         self.pred = found if os.path.isabs(found) else None
         self.gateway: Gateway | None = None
+        self.placement: Placement | None = None
         self._ready = trio.Event()
         self._stack = contextlib.AsyncExitStack()
 
@@ -82,6 +104,14 @@ class CommandRunner(RunnerKind):
         self.gateway = await self._stack.enter_async_context(
             open_gateway(request_timeout_s=self.profile.request_timeout_s, host=host)
         )
+        if self.remote is not None:
+            from benchtui.runners.command.remote import RayPlacement
+
+            self.placement = RayPlacement(self.profile, self.gateway, self.remote)
+        else:
+            from benchtui.runners.command.local import LocalPlacement
+
+            self.placement = LocalPlacement(self.profile, self.gateway, self.pred)
         self._ready.set()
         return self
 
@@ -91,154 +121,85 @@ class CommandRunner(RunnerKind):
 
     async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
         await self._ready.wait()  # the engine enters the runner before (or as) its first session starts
-        assert self.gateway is not None
-        if self.remote is not None:
-            from benchtui.runners.command.remote import run_remote
-
-            return await run_remote(self.profile, self.gateway, self.pred, self.remote, session, meter)
-        argv0 = sandbox.resolve(self.profile.command[0])
+        assert self.gateway is not None and self.placement is not None
+        profile = self.profile
+        argv0 = sandbox.resolve(profile.command[0])
         if argv0 is None:
-            return _infra(f"agent CLI {self.profile.command[0]!r} not found (see the README: agent CLIs)")
+            return _infra(f"agent CLI {profile.command[0]!r} not found (see the README: agent CLIs)")
         verified = session.target == PROBLEM_REDUCTIONS  # a target without pred: certificates unverified
         if verified and self.pred is None:
-            return _infra(f"pred not found ({self.profile.pred!r}): install it or set the profile's `pred`")
-        key_name = session.model.api_key_env or self.profile.api_key_env
+            return _infra(f"pred not found ({profile.pred!r}): install it or set the profile's `pred`")
+        key_name = session.model.api_key_env or profile.api_key_env
         secrets = keys.collect(filter(None, [key_name]))
         if key_name and key_name not in secrets:
             return _infra(f"API key variable {key_name} is not set")
         files = session.session_dir.resolve()
-        workdir, log = files / "workdir", files / f"attempt-{session.attempt}.agent.log"
-        prompt = self.profile.render_prompt(session.task)
+        log = files / f"attempt-{session.attempt}.agent.log"
+        prompt = profile.render_prompt(session.task)
         prompt_file = files / f"attempt-{session.attempt}.prompt.md"
+        bwrap = profile.environment == "bubblewrap"
+        values = {
+            "{prompt}": prompt,
+            "{task}": session.task or "",
+            "{gateway}": f"http://127.0.0.1:{sandbox.INNER_PORT}" if bwrap else self.gateway.url,
+            "{model}": upstream_model(session.model.name),
+        }
+        evidence = Evidence(files, session.attempt)
         try:
-            copy = await trio.to_thread.run_sync(
-                _prepare, session.environment.resolve(), workdir, prompt_file, prompt
-            )
+            await trio.to_thread.run_sync(_write_prompt, prompt_file, prompt)
             with self.gateway.session(meter, session.model, secrets.get(key_name or "")) as grant:
-                async with counting.tool_gate(session, meter, self.profile.environment, self.pred) as gate:
-                    lifeline, hold = os.pipe()  # see sandbox.LIFELINE
-                    try:
-                        argv, env = self._command(
-                            session, argv0, grant.token, workdir, prompt, prompt_file, files, lifeline, gate
-                        )
-                        status = await _run_agent(argv, env, workdir, log, lifeline)
-                    finally:
-                        os.close(hold)
+                command = AgentCommand(profile, argv0, values, grant.token, self.pred if verified else None)
+                ran = await self.placement.run_agent(session, meter, command, prompt_file, evidence)
+            if ran.error:
+                return SessionOutcome("error", reason=ran.error, infra_error=True, extra=ran.extra)
+            if ran.code in NOT_STARTED and grant.authorised == 0:
+                # A shell that could not run the agent (missing, not executable, or its interpreter
+                # missing in the sandbox): a set-up error, never a trial the model lost. Once the
+                # agent made a model call it has started: then its exit status is its own.
+                last = ran.log.decode(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
+                why = f"agent CLI could not start ({ran.status}): {last[0][:300]}"
+                return SessionOutcome("error", reason=why, infra_error=True, extra=ran.extra)
+            blocks = await trio.to_thread.run_sync(_blocks, ran)
+            done: dict[str, Any] = {"steps": grant.authorised, "exit_status": ran.status, "blocks": blocks}
+            if ran.limits:
+                done["limits"] = ran.limits
+                done["exit_status"] = "ResourceLimit"
+            if ran.collect_problem:
+                done["collect_problem"] = ran.collect_problem
             report = WorkerReport(
-                copy_fingerprint=copy,
+                copy_fingerprint=ran.fingerprint,
                 prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
-                done={
-                    "steps": grant.authorised,
-                    "exit_status": status,
-                    "blocks": _certificates(log, workdir),
-                },
+                done=done,
+                extra=ran.extra,
             )
             outcome = await judge(
                 report,
                 fingerprint=session.environment_fingerprint,
                 pred=self.pred if verified else None,
-                timeout=self.profile.verify_timeout_s,
-                max_certificates=self.profile.max_certificates,
+                timeout=profile.verify_timeout_s,
+                max_certificates=profile.max_certificates,
                 certificates_file=files / f"attempt-{session.attempt}.certificates.json",
-                admit=counting.submits(session.limits, meter),
+                admit=counting.submits(session.limits, meter, evidence),
+                submitted=ran.submitted,
+                task=session.task,
             )
-            return counting.explain(outcome, session.limits, meter)
+            outcome = counting.explain(outcome, session.limits, meter)
+            return dataclasses.replace(outcome, extra={**outcome.extra, **ran.extra})
         finally:
+            evidence.close()
             with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(self._clean_up, files, log, secrets)
-
-    def _command(
-        self,
-        session: SessionSpec,
-        argv0: Path,
-        token: str,
-        workdir: Path,
-        prompt: str,
-        prompt_file: Path,
-        files: Path,
-        lifeline: int,
-        gate: dict[str, Any] | None,
-    ) -> tuple[list[str], dict[str, str] | None]:
-        assert self.gateway is not None
-        bwrap = self.profile.environment == "bubblewrap"
-        url = f"http://127.0.0.1:{sandbox.INNER_PORT}" if bwrap else self.gateway.url
-        values = {
-            "{prompt}": prompt,
-            "{prompt_file}": str(prompt_file),
-            "{task}": session.task or "",
-            "{workdir}": str(workdir),
-            "{gateway}": url,
-            "{model}": upstream_model(session.model.name),
-        }
-        argv, env = self.profile.invocation(argv0, values, token)
-        if not bwrap:
-            (files / "home").mkdir(parents=True, exist_ok=True)
-            shims = [Path(gate["shims"])] if gate else []
-            return argv, sandbox.local_env(files / "home", [*shims, local_bin(files, self.pred)], env)
-        binds = [*sandbox.mounts_for(argv0), prompt_file]
-        socket_dir = self.gateway.socket_path.parent
-        return sandbox.bubblewrap_argv(
-            argv,
-            workdir=workdir,
-            socket_dir=socket_dir,
-            env=env,
-            pred=self.pred,
-            binds=binds,
-            lifeline=lifeline,
-            gate=gate,
-        ), {}
-
-    def _clean_up(self, files: Path, log: Path, secrets: dict[str, str]) -> None:
-        keys.redact([log, *files.glob("*.json")], secrets.values())
-        if not self.profile.keep_workdir:
-            shutil.rmtree(files / "workdir", ignore_errors=True)
-            shutil.rmtree(files / "home", ignore_errors=True)
-            shutil.rmtree(files / "bin", ignore_errors=True)
+                await trio.to_thread.run_sync(keys.redact, [log, *files.glob("*.json")], secrets.values())
 
 
 def _infra(reason: str) -> SessionOutcome:
     return SessionOutcome("error", reason=reason, infra_error=True)  # not the model's doing: retried
 
 
-def _prepare(target: Path, workdir: Path, prompt_file: Path, prompt: str) -> str:
-    workspace.make_session_copy(target, workdir)
-    prompt_file.write_text(prompt)
-    return workspace.fingerprint(workdir)
+def _write_prompt(path: Path, prompt: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, prompt.encode())
 
 
-async def _run_agent(
-    argv: list[str], env: dict[str, str] | None, workdir: Path, log: Path, lifeline: int
-) -> str:
-    """Run the agent to its end; on cancellation (kill, wall time, stop) freeze and kill its tree."""
-    with log.open("ab") as out:
-        try:
-            process = await trio.lowlevel.open_process(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir,
-                start_new_session=True, pass_fds=(lifeline,),
-            )  # fmt: skip
-        finally:
-            os.close(lifeline)  # the sandbox holds the read end now; we keep only the write end
-    try:
-        code = await process.wait()
-    finally:
-        if process.returncode is None:  # cancelled: not reaped yet, so its pid is still its own
-            reaper.kill_tree(process.pid)
-            with trio.CancelScope(shield=True), trio.move_on_after(5):
-                await process.wait()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(
-                process.pid, signal.SIGKILL
-            )  # what it left in its session (bwrap: its PID namespace died with it)
-    return f"exit {code}"
-
-
-def _certificates(log: Path, workdir: Path) -> list[str]:
+def _blocks(ran: Ran) -> list[str]:
     """Certificate blocks in the agent's output, then each JSON line of {workdir}/certificates.jsonl."""
-    blocks = find_blocks(log.read_text(errors="replace")) if log.exists() else []
-    path = workdir / "certificates.jsonl"
-    if path.is_file():
-        for line in path.read_text(errors="replace").splitlines():
-            with contextlib.suppress(ValueError):
-                if isinstance(json.loads(line), dict):
-                    blocks.append(line)
-    return blocks
+    return [*find_blocks(ran.log.decode(errors="replace")), *ran.certificate_lines]

@@ -26,9 +26,23 @@ RELAY = (
 )
 # bwrap's init (PID 1 of the sandbox) outlives the agent while anything else in the sandbox runs
 # (socat, whatever the agent left behind): so once the agent exits, the shell kills all of it.
-# LIFELINE: the engine holds a pipe's write end for the session's life; when the engine closes
-# it, or dies in any way (even SIGKILL), `cat` sees the end and everything in the sandbox dies.
-LIFELINE = "(cat <&{fd} >/dev/null; kill -KILL -1) & exec {fd}<&-; "
+# WATCH, on the host, outside the sandbox's PID namespace (nothing inside can see, stop or kill
+# it): the engine holds a pipe's write end for the session's life; when the engine closes it, or
+# dies in any way (even SIGKILL), `cat` sees the end and the watcher kills its process group;
+# bwrap (--die-with-parent: its parent is this one-thread shell) takes the sandbox along. It
+# first joins the session's pids cgroup ($1, when there is one), so all it starts is counted.
+WATCH = (
+    'PATH=/usr/bin:/bin; [ -z "$1" ] || echo $$ 2>/dev/null >"$1/cgroup.procs"; shift;'
+    ' "$@" {fd}<&- & agent=$!; cat <&{fd} >/dev/null {fd}<&- & exec {fd}<&-;'
+    " wait -n $agent $!; status=$?; kill -0 $agent 2>/dev/null && kill -KILL 0; kill $! 2>/dev/null;"
+    " exit $status"
+)
+
+
+def watched(argv: list[str], lifeline: int, cgroup: Path | None = None) -> list[str]:
+    """`argv` under a watcher on the host that kills it (and its sandbox) once `lifeline`'s write
+    end closes; in the pids cgroup `cgroup` if given. bash: the lifeline's descriptor may be above 9."""
+    return ["/bin/bash", "-c", WATCH.format(fd=lifeline), "watch", str(cgroup or ""), *argv]
 
 
 def agent_bin_dirs() -> list[Path]:
@@ -51,13 +65,34 @@ def resolve(executable: str) -> Path | None:
 
 
 def _install_root(path: Path) -> Path | None:
-    """The folder an executable outside the system needs visible: its package tree."""
-    real = path.resolve()
-    if any(real.is_relative_to(d) for d in SYSTEM_DIRS):
+    """The folder an executable outside the system needs visible: its package tree. `path` as
+    named, not resolved: a venv's bin/python is a link to the Python it was made from, and the
+    sandbox needs the venv (its pyvenv.cfg, its site-packages) as much as that Python."""
+    path = Path(os.path.abspath(path))
+    if any(path.is_relative_to(d) for d in SYSTEM_DIRS):
         return None
-    if "node_modules" in real.parts:
-        return Path(*real.parts[: real.parts.index("node_modules")])
-    return real.parent.parent  # <prefix>/bin/tool -> <prefix> (a venv, a Python install)
+    if "node_modules" in path.parts:
+        return Path(*path.parts[: path.parts.index("node_modules")])
+    return path.parent.parent  # <prefix>/bin/tool -> <prefix> (a venv, a Python install)
+
+
+def named_files(args: list[str], workdir: Path) -> list[Path]:
+    """Existing regular files the agent's arguments name by absolute path (`python /x/agent.py`),
+    outside the system folders and the workdir: bound read-only, so the agent finds them. Files
+    only: a named folder could hold the run dir (every session's copy)."""
+    found: list[Path] = []
+    for arg in args:
+        path = Path(arg)
+        if not path.is_absolute() or len(arg) > 4096 or path in found:
+            continue
+        try:
+            if not path.is_file() or path.is_relative_to(workdir):
+                continue
+        except (OSError, ValueError):
+            continue
+        if not any(path.is_relative_to(d) for d in SYSTEM_DIRS):
+            found.append(path)
+    return found
 
 
 def mounts_for(executable: Path) -> list[Path]:
@@ -81,27 +116,31 @@ def bubblewrap_argv(
     argv: list[str],
     *,
     workdir: Path,
-    socket_dir: Path,
+    socket: Path,
     env: dict[str, str],
     pred: str | None,
     binds: list[Path],
     lifeline: int,
     gate: dict[str, Any] | None = None,
+    cgroup: Path | None = None,
+    tmp_bytes: int | None = None,
 ) -> list[str]:
-    """`env -i bwrap ... bash -c LIFELINE+RELAY bash ARGV` (bash: the lifeline fd may be above 9): bwrap inherits nothing (its environ is readable inside)."""
-    # Not --die-with-parent: Trio starts processes from a worker thread, and the kernel's
-    # parent-death signal fires when that *thread* ends (idle threads exit after a while), which
-    # killed agents some seconds in. The lifeline pipe does its job.
-    inherited = [a for a in bubblewrap_args(pred, gate=gate) if a != "--die-with-parent"]
+    """`bash -c WATCH env -i bwrap ... bash -c RELAY bash ARGV`: bwrap inherits nothing (its
+    environ is readable inside). The gateway's `socket` is the only thing in the sandbox's own
+    /run/benchtui, a read-only tmpfs: no agent can move it, listen in its place or reach another's."""
+    # --die-with-parent is safe here: bwrap's parent is the watcher (one thread). Started by Trio
+    # from a worker thread, the parent-death signal fired when that *thread* ended.
+    inherited = bubblewrap_args(pred, tmp_bytes, gate=gate)
     args = [shutil.which("env") or "/usr/bin/env", "-i", bwrap_executable() or "bwrap", *inherited]
     for path in binds:
         args += ["--ro-bind", str(path), str(path)]
     args += ["--ro-bind", str(ETC_PROFILE), "/etc/profile"]
-    args += ["--bind", str(workdir), str(workdir), "--bind", str(socket_dir), INNER_SOCKET_DIR]
+    args += ["--bind", str(workdir), str(workdir), "--tmpfs", INNER_SOCKET_DIR]
+    args += ["--ro-bind", str(socket), f"{INNER_SOCKET_DIR}/gateway.sock", "--remount-ro", INNER_SOCKET_DIR]
     for key, value in {**COMMAND_ENV, **env}.items():
         args += ["--setenv", key, value]
-    script = LIFELINE.format(fd=lifeline) + RELAY
-    return [*args, "--chdir", str(workdir), "/bin/bash", "-c", script, "bash", *argv]
+    inner = [*args, "--chdir", str(workdir), "/bin/bash", "-c", RELAY, "bash", *argv]
+    return watched(inner, lifeline, cgroup)
 
 
 def local_env(home: Path, path_dirs: list[Path], env: dict[str, str]) -> dict[str, str]:

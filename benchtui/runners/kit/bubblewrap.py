@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,32 @@ def gate_binds(gate: dict[str, Any]) -> list[str]:
     if not any(prefix == d or prefix.startswith(d + "/") for d in SYSTEM_DIRS):
         args += ["--ro-bind", prefix, prefix]
     return args
+
+
+def tool_launch(workdir: Path, tmp_bytes: int | None = None) -> Callable[..., tuple[list[str], str | None]]:
+    """How the tool gate runs a granted call in bubblewrap: a one-shot sandbox of its own (the same
+    read-only system, no network), the real tool bound in it, the session's copy bound where the
+    agent sees it, started in the agent's directory when that lies in the copy (else the copy's
+    root). The agent's sandbox never holds the tool: nothing of it to keep or copy."""
+    root = os.path.realpath(workdir)
+    base = ["-i", bwrap_executable() or "bwrap", *bubblewrap_args(None, tmp_bytes)]
+
+    def launch(name: str, real: str, args: list[str], cwd: str) -> tuple[list[str], str | None]:
+        inside = os.path.realpath(cwd) if cwd else root
+        if not (inside == root or inside.startswith(root + "/")):
+            inside = root
+        inside_tool = f"{SANDBOX_BIN}/{name}"
+        binds = ["--ro-bind", real, inside_tool, "--bind", root, root, "--chdir", inside]
+        return [shutil.which("env") or "/usr/bin/env", *base, *binds, "--", inside_tool, *args], None
+
+    return launch
+
+
+def visible(path: str) -> bool:
+    """Whether the sandbox shows `path` (it lies in one of the system dirs it binds)."""
+    real = os.path.realpath(path)
+    dirs = [os.path.realpath(d) for d in SYSTEM_DIRS]
+    return any(p == d or p.startswith(d + "/") for p in (path, real) for d in dirs)
 
 
 def local_bin(session_dir: Path, pred: str | None) -> Path:

@@ -13,6 +13,7 @@ import trio
 from benchtui.core.atomic import atomic_write
 from benchtui.core.contract import SessionOutcome
 from benchtui.targets.problem_reductions import Verdict, parse_block, verify_async
+from benchtui.targets.problem_reductions.tasks import on_task
 
 EXIT_REASONS = {
     "Submitted": "submitted without a certificate",
@@ -21,6 +22,7 @@ EXIT_REASONS = {
     "TimeExceeded": "wall_time",
     "RepeatedFormatError": "format_errors",
     "ContextWindowExceeded": "context_window_exceeded",
+    "Accepted": "a submitted certificate was accepted",
 }
 
 
@@ -62,7 +64,7 @@ def _unique(blocks: list[str]) -> list[tuple[dict[str, Any] | None, str, str]]:
     return out
 
 
-async def _verify(cert: dict[str, Any], *, pred: str, timeout: float) -> Verdict:
+async def verify_certificate(cert: dict[str, Any], *, pred: str, timeout: float) -> Verdict:
     """The verifier's verdict; a certificate it cannot even handle is the model's malformed output
     (final), never a crash of the session (retried, and paid again, on every --resume)."""
     try:
@@ -84,11 +86,18 @@ async def judge(
     max_certificates: int,
     certificates_file: Path,
     admit: Callable[[], Awaitable[str | None]] | None = None,
+    task: str | None = None,
+    submitted: list[tuple[dict[str, Any] | None, Verdict]] | None = None,
 ) -> SessionOutcome:
     """The session's outcome; `admit` takes a `submits` unit before each certificate is verified
     (None when granted, else a refusal: that certificate and the later ones are not verified).
+    `submitted`: what `submit FILE` verified during the session (in order, each already paid a
+    unit); they come first, and a printed block that repeats one is not verified again.
     `pred=None`: the campaign's target has no verifier; well-formed certificates are recorded
-    unverified (the session ends `no_certificate`: nothing confirmed, nothing rejected)."""
+    unverified (the session ends `no_certificate`: nothing confirmed, nothing rejected).
+
+    With the session's `task`, a certificate the verifier accepts for another rule is `off_task`:
+    kept and shown (status `off_task` in `checked`), never the session's bug."""
     extra = {
         "environment": fingerprint,
         "copy_fingerprint": report.copy_fingerprint,
@@ -121,22 +130,33 @@ async def judge(
             extra=extra,
             reason=f"the session copy ({report.copy_fingerprint}) is not the target ({fingerprint})",
         )
-    checked: list[tuple[dict[str, Any] | None, Verdict]] = []
+    checked: list[tuple[dict[str, Any] | None, Verdict]] = list(submitted or [])
     refused: list[dict[str, Any]] = []
     # Parsing megabytes of hostile blocks takes a while: never on the engine's event loop.
     unique = await trio.to_thread.run_sync(_unique, [str(b) for b in done.get("blocks") or []])
+    seen = {json.dumps(c, sort_keys=True) for c, _ in checked if c is not None}
+    unique = [u for u in unique if u[0] is None or json.dumps(u[0], sort_keys=True) not in seen]
+    if any(v.accepted for _, v in checked):
+        unique = []  # the session's bug is found: nothing more to verify
     if pred is None:
         return await _unverified(unique[:max_certificates], steps, extra, certificates_file)
-    for cert, problem, raw in unique[:max_certificates]:
+    for cert, problem, raw in unique[: max(0, max_certificates - len(checked))]:
         why = refused[0]["refused"] if refused else (await admit() if admit else None)
         if why is not None:  # past the session's submits: recorded, never verified
             refused.append({"certificate": cert if cert is not None else raw[:2000], "refused": why})
             continue
         verdict = (
-            await _verify(cert, pred=pred, timeout=timeout)
+            await verify_certificate(cert, pred=pred, timeout=timeout)
             if cert is not None
             else Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
         )
+        if verdict.accepted and task and cert is not None and not on_task(cert, task):
+            verdict = Verdict(
+                "rejected",
+                f"off_task: the certificate is for {str(cert.get('rule'))[:200]!r}, not this session's "
+                f"task {task!r} (the verifier: {verdict.reason})",
+                {**verdict.details, "cause": "off_task", "task": task},
+            )
         checked.append((cert, verdict))
         if verdict.accepted:
             break
@@ -147,7 +167,10 @@ async def judge(
             [{"certificate": c, "verdict": v.to_json()} for c, v in checked] + refused, indent=1, default=str
         )
         await trio.to_thread.run_sync(atomic_write, certificates_file, data.encode())
-    summary = [{"status": v.status, "reason": v.reason} for _, v in checked]
+    summary = [
+        {"status": "off_task" if v.details.get("cause") == "off_task" else v.status, "reason": v.reason}
+        for _, v in checked
+    ]
     for cert, verdict in checked:
         if verdict.accepted:
             return SessionOutcome(
@@ -162,6 +185,8 @@ async def judge(
         return SessionOutcome(
             "error", reason=str(done.get("error")), steps=steps, infra_error=True, extra=extra
         )
+    if done.get("collect_problem"):
+        extra["collect_problem"] = str(done["collect_problem"])[:300]
     if checked:
         if all(v.details.get("cause") == "pred_missing" for _, v in checked):
             return SessionOutcome(  # the verifier's tool is missing, not the model's doing
@@ -174,7 +199,8 @@ async def judge(
         # A malformed certificate is not handed on as one: the results schema admits only the
         # benchmark's certificate shape (its own text stays in certificates.json).
         well_formed = [(c, v) for c, v in checked if v.details.get("cause") != "malformed"]
-        cert, verdict = well_formed[0] if well_formed else (None, checked[0][1])
+        off = [(c, v) for c, v in well_formed if v.details.get("cause") == "off_task"]
+        cert, verdict = (off or well_formed)[0] if well_formed else (None, checked[0][1])
         return SessionOutcome(
             "rejected",
             reason=verdict.reason,
@@ -183,6 +209,11 @@ async def judge(
             verify_details={**verdict.to_json(), "checked": summary},
             extra={**extra, "reject_reason": verdict.reason},
         )
+    if done.get("collect_problem"):
+        # A certificates file the agent made a link, a FIFO, a device, too large…: its outcome
+        # (final), never the engine's error (retried, and paid again, on every --resume).
+        why = f"certificates not collected: {str(done['collect_problem'])[:300]}"
+        return SessionOutcome("rejected", reason=why, steps=steps, extra={**extra, "reject_reason": why})
     reason = EXIT_REASONS.get(status, status or "no certificate")
     if status == "ResourceLimit":
         reason = f"resource_limit: {str(done.get('limits', ['?'])[-1]).split(': ', 1)[-1]}"

@@ -8,6 +8,7 @@ memory, kept all of it, and watched nothing else. Imported only in worker proces
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,12 @@ def not_a_command(command: Any) -> dict[str, Any] | None:
         "returncode": -1,
         "exception_info": f"The command must be a string, not {type(command).__name__}: nothing was run.",
     }
+
+
+def measured(watched: Watched, started: float, output: dict[str, Any]) -> dict[str, Any]:
+    """The output with what the evidence ledger records of the action (its time, its raw size)."""
+    extra = {**(output.get("extra") or {}), "duration_s": round(time.monotonic() - started, 3)}
+    return {**output, "extra": extra | {"raw_bytes": watched.last_total}}
 
 
 Admit = Callable[[], dict[str, Any] | None]
@@ -53,6 +60,7 @@ class BoundedLocalEnvironment(LocalEnvironment):
     def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
         if (refused := admitted(self.admit, action.get("command", ""))) is not None:
             return refused
+        started = time.monotonic()
         output = self.watched.run(
             action.get("command", ""),
             cwd=cwd or self.config.cwd or os.getcwd(),
@@ -60,7 +68,7 @@ class BoundedLocalEnvironment(LocalEnvironment):
             timeout=timeout or self.config.timeout,
         )
         self._check_finished(output)
-        return output
+        return measured(self.watched, started, output)
 
 
 class BoundedBubblewrapEnvironment(BubblewrapEnvironment):
@@ -77,6 +85,7 @@ class BoundedBubblewrapEnvironment(BubblewrapEnvironment):
         for key, value in self.config.env.items():
             args += ["--setenv", key, value]
         args += ["bash", "-c", action.get("command", "")]
+        started = time.monotonic()
         output = self.watched.run(args, cwd=None, env=None, timeout=timeout or self.config.timeout)
         self._check_finished(output)
-        return output
+        return measured(self.watched, started, output)

@@ -17,17 +17,18 @@ import json
 import math
 import random
 import time
+from pathlib import Path
 from typing import Any
 
 import litellm
 import openai
-from minisweagent.exceptions import InterruptAgentFlow
+from minisweagent.exceptions import FormatError, InterruptAgentFlow
 from minisweagent.models.litellm_model import LitellmModel
 from minisweagent.models.utils.actions_toolcall import BASH_TOOL
 
+from benchtui.runners.kit import observation
 from benchtui.runners.mini import billing
 from benchtui.runners.mini.protocol import ParentGone, WorkerChannel
-from benchtui.runners.mini.resources import cut
 
 # Ours to set: the worst case authorised assumes exactly max_tokens output tokens.
 OVERRIDDEN_KWARGS = ("max_tokens", "max_completion_tokens", "api_key", "num_retries", "max_retries")
@@ -48,8 +49,17 @@ class BudgetExhausted(InterruptAgentFlow):
         )
 
 
+class Accepted(InterruptAgentFlow):
+    """A `submit` was accepted: the session ends (the engine refused the next call for it)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            {"role": "exit", "content": "Accepted", "extra": {"exit_status": "Accepted", "submission": ""}}
+        )
+
+
 class MeteredModel(LitellmModel):
-    abort_exceptions = [*LitellmModel.abort_exceptions, BudgetExhausted, ParentGone]
+    abort_exceptions = [*LitellmModel.abort_exceptions, BudgetExhausted, Accepted, ParentGone]
 
     def __init__(
         self,
@@ -62,9 +72,14 @@ class MeteredModel(LitellmModel):
         api_key: str | None,
         deadline_s: float,
         observation_chars: int,
+        outputs_dir: Path | None = None,
+        budget_line: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.outputs_dir = outputs_dir
+        self.budget_line = budget_line
+        self.actions = 0
         self.deadline_s = deadline_s
         self.observation_chars = observation_chars
         self.channel = channel
@@ -87,7 +102,7 @@ class MeteredModel(LitellmModel):
         attempt = 0
         while True:
             if not self.channel.authorise(prompt_tokens):
-                raise BudgetExhausted()
+                raise Accepted() if self.channel.ended == "accepted" else BudgetExhausted()
             billing.OBSERVED.status = None
             try:
                 with billing.total_deadline(self.deadline_s) as hit:
@@ -116,12 +131,51 @@ class MeteredModel(LitellmModel):
     def format_observation_messages(
         self, message: dict, outputs: list[dict], template_vars: dict | None = None
     ) -> list[dict]:
-        """The model sees at most observation_chars of each output; the log keeps what was read."""
-        shown = [{**o, "output": cut(str(o.get("output", "")), self.observation_chars)} for o in outputs]
+        """Each output as the observation policy shows it (`observation.shape`: at most about
+        observation_chars, the full output saved in the session's copy), after the budget line;
+        the log keeps what was read. Each action goes to the evidence ledger."""
+        actions = message.get("extra", {}).get("actions", [])
+        shown, seen = [], []
+        for i, output in enumerate(outputs):
+            self.actions += 1
+            name = f"{observation.SAVED_DIR}/action-{self.actions}.txt"
+            view = observation.shape(
+                str(output.get("output", "")),
+                self.observation_chars,
+                self.outputs_dir / name if self.outputs_dir else None,
+                shown_as=str(self.outputs_dir / name) if self.outputs_dir else "",
+            )
+            seen.append(view)
+            shown.append({**output, "output": view.text})
+            command = actions[i].get("command", "") if i < len(actions) else ""
+            self.channel.send(
+                "action",
+                command=str(command)[:2000],
+                exit=output.get("returncode"),
+                duration_s=(output.get("extra") or {}).get("duration_s", 0.0),
+                raw_bytes=(output.get("extra") or {}).get("raw_bytes", len(str(output.get("output", "")))),
+                shown_chars=len(view.text),
+                cut=view.cut,
+                saved=view.saved,
+            )
         messages = super().format_observation_messages(message, shown, template_vars)
-        for observation, output in zip(messages, outputs, strict=False):
-            observation.setdefault("extra", {})["raw_output"] = output.get("output", "")
+        line = self.channel.budget() if self.budget_line else ""
+        for observation_message, output in zip(messages, outputs, strict=False):
+            observation_message.setdefault("extra", {})["raw_output"] = output.get("output", "")
+            if line:
+                observation_message["content"] = f"{line}\n{observation_message['content']}"
         return messages
+
+    def _parse_actions(self, response: Any) -> list[dict]:
+        """A reply the agent cannot act on is an observation too: it gets the budget line."""
+        try:
+            return super()._parse_actions(response)
+        except FormatError as error:
+            line = self.channel.budget() if self.budget_line else ""
+            for m in error.messages if line else ():
+                if isinstance(m.get("content"), str):
+                    m["content"] = f"{line}\n{m['content']}"
+            raise
 
     def _charge(self, prompt_tokens: int, why: str | None, failed: bool = False) -> None:
         """The authorised worst case when the attempt may have been billed (`why`), else nothing."""

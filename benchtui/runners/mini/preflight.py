@@ -11,8 +11,10 @@ import os
 import subprocess
 import time
 
-from benchtui.core.contract import Check
+from benchtui.core.contract import Check, LogicalLimits
+from benchtui.core.workspace import binary_digest
 from benchtui.runners.kit.bubblewrap import SANDBOX_BIN, bubblewrap_args, bwrap_executable
+from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.mini.profile import MiniSweProfile, missing_packages
 from benchtui.targets.problem_reductions import resolve_pred, verify
 from benchtui.targets.problem_reductions.tasks import canonical_certificate, rule_list, rule_of, run_pred
@@ -30,7 +32,8 @@ def _pred(profile: MiniSweProfile) -> tuple[str | None, Check]:
     done = run_pred(found, ("--version",), timeout=TOOL_TIMEOUT_S)
     if done.error:
         return None, Check("pred", f"{found} --version failed: {done.error}")
-    return found, Check("pred", detail=f"{done.stdout.strip()} ({found})")
+    digest = binary_digest(found) or "unreadable"
+    return found, Check("pred", detail=f"{done.stdout.strip()} {digest} ({found})")
 
 
 def _sandbox(pred: str | None) -> Check:
@@ -96,6 +99,12 @@ def preflight(profile: MiniSweProfile, *, tasks: list[str] | None, full: bool) -
     if full and pred and tasks:
         checks += _tasks(pred, list(dict.fromkeys(tasks)), profile.verify_timeout_s)
     return checks
+
+
+def check_limits(profile: MiniSweProfile, limits: LogicalLimits) -> list[Check]:
+    """A counted tool the sandbox shows anyway is refused when the campaign loads."""
+    found = resolve_pred(profile.pred)
+    return counting.check_limits(profile.environment, found if os.path.isabs(found) else None, limits)
 
 
 def ping_profile(profile: MiniSweProfile) -> dict:

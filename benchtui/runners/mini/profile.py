@@ -16,10 +16,12 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from benchtui.core.contract import RunnerProfile
+from benchtui.core.contract import ModelSpec, RunnerProfile
 
 DEFAULT_TEMPLATES = Path(__file__).with_name("templates.yaml")
 TEMPLATE_KEYS = ("system_template", "instance_template", "observation_template", "format_error_template")
+TRIAGE_TEMPLATE = "triage_template"
+"""The instance template of a shortlist campaign's triage session (optional in a templates file)."""
 
 
 class MiniSweProfile(RunnerProfile):
@@ -72,6 +74,12 @@ class MiniSweProfile(RunnerProfile):
     a call uses count × margin, as the provider's tokenizer may count more."""
     api_key_env: str | None = None
     """Default for models without `api_key_env`: the environment variable holding the API key."""
+
+    calls_model_api: ClassVar[bool] = True
+
+    def key_variable(self, model: ModelSpec) -> str | None:
+        return model.api_key_env or self.api_key_env
+
     keep_workdir: bool = False
     """Keep each session's copy of the target after the session (default: delete it)."""
     startup_timeout_s: float = Field(default=120.0, gt=0)
@@ -117,7 +125,10 @@ def load_templates(path: Path) -> dict[str, str]:
     missing = [k for k in TEMPLATE_KEYS if not isinstance(data.get(k), str)]
     if missing:
         raise ValueError(f"templates {path}: missing {', '.join(missing)}")
-    return {k: data[k] for k in TEMPLATE_KEYS}
+    texts = {k: data[k] for k in TEMPLATE_KEYS}
+    if isinstance(data.get(TRIAGE_TEMPLATE), str):  # optional: shortlist campaigns need it
+        texts[TRIAGE_TEMPLATE] = data[TRIAGE_TEMPLATE]
+    return texts
 
 
 def templates_digest(path: Path) -> str:

@@ -22,7 +22,7 @@ from benchtui.runners.mini.protocol import EngineChannel
 
 if TYPE_CHECKING:
     from benchtui.runners.kit.ray.cluster import RayExecutor
-    from benchtui.runners.kit.verdict import Report
+    from benchtui.runners.mini.serving import WorkerSession
 
 HANDSHAKE_TIMEOUT_S = 10.0
 
@@ -89,17 +89,18 @@ class RemoteWorker:
 
 
 async def run_remote_worker(
-    runner: Any,  # the MiniSweRunner (its handler and profile)
     executor: RayExecutor,
     listener: CallbackListener,
     request: dict[str, Any],
-    meter: Any,
-    report: Report,
+    served: WorkerSession,
+    *,
+    startup_timeout_s: float,
 ) -> None:
     """Run the session's worker on a node, serving its channel here, until both have ended."""
     from benchtui.runners.kit.ray.cluster import RemoteFailed
     from benchtui.runners.mini import node as mini_node
 
+    report = served.report
     token, arrivals = listener.expect()
     ended: dict[str, Any] = {}
 
@@ -114,11 +115,11 @@ async def run_remote_worker(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(on_node, nursery.cancel_scope)
             arrival = None
-            with trio.move_on_after(runner.profile.startup_timeout_s):
+            with trio.move_on_after(startup_timeout_s):
                 arrival = await arrivals.receive()
             if arrival is not None:
                 try:
-                    await _serve(runner, arrival.stream, request, meter, report)
+                    await _serve(arrival.stream, request, served)
                 finally:
                     arrival.finished.set()
             elif "failed" not in ended:
@@ -137,16 +138,12 @@ async def run_remote_worker(
             await trio.to_thread.run_sync(Path(paths[key]).write_bytes, data)
 
 
-async def _serve(
-    runner: Any, stream: trio.SocketStream, request: dict[str, Any], meter: Any, report: Report
-) -> None:
+async def _serve(stream: trio.SocketStream, request: dict[str, Any], served: WorkerSession) -> None:
     channel = EngineChannel(stream)
     try:
         await stream.send_all(json.dumps(request).encode() + b"\n")
-        worker = RemoteWorker()
-        while report.done is None and (message := await channel.receive()) is not None:
-            if message.get("t") != "cgroup":  # the node's, not ours to remove
-                await runner._handle(message, channel, worker, meter, report)  # type: ignore[arg-type]
+        while served.report.done is None and (message := await channel.receive_record()) is not None:
+            await served.handle(message, channel)  # its cgroup is the node's: not ours (served.remote)
     finally:
         with trio.CancelScope(shield=True):
             await channel.aclose()  # the worker sees it and stops (if it has not already)

@@ -12,7 +12,6 @@ only in worker processes.
 
 from __future__ import annotations
 
-import math
 import os
 import selectors
 import subprocess
@@ -24,12 +23,11 @@ from typing import Any
 from minisweagent.exceptions import InterruptAgentFlow
 
 from benchtui.runners.kit import reaper
-from benchtui.runners.mini.processes import ProcessCount
+from benchtui.runners.kit.resources import ProcessCount, disk_used
 
 POLL_S = 0.1
 DISK_POLL_S = 5.0  # a walk of the session copy; also done after every command
 MAX_HITS = 50
-INODE_BYTES = 512
 
 
 @dataclass
@@ -60,27 +58,6 @@ class ResourceLimit(InterruptAgentFlow):
         )
 
 
-def disk_used(*roots: Path, stop_at: float = math.inf) -> int:
-    """Bytes of disk the files under `roots` occupy: allocated blocks (a sparse file counts what it
-    uses) plus INODE_BYTES per entry (a million empty files are not free, and made every walk slow).
-    Stops counting past `stop_at`, so a walk over a flood of files stays short."""
-    total = 0
-    todo = [str(r) for r in roots]
-    while todo and total <= stop_at:
-        try:
-            entries = list(os.scandir(todo.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    todo.append(entry.path)
-                total += entry.stat(follow_symlinks=False).st_blocks * 512 + INODE_BYTES
-            except OSError:
-                continue
-    return total
-
-
 def cut(text: str, keep: int, unit: str = "characters") -> str:
     """`text` within `keep` (head and tail), the cut marked for the model and the log."""
     if len(text) <= keep:
@@ -101,6 +78,8 @@ class Watched:
         self.disk_roots = disk_roots
         self.disk_baseline = disk_used(*disk_roots)
         self.commands = 0
+        self.last_total = 0
+        """Bytes the latest command printed (all of them, kept or not)."""
 
     def run(
         self, args: list[str] | str, *, cwd: str | None, env: dict[str, str] | None, timeout: float
@@ -153,6 +132,7 @@ class Watched:
         returncode = process.wait()
         stop = stop or self.processes.over() or self._disk_over()
         output = self._output(bytes(head), bytes(tail), total, keep)
+        self.last_total = total
         if stop == "timeout":
             return {
                 "output": output,

@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 import signal
-import time
+import stat
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,23 +23,31 @@ import trio
 from benchtui.core.contract import (
     PROBLEM_REDUCTIONS,
     Check,
+    LogicalLimits,
     Meter,
     RunnerKind,
     RunnerProfile,
     SessionOutcome,
     SessionSpec,
-    Usage,
 )
 from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.kit import reaper
+from benchtui.runners.kit import resources as processes
 from benchtui.runners.kit import secrets as keys
+from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.verdict import WorkerReport, judge
-from benchtui.runners.mini import forkserver, processes
+from benchtui.runners.mini import forkserver
 from benchtui.runners.mini import preflight as checks
-from benchtui.runners.mini.profile import MiniSweProfile
+from benchtui.runners.mini.profile import TRIAGE_TEMPLATE, MiniSweProfile, load_templates
 from benchtui.runners.mini.protocol import EngineChannel
+from benchtui.runners.mini.serving import Worker, WorkerSession
 from benchtui.targets.problem_reductions import resolve_pred
+from benchtui.targets.problem_reductions.tasks import rule_list
+
+SHORTLIST_FILE = "shortlist.json"
+"""What a triage commits: this file in its working directory, as it is when the session ends."""
+SHORTLIST_MAX_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,8 @@ class MiniSweRunner(RunnerKind):
     )
 
     executors: ClassVar[tuple[str, ...]] = ("local", "ray")
+    #: Its sessions verify with pred and its templates hunt in problem-reductions.
+    targets: ClassVar[tuple[str, ...]] = (PROBLEM_REDUCTIONS,)
 
     @classmethod
     def preflight(
@@ -122,6 +132,24 @@ class MiniSweRunner(RunnerKind):
     @classmethod
     def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
         return checks.ping_profile(profile)
+
+    @classmethod
+    def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:
+        """A counted tool the sandbox shows anyway is refused when the campaign loads."""
+        return checks.check_limits(profile, limits)
+
+    runs_triage = True
+
+    @classmethod
+    def rule_inventory(cls, profile: Any, environment: Path) -> list[str]:
+        """Shortlist campaigns: every rule of `pred list --rules`, named as
+        certificates name them (`SOURCE -> TARGET`); ValueError with the problem."""
+        if TRIAGE_TEMPLATE not in load_templates(profile.templates_path):
+            raise ValueError(f"templates {profile.templates_path} have no {TRIAGE_TEMPLATE}")
+        rules, problem = rule_list(resolve_pred(profile.pred))
+        if problem:
+            raise ValueError(problem)
+        return [f"{source} -> {target}" for source, target in rules]
 
     def __init__(
         self, profile: MiniSweProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
@@ -169,25 +197,47 @@ class MiniSweRunner(RunnerKind):
         files.dir.mkdir(parents=True, exist_ok=True)
         report = WorkerReport(max_output_tokens=session.model.max_output_tokens)
         request = self._request(session, files, secrets, key_name)
+        evidence = Evidence(files.dir, session.attempt)
+        submitted = None
         try:
             # On a Ray node the gate's unix socket is out of reach: tools are not counted there
             # (said at start, see preflight.unenforced).
             gated = session if self.remote is None else None
-            async with counting.tool_gate(gated, meter, self.profile.environment, self.pred) as gate:
-                request["paths"]["gate"] = gate
-                await self._run_worker(request, meter, report)
+            async with counting.open_gate(
+                gated,
+                meter,
+                self.profile.environment,
+                self.pred,
+                workdir=files.dir / "workdir",
+                verify_timeout_s=self.profile.verify_timeout_s,
+                evidence=evidence,
+                tmp_bytes=self.profile.max_disk_mb * 1024 * 1024,
+                tools_print_budget=False,  # every observation starts with the budget line
+            ) as gate:
+                request["paths"]["gate"] = gate.sandbox
+                served = WorkerSession(meter, report, self._worker(), gate, evidence, self.remote is not None)
+                await self._run_worker(request, served)
+                submitted = gate.submissions.checked if gate.submissions else None
+            committed = None
+            if session.triage is not None:  # read before the workdir is cleaned up
+                committed = await trio.to_thread.run_sync(read_shortlist, files.dir / "workdir")
             outcome = await judge(
                 report,
                 fingerprint=session.environment_fingerprint,
                 pred=self.pred,
                 timeout=self.profile.verify_timeout_s,
-                max_certificates=self.profile.max_certificates,
+                max_certificates=0 if session.triage is not None else self.profile.max_certificates,
                 certificates_file=files.attempt_file("certificates.json"),
-                admit=counting.submits(session.limits, meter),
+                admit=counting.submits(session.limits, meter, evidence),
+                submitted=submitted,
+                task=session.task,
             )
             outcome = counting.explain(outcome, session.limits, meter)
+            if session.triage is not None and not outcome.infra_error:
+                outcome = replace(outcome, shortlist=committed[0], reason=committed[1] or outcome.reason)
             return replace(outcome, reason=keys.scrub(outcome.reason, secrets.values()))
         finally:
+            evidence.close()
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(self._clean_up, files, secrets)
                 await trio.to_thread.run_sync(processes.remove_cgroup, report.cgroup)  # the worker is gone
@@ -196,7 +246,17 @@ class MiniSweRunner(RunnerKind):
         self, session: SessionSpec, files: SessionFiles, secrets: dict[str, str], key_name: str | None
     ) -> dict[str, Any]:
         p, m = self.profile, session.model
+        triage = session.triage
         return {
+            # A shortlist campaign's triage: its own instance template, the source only (no pred).
+            **(
+                {
+                    "instance": TRIAGE_TEMPLATE,
+                    "template_vars": {"rules": list(triage.rules), "shortlist_size": triage.size},
+                }
+                if triage is not None
+                else {}
+            ),
             "session": session.id,
             "task": session.task,
             "attempt": session.attempt,
@@ -231,7 +291,7 @@ class MiniSweRunner(RunnerKind):
                 "trajectory": str(files.attempt_file("traj.json")),
                 "log": str(files.attempt_file("worker.log")),
                 "templates": str(p.templates_path),
-                "pred": self.pred,
+                "pred": self.pred if triage is None else None,
             },
             "count_actions": bool(session.limits),
             "budget": counting.describe(session.limits),
@@ -240,11 +300,22 @@ class MiniSweRunner(RunnerKind):
             "api_key": secrets.get(key_name) if key_name else None,
         }
 
-    async def _run_worker(self, request: dict[str, Any], meter: Meter, report: WorkerReport) -> None:
+    def _worker(self) -> Worker:
+        if self.remote is None:
+            return WorkerProcess()
+        from benchtui.runners.mini.remote import RemoteWorker  # its pid is the node's
+
+        return RemoteWorker()
+
+    async def _run_worker(self, request: dict[str, Any], served: WorkerSession) -> None:
+        report = served.report
         if self.remote is not None:
             from benchtui.runners.mini.remote import run_remote_worker
 
-            return await run_remote_worker(self, *self.remote, request, meter, report)
+            executor, listener = self.remote
+            return await run_remote_worker(
+                executor, listener, request, served, startup_timeout_s=self.profile.startup_timeout_s
+            )
         try:
             if self._forkserver is None:
                 raise forkserver.WorkerStartFailed("the runner was not entered (`async with runner:`)")
@@ -254,76 +325,32 @@ class MiniSweRunner(RunnerKind):
         except forkserver.WorkerStartFailed as exc:
             report.start_error = str(exc)
             return
-        channel, worker = EngineChannel(stream), WorkerProcess()
+        channel = EngineChannel(stream)
         try:
-            while report.done is None and (message := await channel.receive()) is not None:
-                await self._handle(message, channel, worker, meter, report)
+            while report.done is None and (message := await channel.receive_record()) is not None:
+                await served.handle(message, channel)
         finally:
             with trio.CancelScope(shield=True):
-                await self._stop(channel, worker, meter, report)
+                await self._stop(channel, served)
 
-    async def _handle(
-        self,
-        message: dict[str, Any],
-        channel: EngineChannel,
-        worker: WorkerProcess,
-        meter: Meter,
-        report: WorkerReport,
-    ) -> None:
-        kind = message.get("t")
-        if kind == "authorise":
-            started = time.perf_counter()
-            prompt_tokens = _count(message.get("prompt_tokens"))
-            ok = prompt_tokens is not None and await meter.authorise(meter.worst_case_usd(prompt_tokens))
-            report.prompt_tokens = prompt_tokens or 0
-            report.authorisations += 1
-            report.meter_wait_s += time.perf_counter() - started
-            await channel.send("authorised", ok=ok)
-        elif kind == "usage":
-            _settle(message, meter, report)
-        elif kind == "use":  # a shell action (the only unit a worker asks for itself)
-            spent = await meter.use("shell_actions")
-            await channel.send("used", ok=spent is None, message=counting.refusal(meter.limits, spent))
-        elif kind == "step":
-            meter.progress(str(message.get("note", ""))[:200])
-        elif kind == "hello":
-            worker.adopt(int(message["pid"]))
-            meter.progress(f"worker {worker.pid} started")
-        elif kind == "copy":
-            report.copy_fingerprint = str(message.get("fingerprint", ""))
-        elif kind == "prompt":
-            report.prompt_sha256 = str(message.get("sha256", ""))
-        elif kind == "cgroup":
-            report.cgroup = str(message.get("path") or "") or None
-        elif kind == "done":
-            report.done = message
-
-    async def _stop(
-        self, channel: EngineChannel, worker: WorkerProcess, meter: Meter, report: WorkerReport
-    ) -> None:
-        """End the worker for sure; then settle the usage it reported before it died (docs/design/invariants.md#f6)."""
+    async def _stop(self, channel: EngineChannel, served: WorkerSession) -> None:
+        """End the worker for sure; then settle the usage it reported before it died (F6)."""
+        worker, report = served.worker, served.report
+        assert isinstance(worker, WorkerProcess)
         if worker.pid is None:  # cancelled before it said hello: wait for its pid (a moment)
             with trio.move_on_after(1.0):
-                while worker.pid is None and (message := await channel.receive()) is not None:
-                    await self._late(message, worker, meter, report)
+                while worker.pid is None and (message := await channel.receive_record()) is not None:
+                    served.late(message)
         if report.done is not None:
             await worker.wait_exit(5.0)  # it kills what it started, then exits
         worker.kill()
         await worker.wait_exit(2.0)
         with trio.move_on_after(0.5):
-            while (message := await channel.receive()) is not None:
-                await self._late(message, worker, meter, report)
+            while (message := await channel.receive_record()) is not None:
+                served.late(message)
         worker.kill()  # in case its hello came only now
         worker.close()
         await channel.aclose()
-
-    async def _late(
-        self, message: dict[str, Any], worker: WorkerProcess, meter: Meter, report: WorkerReport
-    ) -> None:
-        if message.get("t") == "hello" and worker.pid is None:
-            worker.adopt(int(message["pid"]))
-        elif message.get("t") == "usage":
-            _settle(message, meter, report)
 
     def _clean_up(self, files: SessionFiles, secrets: dict[str, str]) -> None:
         keys.redact(files.written, secrets.values())
@@ -333,21 +360,29 @@ class MiniSweRunner(RunnerKind):
         shutil.rmtree(files.dir / "tmp", ignore_errors=True)
 
 
-def _count(value: Any) -> int | None:
-    """A token count as the worker must send it: a non-negative int (never clamped)."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _settle(message: dict[str, Any], meter: Meter, report: WorkerReport) -> None:
-    """Charge one attempt's usage report; one that is unreadable is charged the worst case that
-    was authorised for the attempt (docs/design/invariants.md#f6: never under), and every worst-case charge says why."""
-    tokens = _count(message.get("input_tokens")), _count(message.get("output_tokens"))
-    why = message.get("worst_case")
-    if None in tokens:
-        why = f"unreadable usage report: {json.dumps(message, default=str)[:120]}"
-        tokens = report.prompt_tokens, report.max_output_tokens
-    if why:
-        report.worst_case.append(str(why)[:300])
-    # A failed attempt the provider surely did not bill (refused, a 429) was no model call either.
-    unserved = message.get("failed") is True and not why and tokens == (0, 0)
-    meter.charge(Usage(*tokens), served=not unserved)
+def read_shortlist(workdir: Path) -> tuple[list[Any] | None, str]:
+    """(the entries of `shortlist.json`, "") or (None, why there are none). The agent wrote it:
+    never followed through a link, never more than SHORTLIST_MAX_BYTES, never a FIFO."""
+    path = workdir / SHORTLIST_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None, f"no {SHORTLIST_FILE} committed"
+    except OSError as exc:
+        return None, f"{SHORTLIST_FILE}: cannot read it ({exc.strerror or exc})"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, f"{SHORTLIST_FILE} is not a regular file"
+        data = os.read(fd, SHORTLIST_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > SHORTLIST_MAX_BYTES:
+        return None, f"{SHORTLIST_FILE} is larger than {SHORTLIST_MAX_BYTES} bytes"
+    try:
+        entries = json.loads(data)
+    except (ValueError, RecursionError):
+        return None, f"{SHORTLIST_FILE} is not JSON"
+    if not isinstance(entries, list):
+        return None, f"{SHORTLIST_FILE} is not a JSON list"
+    return entries, ""

@@ -28,7 +28,8 @@ from minisweagent.agents.default import DefaultAgent
 from benchtui.core import workspace
 from benchtui.runners.kit import bubblewrap as sandbox
 from benchtui.runners.kit import reaper
-from benchtui.runners.mini import billing, processes
+from benchtui.runners.kit import resources as processes
+from benchtui.runners.mini import billing
 from benchtui.runners.mini.model import MeteredModel, model_kwargs
 from benchtui.runners.mini.profile import load_templates
 from benchtui.runners.mini.protocol import MAX_BLOCKS_BYTES, MessageTooLarge, ParentGone, WorkerChannel
@@ -65,10 +66,24 @@ def _classify(exc: BaseException) -> tuple[str, str, bool]:
         return "ContextWindowExceeded", reason, False
     if isinstance(exc, openai.APIError | billing.CallDeadline):
         n = getattr(exc, "requests_made", 1)
+        reason += _root_cause(exc)
         return "ApiError", f"model API failed ({n} request{'s' if n != 1 else ''}): {reason}", True
     if isinstance(exc, ParentGone):
         return "ParentGone", reason, True
     return "WorkerError", f"worker failed: {reason}", True
+
+
+def _root_cause(exc: BaseException) -> str:
+    """` (cause: ConnectionRefusedError: …)`: litellm words a refused connection, a DNS failure
+    and a reset all as "InternalServerError … Connection error."; the first OSError says which."""
+    seen: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and cause not in seen and len(seen) < 20:
+        seen.append(cause)
+        if isinstance(cause, OSError) and str(cause):
+            return f" (cause: {type(cause).__name__}: {str(cause)[:200]})"
+        cause = cause.__cause__ or cause.__context__
+    return ""
 
 
 def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, Any]:
@@ -101,6 +116,8 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         api_key=request["api_key"],
         deadline_s=profile["request_timeout_s"],
         observation_chars=profile["observation_chars"],
+        outputs_dir=workdir,
+        budget_line=bool(request.get("count_actions")),
         model_name=model["name"],
         model_kwargs=model_kwargs(model, profile["request_timeout_s"]),
         cost_tracking="ignore_errors",
@@ -125,16 +142,16 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         agent_model,
         env,
         system_template=templates["system_template"],
-        instance_template=templates["instance_template"],
+        instance_template=templates[request.get("instance", "instance_template")],
         step_limit=profile["step_limit"],
         cost_limit=0,
         output_path=Path(paths["trajectory"]),
     )
     status, error, infra = "", None, False
     try:
-        status = agent.run(task=request["task"] or "", budget=request.get("budget", "")).get(
-            "exit_status", ""
-        )
+        status = agent.run(
+            task=request["task"] or "", budget=request.get("budget", ""), **request.get("template_vars", {})
+        ).get("exit_status", "")
     except Exception as exc:
         status, error, infra = _classify(exc)
         traceback.print_exc()

@@ -39,6 +39,12 @@ def error_line(stderr: str) -> str:
     lines = [line.strip() for line in stderr.splitlines()]
     lines = lines[: lines.index("Stack backtrace:")] if "Stack backtrace:" in lines else lines
     start = next((i for i, line in enumerate(lines) if line.startswith("Error:")), None)
+    clap = next((i for i, line in enumerate(lines) if line.startswith("error:")), None)
+    if start is None and clap is not None:
+        # clap's usage errors: `error: …` (and its `tip:` lines) up to the blank line before the
+        # usage; its last line ("For more information, try '--help'.") says nothing.
+        end = next((i for i in range(clap, len(lines)) if not lines[i]), len(lines))
+        return " ".join(lines[clap:end])[:300]
     if start is None:
         return next((line for line in reversed(lines) if line), "")[:300]
     kept = [line for line in lines[start:] if line and line != "Caused by:"]

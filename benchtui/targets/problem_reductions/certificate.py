@@ -45,7 +45,11 @@ class Verdict:
         return self.status == "accepted"
 
     def to_json(self) -> dict[str, Any]:
-        return {"verifier": "benchtui.targets.problem_reductions (pred round trip)", **asdict(self)}
+        return {
+            "verifier": "benchtui.targets.problem_reductions (pred round trip)",
+            "judged_by": "verifier",
+            **asdict(self),
+        }
 
 
 # -- certificate blocks in agent output ---------------------------------------------------------

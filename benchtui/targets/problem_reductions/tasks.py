@@ -126,3 +126,31 @@ def canonical_certificate(
         "bundle": bundle,
         "note": "the rule's canonical example (a preflight check: a correct rule is rejected)",
     }, ""
+
+
+def _names(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def on_task(cert: dict[str, Any], task: str) -> bool:
+    """Whether a certificate is for the session's task: its rule, or its instance's (source type,
+    target type), names the task (a `src/rules/` stem `a_b`, or the name `AToB`)."""
+    task_names = TASK_RULES.get(task)
+    wanted = {_names(task), _names(task.replace("_", "to"))}
+    if task_names:
+        wanted.add(_names(f"{_name(task_names[0])}to{_name(task_names[1])}"))
+    rule = cert.get("rule")
+    forms = set()
+    if isinstance(rule, str):
+        forms.add(_names(rule))
+        if "->" in rule:
+            left, right = (side.strip().split("/")[0] for side in rule.split("->", 1))
+            forms.add(_names(f"{left}to{right}"))
+    source = cert.get("source") if isinstance(cert.get("source"), dict) else {}
+    bundle = cert.get("bundle") if isinstance(cert.get("bundle"), dict) else {}
+    target = bundle.get("target") if isinstance(bundle.get("target"), dict) else {}
+    instance = _names(f"{source.get('type', '')}to{target.get('type', '')}")
+    named = bool(forms & wanted)
+    # The instance must be of the task too where it says (an agent cannot name the task's rule
+    # over an instance of another one).
+    return named and (not source.get("type") or not target.get("type") or instance in wanted)

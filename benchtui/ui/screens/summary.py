@@ -25,7 +25,7 @@ from benchtui.ui.widgets import clock_text
 COLUMNS = ("model", "done", "certs", "skipped", "errors", "killed", "spent", "wasted", "cap")
 # The report's leaderboard cells the money table above does not already show (wall times vary
 # from run to run: `benchtui report` has them).
-LEADERBOARD = ("#", "model", "ran/planned", "bugs", "bug rate [95% CI]", "certs c/r/i/u", "$/bug")
+LEADERBOARD = ("#", "model", "ran/planned", "bugs", "bug rate [95% CI]", "certs c/cl/r/o/i/u", "$/bug")
 SHOWN = [REPORT_COLUMNS.index(c) for c in LEADERBOARD]
 MAX_PAIRS = 3
 
@@ -72,11 +72,11 @@ class SummaryScreen(ModalScreen[None]):
         """The numbers and the verdict `benchtui report` gives for this run dir."""
         table = self.query_one("#leaderboard-table", DataTable)
         table.clear()
-        for rank, model in enumerate(report.models, 1):
-            cells = leaderboard_row(rank, model)
+        for n, model in enumerate(report.models):
+            cells = leaderboard_row(report.rank(n), model)
             table.add_row(*(cells[i] for i in SHOWN))
         lines = [
-            f"{c.a} vs {c.b}: {'n/a' if c.p_value is None else f'p = {c.p_value:.2g}'}, "
+            f"{c.a} vs {c.b}: {'n/a' if c.p_adjusted is None else f'p = {c.p_adjusted:.2g} (Holm)'}, "
             f"{'separable' if c.separable else 'the data cannot separate them'}"
             for c in report.comparisons[:MAX_PAIRS]
         ]

@@ -17,6 +17,7 @@ import pytest
 import trio
 from support import results_schema
 from support.mini import (
+    FIND_BUG,
     RULE,
     STAND_IN_PRED,
     journal,
@@ -26,26 +27,7 @@ from support.mini import (
     run_campaign,
     write_campaign,
 )
-from support.scripted_llm import SUBMIT, Reply, ScriptedLLM
-
-FIND_BUG = [
-    Reply("ls && cat README.md", 1200, 40),
-    Reply(
-        "pred create MIS --graph 0-1,1-2 -o source.json && "
-        "pred reduce source.json --to MinimumVertexCover --json > bundle.json && "
-        "pred solve bundle.json --solver brute-force --json",
-        1500,
-        120,
-    ),
-    Reply(
-        'printf \'CERTIFICATE_START\\n{"rule": "' + RULE + '", "violation": "suboptimal_extraction", '
-        '"source": %s, "bundle": %s, "target_config": "0,1,0", "note": "vertex 0 is copied"}'
-        '\\nCERTIFICATE_END\\n\' "$(cat source.json)" "$(cat bundle.json)"',
-        1900,
-        300,
-    ),
-    Reply(SUBMIT, 2300, 10),
-]
+from support.scripted_llm import ScriptedLLM
 
 
 @pytest.fixture(autouse=True)

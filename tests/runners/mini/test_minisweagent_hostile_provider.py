@@ -92,8 +92,11 @@ def test_mini_profiles_have_a_wall_time_by_default():
 
 def test_an_unreadable_usage_report_is_charged_the_worst_case_it_was_authorised_for():
     from benchtui.core.contract import Usage
+    from benchtui.runners.kit.toolgate.counting import Gate
     from benchtui.runners.kit.verdict import WorkerReport
-    from benchtui.runners.mini.runner import _settle
+    from benchtui.runners.mini.protocol import decode
+    from benchtui.runners.mini.remote import RemoteWorker
+    from benchtui.runners.mini.serving import WorkerSession
 
     class Meter:
         charged: list[Usage] = []
@@ -103,6 +106,7 @@ def test_an_unreadable_usage_report_is_charged_the_worst_case_it_was_authorised_
             self.charged.append(usage)
 
     report, meter = WorkerReport(max_output_tokens=1000, prompt_tokens=812), Meter()
+    served = WorkerSession(meter, report, RemoteWorker(), Gate())  # type: ignore[arg-type]
     for message in (
         {"t": "usage", "input_tokens": -5, "output_tokens": 3},
         {"t": "usage", "input_tokens": 5},
@@ -110,7 +114,7 @@ def test_an_unreadable_usage_report_is_charged_the_worst_case_it_was_authorised_
         {"t": "usage", "input_tokens": True, "output_tokens": 3},
         {"t": "usage", "input_tokens": 5.5, "output_tokens": 3},
     ):
-        _settle(message, meter, report)
-    _settle({"t": "usage", "input_tokens": 7, "output_tokens": 3}, meter, report)
+        served.settle(decode(message))
+    served.settle(decode({"t": "usage", "input_tokens": 7, "output_tokens": 3}))
     assert meter.charged == [Usage(812, 1000)] * 5 + [Usage(7, 3)]  # never clamped, never under
     assert len(report.worst_case) == 5 and all("unreadable usage" in why for why in report.worst_case)

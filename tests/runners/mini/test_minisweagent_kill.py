@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import trio
 from support.mini import journal, pred_on_path, price, run_campaign, write_campaign
+from support.processes import pids_matching
 from support.scripted_llm import Reply, ScriptedLLM
 
 from benchtui.engine import events as ev
@@ -27,20 +28,6 @@ SLEEPS = {
     "paused": f"sleep 300.2{_TAG}",
     "ignores-term": f"trap '' TERM; sleep 300.3{_TAG}",
 }
-
-
-def pids_matching(text: str) -> list[int]:
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                state = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if text in cmdline and state != "Z":
-                found.append(int(entry.name))
-    return found
 
 
 def alive(pid: int) -> bool:

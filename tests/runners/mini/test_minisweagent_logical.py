@@ -81,12 +81,12 @@ async def greedy_agent(tmp_path, sandbox):
     assert len(llm.requests) == 8
     assert (  # the prompt states the budget (the same text for every model)
         "This session's budget, the same for every model: 8 model calls (replies); 6 shell commands; "
-        "8 `pred` calls; 3 `pred solve` calls; 1 certificates verified; 400 characters"
+        "8 `pred` calls; 3 `pred solve` calls; 1 certificates verified (check one now with `submit FILE`"
     ) in " ".join(llm.requests[0].messages[1]["content"].split())
     seen = observations(llm)
     assert seen[2].count("`pred solve` refused: this session's budget of 3 `pred solve` calls is spent") == 1
     # pred: 3 in the first action, 2 granted solves (the refused one takes no unit): 3 of 5 run.
-    assert seen[3].count("pred 0.5.0") == 3
+    assert seen[3].count("pred 0.5.0") == 1 and "the line above repeated 2 more times" in seen[3]
     assert seen[3].count("`pred` refused: this session's budget of 8 `pred` calls is spent") == 2
     assert "x" * 150 in seen[4] and "x" * 500 not in seen[4] and "[benchtui:" in seen[4]
     assert "budget of 6 shell actions is spent" in seen[6] and "one-more" not in seen[6].split("</")[-1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -15,7 +16,7 @@ from benchtui.core.errors import BadInput
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine.campaign import identity_digest
 from benchtui.runners.mini import MiniSweProfile, MiniSweRunner
-from benchtui.runners.mini.profile import DEFAULT_TEMPLATES, TEMPLATE_KEYS, load_templates
+from benchtui.runners.mini.profile import DEFAULT_TEMPLATES, TEMPLATE_KEYS, TRIAGE_TEMPLATE, load_templates
 
 REPO = Path(__file__).resolve().parents[3]
 CAMPAIGN = REPO / "campaigns" / "problem-reductions.toml"
@@ -69,7 +70,7 @@ def test_unusable_templates_are_bad_input(tmp_path):
 
 
 def test_the_shipped_templates_are_complete():
-    assert set(load_templates(DEFAULT_TEMPLATES)) == set(TEMPLATE_KEYS)
+    assert set(load_templates(DEFAULT_TEMPLATES)) == {*TEMPLATE_KEYS, TRIAGE_TEMPLATE}  # + the shortlist's
     text = DEFAULT_TEMPLATES.read_text()
     for word in (
         "CERTIFICATE_START",
@@ -157,11 +158,14 @@ def test_local_mode_must_be_declared_unsandboxed(tmp_path):
 
 
 def test_without_the_mini_extra_the_kind_says_what_to_install(monkeypatch):
+    """The profile validates without the packages (a stopped campaign is readable anywhere);
+    the kind's preflight, run before any start, says what to install."""
     import benchtui.runners.mini.profile as profile_module
+    from benchtui.runners.mini.runner import MiniSweRunner
 
     monkeypatch.setattr(profile_module, "RUNNER_PACKAGES", ("minisweagent", "no_such_package_benchtui"))
-    with pytest.raises(ValueError, match=r'needs no_such_package_benchtui: pip install "benchtui\[mini\]"'):
-        profile()
+    (check,) = MiniSweRunner.preflight(profile(), tasks=None, full=False)
+    assert re.search(r'needs no_such_package_benchtui: pip install "benchtui\[mini\]"', check.problem)
 
 
 def test_bwrap_is_the_systems_when_present_else_the_wheels(monkeypatch):

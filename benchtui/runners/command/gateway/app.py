@@ -47,6 +47,14 @@ class GatewayApp:
         self.client = client
         self.bindings = bindings
         self.request_timeout_s = request_timeout_s
+        self._scrub: tuple[frozenset[str], Scrubber] = (frozenset(), Scrubber(()))
+
+    def _scrubber(self) -> Scrubber:
+        """Every key the gateway holds now (any session's: one agent may see another's echoed)."""
+        keys = frozenset(b.api_key for b in self.bindings.values() if b.api_key)
+        if keys != self._scrub[0]:
+            self._scrub = (keys, Scrubber(keys))
+        return self._scrub[1]
 
     async def __call__(
         self,
@@ -65,7 +73,7 @@ class GatewayApp:
         dialect: Dialect = (
             Messages() if path.startswith("/v1/messages") else ROUTES.get(path, ChatCompletions)()
         )
-        reply = Reply(send, dialect, Scrubber(b.api_key for b in self.bindings.values() if b.api_key))
+        reply = Reply(send, dialect, self._scrubber())
         try:
             await self._handle(scope, receive, path, dialect, reply)
         except Exception:  # a bug of ours: the agent still gets an answer in its API's shape

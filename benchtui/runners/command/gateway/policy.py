@@ -106,12 +106,13 @@ def plan_call(
     if tools is not None:
         if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
             return Refusal("'tools' must be a list of objects")
-        for tool in tools:
-            kind = tool.get("type", "custom")
+        for tool in _flatten(tools):
+            kind = tool.get("type", "custom") if isinstance(tool, dict) else None
             if not isinstance(kind, str) or not _client_tool(api, kind):
                 return Refusal(
                     f"gateway: the tool type {kind!r} runs at the provider and is billed per use,"
                     " which the campaign's prices cannot bound; use function tools"
+                    ' (codex: -c web_search="disabled")'
                 )
             if api == "messages" and kind != "custom":
                 extra_prompt += ANTHROPIC_TOOL_ALLOWANCE
@@ -136,6 +137,20 @@ def plan_call(
         stream=stream,
         client_wants_usage=client_wants_usage,
     )
+
+
+def _flatten(tools: list[Any], depth: int = 0) -> list[Any]:
+    """Tools, with those a Responses `namespace` groups (codex's sub-agent tools) in its place."""
+    out: list[Any] = []
+    for tool in tools:
+        nested = tool.get("tools") if isinstance(tool, dict) and tool.get("type") == "namespace" else None
+        if isinstance(nested, list) and depth < 4:
+            out += _flatten(nested, depth + 1)
+        elif nested is None or depth >= 4:
+            out.append(tool if nested is None else {"type": "namespace too deep"})
+        else:
+            out.append({"type": "namespace without a list of tools"})
+    return out
 
 
 def _client_tool(api: Api, kind: str) -> bool:

@@ -13,6 +13,7 @@ provider sends back is scrubbed of every key the gateway holds before the agent 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -44,8 +45,14 @@ class Scrubber:
             if len(secret) >= 8:  # shorter strings would redact ordinary words, not keys
                 forms |= {secret, json.dumps(secret)[1:-1], quote(secret, safe="")}
         self._forms = sorted((f.encode() for f in forms), key=len, reverse=True)
+        # A few forms: `in` (C memchr speed, 0.3 ms a MiB); many: one regex pass (6 us an event
+        # for 64 keys, where 192 `in` tests take 130 us).
+        many = len(self._forms) > 9
+        self._pattern = re.compile(b"|".join(map(re.escape, self._forms))) if many else None
 
     def __call__(self, data: bytes) -> bytes:
+        if self._pattern is not None:
+            return self._pattern.sub(REDACTED, data)
         for form in self._forms:
             if form in data:
                 data = data.replace(form, REDACTED)

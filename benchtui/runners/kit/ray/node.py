@@ -20,15 +20,19 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchtui.core import workspace
+from benchtui.runners.kit import collect
+from benchtui.runners.kit.agentlog import MAX_LOG_BYTES, CappedLog, pump
+from benchtui.runners.kit.collect import MAX_FILE_BYTES
 
-MAX_LOG_BYTES = 32 << 20  # what comes back of an agent's log (the rest is cut, and said so)
-MAX_FILE_BYTES = 8 << 20
+DRAIN_S = 5.0
+"""How long the output of an ended agent is still read once its group is killed."""
 JANITOR = 'cat <&{fd} >/dev/null; kill -KILL -- "-$1" 2>/dev/null; rm -rf -- "$2"'
 # The relay: the sandbox's unix socket -> the gateway's TCP listener on the engine's machine.
 RELAY = (
@@ -42,7 +46,7 @@ class Launch:
     """What the agent runs, as a function of where the node put things (built on the engine's side)."""
 
     build: Callable[[Path, Path, Path, int], tuple[list[str], dict[str, str] | None]]
-    """(workdir, prompt_file, socket_dir, lifeline fd) -> (argv, env)."""
+    """(workdir, prompt_file, gateway socket, lifeline fd) -> (argv, env)."""
     prompt: str
     relay_to: str | None
     """`host:port` of the gateway when the agent runs in a sandbox (its only way out), else None."""
@@ -55,12 +59,15 @@ class NodeResult:
     node: dict[str, str]
     fingerprint: str = ""
     status: str = ""
+    code: int | None = None
     error: str = ""
     """Set when the node could not start the agent (a missing tool, a copy that is not the target)."""
     log: bytes = b""
     files: dict[str, bytes] = field(default_factory=dict)
     """Top-level files the agent left beside its workdir (e.g. a trajectory), by name."""
     certificate_lines: list[str] = field(default_factory=list)
+    collect_problem: str = ""
+    """What was wrong with certificates.jsonl (a link, a FIFO, too large…): the model's outcome."""
     agent_started: float = 0.0
     """time.time() on the node when the agent's process started."""
 
@@ -90,27 +97,35 @@ def _run(
         return NodeResult(here, found, error=f"the node's copy ({found}) is not the target ({expected})")
     prompt_file.write_text(launch.prompt)
     socket_dir.mkdir()
-    argv, env = launch.build(workdir, prompt_file, socket_dir, lifeline)
+    argv, env = launch.build(workdir, prompt_file, socket_dir / "gateway.sock", lifeline)
     if launch.relay_to:
         argv = ["/bin/bash", "-c", RELAY, "relay", str(socket_dir / "gateway.sock"), launch.relay_to, *argv]
     log = folder / "agent.log"
-    with log.open("wb") as out:
-        started = time.time()
-        agent = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=workdir,
-            start_new_session=True, pass_fds=(lifeline,),
-        )  # fmt: skip
+    started = time.time()
+    agent = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+        cwd=workdir, start_new_session=True, pass_fds=(lifeline,),
+    )  # fmt: skip
     start_janitor(lifeline, agent.pid, folder)
-    code = agent.wait()
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(agent.pid, signal.SIGKILL)  # the relay, and what the agent left in its group
+    assert agent.stdout is not None
+    with CappedLog(log) as out, agent.stdout:  # bounded on the node's disk and in its memory
+        # In a thread: the relay (and what the agent left behind) hold the pipe open until killed.
+        reader = threading.Thread(target=pump, args=(agent.stdout.fileno(), out), daemon=True)
+        reader.start()
+        code = agent.wait()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(agent.pid, signal.SIGKILL)  # the relay, and what the agent left in its group
+        reader.join(DRAIN_S)
+    certificates = collect.certificate_lines(workdir)
     return NodeResult(
         here,
         found,
         status=f"exit {code}",
+        code=code,
         log=_read(log, MAX_LOG_BYTES),
-        files={p.name: _read(p, MAX_FILE_BYTES) for p in folder.iterdir() if p.is_file() and p != log},
-        certificate_lines=_lines(workdir / "certificates.jsonl"),
+        files=collect.top_files(folder, MAX_FILE_BYTES, skip=(log.name,)),
+        certificate_lines=certificates.lines,
+        collect_problem=certificates.problem,
         agent_started=started,
     )
 
@@ -134,12 +149,6 @@ def _read(path: Path, limit: int) -> bytes:
     with path.open("rb") as f:
         data = f.read(limit + 1)
     return data if len(data) <= limit else data[:limit] + b"\n[benchtui: cut at %d bytes]\n" % limit
-
-
-def _lines(path: Path) -> list[str]:
-    if not path.is_file():
-        return []
-    return _read(path, MAX_FILE_BYTES).decode(errors="replace").splitlines()
 
 
 def where() -> dict[str, str]:

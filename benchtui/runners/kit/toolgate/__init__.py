@@ -10,10 +10,11 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from benchtui.core.contract import LogicalLimits
-from benchtui.runners.kit.toolgate.server import ToolGate, refusal
+from benchtui.runners.kit.toolgate.server import SUBMIT, ToolGate, refusal, run_here
 
 SHIM = Path(__file__).with_name("shim.py")
 SANDBOX_SHIMS = "/opt/benchtui/shims"
@@ -26,12 +27,15 @@ __all__ = [
     "SANDBOX_SHIM",
     "SANDBOX_SHIMS",
     "SHIM",
+    "SUBMIT",
     "ToolGate",
     "install",
     "python",
     "real_tools",
     "refusal",
+    "run_here",
     "tool_names",
+    "unhidden",
 ]
 
 
@@ -60,6 +64,21 @@ def install(shims: Path, names: list[str], *, interpreter: str, shim: str, gate:
 
 def real_tools(names: list[str], pred: str | None) -> dict[str, str]:
     """Where each shimmed tool really is (as seen outside the sandbox): the configured pred, the
-    rest on the system PATH the sandbox shows."""
+    rest on the system PATH."""
     found = {name: pred if name == "pred" else shutil.which(name, path=SYSTEM_PATH) for name in names}
     return {name: path for name, path in found.items() if path}
+
+
+def unhidden(names: list[str], pred: str | None, visible: Callable[[str], bool]) -> list[str]:
+    """A problem for each counted tool the agent's sandbox shows anyway (its counter could not be
+    enforced: the agent would run it directly): the tool on the system PATH, or its executable
+    in a directory the sandbox binds (`visible`)."""
+    problems = []
+    for name in names:
+        system = shutil.which(name, path=SYSTEM_PATH)
+        real = pred if name == "pred" else system
+        if system is not None:
+            problems.append(f"`{name}` is counted but the sandbox shows it at {system}")
+        elif real is not None and visible(real):
+            problems.append(f"`{name}` is counted but the sandbox shows its executable {real}")
+    return problems

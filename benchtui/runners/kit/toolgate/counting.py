@@ -6,14 +6,29 @@ import shutil
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import trio
 
-from benchtui.core.contract import MODEL_CALLS, TOOLS, LogicalLimits, Meter, SessionOutcome, SessionSpec
+from benchtui.core import counters
+from benchtui.core.contract import (
+    MODEL_CALLS,
+    TOOLS,
+    Check,
+    LogicalLimits,
+    Meter,
+    SessionOutcome,
+    SessionSpec,
+)
+from benchtui.runners.kit import bubblewrap
 from benchtui.runners.kit import toolgate as gate
+from benchtui.runners.kit.evidence import Evidence
+from benchtui.runners.kit.toolgate.submit import Submissions
+from benchtui.runners.kit.verdict import verify_certificate
+from benchtui.targets.problem_reductions import Verdict
 
 
 def refusal(limits: LogicalLimits, counter: str | None) -> str:
@@ -39,23 +54,86 @@ def describe(limits: LogicalLimits) -> str:
     for prefix, calls in limits.tools:
         parts.append(f"{calls:,} `{prefix}` calls")
     if limits.submits:
-        parts.append(f"{limits.submits:,} certificates verified")
+        parts.append(
+            f"{limits.submits:,} certificates verified (check one now with `submit FILE`: it answers "
+            "ACCEPTED or REJECTED with the reason; an accepted one ends the session)"
+            if not limits.keep_hunting
+            else f"{limits.submits:,} certificates verified (check one now with `submit FILE`)"
+        )
     if limits.observation_chars:
         parts.append(f"{limits.observation_chars:,} characters of each command's output shown to you")
     return "; ".join(parts)
 
 
+@dataclass
+class Gate:
+    """A session's gate while its agent runs: what the sandbox needs (`sandbox`: the shims, the
+    shim program, the socket, the interpreter's prefix), the server, the session's submits."""
+
+    sandbox: dict[str, Any] | None = None
+    server: gate.ToolGate | None = None
+    submissions: Submissions | None = None
+
+    @property
+    def ended(self) -> bool:
+        """An accepted submit ended the session (the campaign does not keep hunting)."""
+        s = self.submissions
+        return s is not None and s.accepted.is_set() and not s.limits.keep_hunting
+
+
+def check_limits(environment: str, pred: str | None, limits: LogicalLimits) -> list[Check]:
+    """A counted tool the sandbox shows anyway cannot be counted (the agent would run it directly,
+    or copy it): refused when the campaign loads, naming the tool. Unsandboxed, the agent can
+    reach anything anyway (`unsandboxed = true` says so)."""
+    if environment != "bubblewrap":
+        return []
+    return [
+        Check(f"counted tool {problem.split('`')[1]}", f"{problem}: its counter cannot be enforced there")
+        for problem in gate.unhidden(gate.tool_names(limits), pred, bubblewrap.visible)
+    ]
+
+
+def budget_line(limits: LogicalLimits, meter: Meter) -> str:
+    """`[budget] calls 3/10  actions 5/12  pred 7/24  pred solve 2/10  submits 0/2`: the counters
+    the campaign limits, as the meter has them now ("" without any)."""
+    if not limits.counters:
+        return ""
+    return "[budget] " + counters.line(counters.usage({c: meter.used(c) for c in limits.counters}, limits))
+
+
 @asynccontextmanager
-async def tool_gate(
-    session: SessionSpec | None, meter: Meter, environment: str, pred: str | None
-) -> AsyncIterator[dict[str, Any] | None]:
-    """Serve the session's tool gate while the agent runs; yields what the sandbox needs (the
-    shims, the shim program, the socket, the interpreter's prefix), None without counted tools
-    (or without a session: its agent runs where the gate cannot be reached)."""
-    names = gate.tool_names(session.limits) if session is not None else []
-    if session is None or not names:
-        yield None
+async def open_gate(
+    session: SessionSpec | None,
+    meter: Meter,
+    environment: str,
+    pred: str | None,
+    *,
+    workdir: Path | None = None,
+    verify_timeout_s: float = 120.0,
+    evidence: Evidence | None = None,
+    tmp_bytes: int | None = None,
+    tools_print_budget: bool = True,
+) -> AsyncIterator[Gate]:
+    """Serve the session's tool gate while the agent runs: its counted tools and, with `submits`
+    limited, `submit FILE`. An empty Gate without either (or without a session: its agent runs
+    where the gate cannot be reached). `tools_print_budget`: a gated tool prints the budget line
+    after its output (for agent CLIs; the mini runner's observations start with it anyway)."""
+    limits = session.limits if session is not None else LogicalLimits()
+    names = gate.tool_names(limits)
+    if session is None or not (names or limits.submits):
+        yield Gate()
         return
+    record = evidence.record if evidence is not None else (lambda kind, **fields: None)
+    line = partial(budget_line, limits, meter)
+    submissions = None
+    if limits.submits and pred is not None:
+        found = pred
+
+        async def check(cert: dict[str, Any]) -> Verdict:
+            return await verify_certificate(cert, pred=found, timeout=verify_timeout_s)
+
+        submissions = Submissions(meter, limits, check, record=record, budget_line=line)
+    shimmed = names + ([gate.SUBMIT] if submissions is not None else [])
     folder = Path(tempfile.mkdtemp(prefix="benchtui-gate-"))  # short: a unix socket path is <108 bytes
     socket = folder / "gate"
     shims = session.session_dir.resolve() / "shims"
@@ -64,36 +142,90 @@ async def tool_gate(
     await trio.to_thread.run_sync(
         lambda: gate.install(
             shims,
-            names,
+            shimmed,
             interpreter=interpreter,
             shim=gate.SANDBOX_SHIM if sandboxed else str(gate.SHIM),
             gate=gate.SANDBOX_GATE if sandboxed else str(socket),
         )
     )
-    server = gate.ToolGate(meter, session.limits, gate.real_tools(names, pred))
+    copy = workdir or session.session_dir.resolve() / "workdir"
+    server = gate.ToolGate(
+        meter,
+        limits,
+        gate.real_tools(names, pred),
+        launch=bubblewrap.tool_launch(copy, tmp_bytes) if sandboxed else gate.run_here,
+        free=limits.free,
+        submit=submissions,
+        budget_line=line if tools_print_budget else (lambda: ""),
+        record=record,
+    )
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(server.serve, socket)
-            yield {
-                "tools": names,
-                "shims": str(shims),
-                "shim": str(gate.SHIM),
-                "socket": str(socket),
-                "prefix": prefix,
-            }
+            yield Gate(
+                {
+                    "tools": shimmed,
+                    "shims": str(shims),
+                    "shim": str(gate.SHIM),
+                    "socket": str(socket),
+                    "prefix": prefix,
+                },
+                server,
+                submissions,
+            )
             nursery.cancel_scope.cancel()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         shutil.rmtree(shims, ignore_errors=True)
 
 
-def submits(limits: LogicalLimits, meter: Meter) -> Callable[[], Awaitable[str | None]] | None:
-    """The verifier's admission: a `submits` unit before each certificate is verified."""
+async def until_accepted(opened: Gate, run: Callable[[], Awaitable[str]]) -> str:
+    """`run()` (an agent to its end), cut short when a `submit` is accepted (the session ends
+    there unless the campaign keeps hunting): then "Accepted"."""
+    submissions = opened.submissions
+    if submissions is None or submissions.limits.keep_hunting:
+        return await run()
+    result = "Accepted"
+    async with trio.open_nursery() as nursery:
+
+        async def agent() -> None:
+            nonlocal result
+            result = await run()
+            nursery.cancel_scope.cancel()
+
+        async def watch() -> None:
+            await submissions.accepted.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(agent)
+        nursery.start_soon(watch)
+    return result
+
+
+@asynccontextmanager
+async def tool_gate(
+    session: SessionSpec | None, meter: Meter, environment: str, pred: str | None
+) -> AsyncIterator[dict[str, Any] | None]:
+    """`open_gate`, for a runner that needs only what its sandbox binds."""
+    async with open_gate(session, meter, environment, pred) as opened:
+        yield opened.sandbox
+
+
+def submits(
+    limits: LogicalLimits, meter: Meter, evidence: Evidence | None = None
+) -> Callable[[], Awaitable[str | None]] | None:
+    """The verifier's admission: a `submits` unit before each printed certificate is verified
+    (after the session; `submit FILE` takes its units itself)."""
     if limits.submits is None:
         return None
 
     async def admit() -> str | None:
         spent = await meter.use("submits")
+        if evidence is not None:
+            verdict = "admitted" if spent is None else "refused"
+            evidence.record(
+                "submit", via="printed block", verdict=verdict, reason="verified after the session"
+            )
         return None if spent is None else f"not verified: the session's {limits.submits} submits are spent"
 
     return admit

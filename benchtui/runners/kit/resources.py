@@ -1,4 +1,5 @@
-"""How many processes a session runs: a pids cgroup where one can be made, else a /proc scan.
+"""A session's process and disk bounds, shared by the runners: how many processes it runs (a pids
+cgroup where one can be made, else a /proc scan) and how much disk its files take.
 
 A pids cgroup is a hard limit (the kernel refuses the fork) and cheap to read, so a fork bomb is
 seen at once. Without one (not root, cgroup v2 without delegation), the worker's descendants are
@@ -10,6 +11,7 @@ sessions scanning often would eat the CPU their commands need.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import time
 from pathlib import Path
@@ -17,6 +19,7 @@ from pathlib import Path
 from benchtui.runners.kit import reaper
 
 SCAN_SHARE = 0.02
+INODE_BYTES = 512
 WORKER_THREADS = 32  # a pids cgroup counts threads too: the worker's own (litellm, httpx) are allowed
 
 
@@ -24,9 +27,11 @@ class ProcessCount:
     """The session's processes: a pids cgroup (a hard limit, cheap to read) when one can be made,
     else a scan of /proc for the worker's descendants (it is a child subreaper) now and then."""
 
-    def __init__(self, max_processes: int, cgroup: Path | None) -> None:
+    def __init__(self, max_processes: int, cgroup: Path | None, root: int | None = None) -> None:
         self.max = max_processes
         self.cgroup = cgroup
+        self.root = root
+        """Whose descendants are counted without a cgroup (default: this process, a subreaper)."""
         self.refused = self._refused()
         self.next_scan = 0.0
 
@@ -41,7 +46,7 @@ class ProcessCount:
         now = time.monotonic()
         if now < self.next_scan:
             return ""
-        count = len(reaper.descendants(os.getpid()))
+        count = len(reaper.descendants(self.root or os.getpid()))
         self.next_scan = now + (time.monotonic() - now) / SCAN_SHARE
         return (
             f"process limit: the session ran {count} processes (at most {self.max})"
@@ -62,6 +67,20 @@ def join_pids_cgroup(max_processes: int) -> Path | None:
     """Move this process (the worker; its commands inherit it) into a new pids cgroup limited to
     max_processes (+ the worker's threads). None where cgroups cannot be used (not root, v2 without
     delegation): the caller then counts processes in /proc."""
+    group = new_pids_cgroup(max_processes + WORKER_THREADS, f"benchtui-worker-{os.getpid()}")
+    if group is None:
+        return None
+    try:
+        (group / "cgroup.procs").write_text(str(os.getpid()))
+    except OSError:
+        remove_cgroup(str(group), wait_s=0)
+        return None
+    return group
+
+
+def new_pids_cgroup(limit: int, name: str) -> Path | None:
+    """An empty pids cgroup `name` (ending in `-<pid of its owner>`) allowing `limit` tasks; a
+    process joins it by writing its pid to its cgroup.procs. None where none can be made."""
     if os.environ.get("BENCHTUI_PIDS_CGROUP") == "0":  # opt out: count in /proc instead
         return None
     try:
@@ -79,11 +98,10 @@ def join_pids_cgroup(max_processes: int) -> Path | None:
         else:
             continue
         _sweep(base)
-        group = base / f"benchtui-worker-{os.getpid()}"
+        group = base / name
         try:
             group.mkdir()
-            (group / "pids.max").write_text(str(max_processes + WORKER_THREADS))
-            (group / "cgroup.procs").write_text(str(os.getpid()))
+            (group / "pids.max").write_text(str(limit))
         except OSError:
             with contextlib.suppress(OSError):
                 group.rmdir()
@@ -110,7 +128,7 @@ def remove_cgroup(group: str | None, wait_s: float = 2.0) -> None:
 
 def _sweep(base: Path) -> None:
     """Empty groups of workers that are gone (their engine was SIGKILLed before removing them)."""
-    for group in base.glob("benchtui-worker-*"):
+    for group in base.glob("benchtui-*-*"):
         pid = group.name.rsplit("-", 1)[-1]
         if pid.isdigit() and not reaper.is_alive(int(pid)):
             with contextlib.suppress(OSError):
@@ -122,3 +140,24 @@ def _read(path: Path) -> str:
         return path.read_text()
     except OSError:
         return ""
+
+
+def disk_used(*roots: Path, stop_at: float = math.inf) -> int:
+    """Bytes of disk the files under `roots` occupy: allocated blocks (a sparse file counts what it
+    uses) plus INODE_BYTES per entry (a million empty files are not free, and made every walk slow).
+    Stops counting past `stop_at`, so a walk over a flood of files stays short."""
+    total = 0
+    todo = [str(r) for r in roots]
+    while todo and total <= stop_at:
+        try:
+            entries = list(os.scandir(todo.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    todo.append(entry.path)
+                total += entry.stat(follow_symlinks=False).st_blocks * 512 + INODE_BYTES
+            except OSError:
+                continue
+    return total

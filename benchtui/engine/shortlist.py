@@ -1,0 +1,202 @@
+"""The shortlist protocol (`[protocol] kind = "shortlist"`): triage, then one episode per rule.
+
+Per model the plan starts with one triage session. When it ends, the engine validates what it
+committed against the target's rule inventory (frozen at the start: `inventory.json`, its hash
+part of the identity): unknown or repeated rules are refused with the reason, the first
+`shortlist_size` valid ones are kept in the model's order, fewer is the model's outcome. The
+triage's end line carries the shortlist, and in the same commit a `pending` line per episode is
+written, so the plan grows durably: `--resume` rebuilds it from the triage end lines (`grow`),
+whatever instant a crash hit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from benchtui.core import bounds
+from benchtui.core.contract import RunnerProfile
+from benchtui.core.errors import BadInput
+from benchtui.engine.campaign import Campaign, slug
+from benchtui.engine.plan import PlannedSession
+from benchtui.engine.records import JournalRecord
+
+INVENTORY = "inventory.json"
+HYPOTHESIS_MAX_CHARS = 300
+"""A hypothesis is one line; longer ones are cut (the benchmark caps them too)."""
+MAX_INVENTORY = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    rule: str
+    hypothesis: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"rule": self.rule, "hypothesis": self.hypothesis}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A triage's commit, judged: the shortlist kept, and every entry refused with its reason."""
+
+    shortlist: tuple[Entry, ...]
+    refused: tuple[dict[str, Any], ...]
+    size: int
+
+    @property
+    def reason(self) -> str:
+        n, refused = len(self.shortlist), len(self.refused)
+        said = (
+            f"shortlist: {n} of {self.size} rules committed (too few)"
+            if n < self.size
+            else (f"shortlist: {n} rules committed")
+        )
+        return said + (f"; {refused} entr{'y' if refused == 1 else 'ies'} refused" if refused else "")
+
+    def extra(self) -> dict[str, Any]:
+        return {
+            "phase": "triage",
+            "shortlist": [e.to_json() for e in self.shortlist],
+            "refused": list(self.refused),
+            "shortlist_size": self.size,
+        }
+
+
+def judge(committed: Any, inventory: Iterable[str], size: int) -> Verdict:
+    """Validate a triage's commit: each entry a known rule, each rule once; the first `size`
+    valid entries kept in order. Never raises: garbage is refused entry by entry."""
+    known = frozenset(inventory)
+    kept: list[Entry] = []
+    refused: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    entries = committed if isinstance(committed, list) else []
+    if committed is not None and not isinstance(committed, list):
+        refused.append({"rule": None, "reason": f"not a list of entries: {str(committed)[:80]!r}"})
+    for position, entry in enumerate(entries[: 4 * size + 64], 1):  # bounded work on a flood
+        rule = entry.get("rule") if isinstance(entry, dict) else None
+        hypothesis = entry.get("hypothesis", "") if isinstance(entry, dict) else ""
+        if not isinstance(rule, str):
+            refused.append({"rule": None, "position": position, "reason": "no rule named"})
+            continue
+        rule = " ".join(rule.split())
+        shown = rule[:200]
+        if rule not in known:
+            refused.append({"rule": shown, "position": position, "reason": "not a rule of the inventory"})
+        elif rule in seen:
+            refused.append({"rule": shown, "position": position, "reason": "a duplicate of an earlier entry"})
+        elif len(kept) >= size:
+            refused.append({"rule": shown, "position": position, "reason": f"beyond the {size} asked for"})
+        else:
+            seen.add(rule)
+            line = _one_line(str(hypothesis)) if hypothesis else ""
+            kept.append(Entry(rule, line))
+    if len(entries) > 4 * size + 64:
+        refused.append({"rule": None, "reason": f"{len(entries) - 4 * size - 64} more entries not read"})
+    return Verdict(tuple(kept), tuple(refused), size)
+
+
+def _one_line(text: str) -> str:
+    """A hypothesis as one printable line (no escape codes for a terminal), bounded."""
+    printable = "".join(c if unicodedata.category(c) not in ("Cc", "Cs") else " " for c in text)
+    return " ".join(printable.split())[:HYPOTHESIS_MAX_CHARS]
+
+
+def episode_id(model: str, position: int) -> str:
+    return f"{slug(model)}-{position:04d}"
+
+
+def episodes(model: str, shortlist: Any) -> list[PlannedSession]:
+    """The episodes a triage's (validated, recorded) shortlist plans, in shortlist order."""
+    out = []
+    for position, entry in enumerate(shortlist if isinstance(shortlist, list) else []):
+        if isinstance(entry, dict) and isinstance(entry.get("rule"), str):
+            hypothesis = entry.get("hypothesis")
+            hypothesis = hypothesis if isinstance(hypothesis, str) else ""
+            out.append(
+                PlannedSession(episode_id(model, position), model, position, entry["rule"], hypothesis)
+            )
+    return out
+
+
+def grown_by(record: JournalRecord, planned: PlannedSession | None) -> list[PlannedSession]:
+    """The episodes a journal line adds to the plan: only a planned triage's final end line."""
+    if planned is None or not planned.triage or not record.is_final:
+        return []
+    return episodes(record.model, record.extra.get("shortlist"))
+
+
+def ordered(plan: Iterable[PlannedSession], models: list[str]) -> list[PlannedSession]:
+    """Round-robin by index (F4): every triage first, then m1#0, m2#0, m1#1, …"""
+    position = {m: i for i, m in enumerate(models)}
+    return sorted(plan, key=lambda s: (s.index, position.get(s.model, len(position))))
+
+
+def pending_line(session: PlannedSession, runner: str, t: float) -> JournalRecord:
+    return JournalRecord(
+        session=session.id,
+        model=session.model,
+        index=session.index,
+        task=session.task,
+        state="pending",
+        attempt=0,
+        runner=runner,
+        t=t,
+        extra={"phase": "episode", "hypothesis": session.hypothesis},
+    )
+
+
+# -- the rule inventory -------------------------------------------------------------------------
+def can_triage(campaign: Campaign, runner: str) -> bool:
+    """Whether the profile's runner kind can run a triage (it has a rule inventory to give)."""
+    return campaign.kind(runner).runs_triage
+
+
+def inventory_of(campaign: Campaign) -> list[str]:
+    """The target's rule inventory (`rule_inventory(profile, environment)`), from the active
+    runner's kind, else the first profile's whose kind has one (episodes may run on a runner that
+    cannot triage); one clear BadInput line when none can give one."""
+    able = [campaign.runner] if can_triage(campaign, campaign.runner) else []
+    able += [name for name in campaign.runners if name not in able and can_triage(campaign, name)]
+    if not able:
+        kind = campaign.runners[campaign.runner].kind
+        raise BadInput(
+            f"runner {campaign.runner!r} (kind {kind!r}) cannot run a shortlist campaign: "
+            "it has no rule inventory"
+        )
+    profile: RunnerProfile = campaign.runners[able[0]]
+    try:
+        rules = campaign.kind(able[0]).rule_inventory(profile, campaign.environment.path)
+    except ValueError as exc:
+        raise BadInput(f"the rule inventory: {exc}") from None
+    if not isinstance(rules, list) or not all(isinstance(r, str) and r for r in rules):
+        raise BadInput(f"runner {campaign.runner!r} gave no rule inventory (a list of rule names)")
+    for rule in rules:
+        try:
+            bounds.check_text(rule, "a rule name")
+        except ValueError as exc:
+            raise BadInput(f"the rule inventory: {exc}") from None
+    unique = list(dict.fromkeys(rules))
+    if len(unique) > MAX_INVENTORY:
+        raise BadInput(f"the rule inventory has {len(unique):,} rules (at most {MAX_INVENTORY:,})")
+    size = campaign.protocol.shortlist_size if campaign.protocol else 0
+    if len(unique) < size:
+        raise BadInput(f"the rule inventory has {len(unique)} rules: fewer than shortlist_size = {size}")
+    return unique
+
+
+def inventory_digest(rules: list[str]) -> str:
+    return hashlib.sha256(json.dumps(rules).encode()).hexdigest()[:16]
+
+
+def inventory_bytes(rules: list[str]) -> bytes:
+    return json.dumps({"rules": rules}, indent=0).encode()
+
+
+def untriaged(plan: Iterable[PlannedSession], journal: Mapping[str, JournalRecord]) -> list[str]:
+    """Models whose triage is still to run (not final)."""
+    return [s.model for s in plan if s.triage and not ((r := journal.get(s.id)) and r.is_final)]

@@ -1,0 +1,193 @@
+"""The command runner's agent on this machine: a copy of the target in the session's folder, the
+agent under its watcher (bubblewrap or the host), its output streamed into a bounded log, its
+processes and disk watched, and what it leaves in its workdir collected without trusting it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import trio
+
+from benchtui.core import workspace as environment
+from benchtui.core.contract import Meter, SessionSpec
+from benchtui.runners.command.gateway import Gateway
+from benchtui.runners.command.launch import AgentCommand, Ran
+from benchtui.runners.command.profile import CommandProfile
+from benchtui.runners.kit import collect, reaper, resources
+from benchtui.runners.kit.agentlog import CHUNK, MAX_LOG_BYTES, CappedLog
+from benchtui.runners.kit.evidence import Evidence
+from benchtui.runners.kit.toolgate import counting
+
+POLL_S = 0.2
+DISK_POLL_S = 5.0
+CGROUP_OVERHEAD = 16
+"""Tasks of the watcher, bwrap, the relay and their shells, beyond the agent's own."""
+DRAIN_S = 2.0
+"""How long the output of an ended agent is still read (what it left behind may hold the pipe)."""
+
+
+class LocalPlacement:
+    def __init__(self, profile: CommandProfile, gateway: Gateway, pred: str | None) -> None:
+        self.profile = profile
+        self.gateway = gateway
+        self.pred = pred
+
+    async def run_agent(
+        self,
+        session: SessionSpec,
+        meter: Meter,
+        command: AgentCommand,
+        prompt_file: Path,
+        evidence: Evidence | None = None,
+    ) -> Ran:
+        files = session.session_dir.resolve()
+        workdir, log = files / "workdir", files / f"attempt-{session.attempt}.agent.log"
+        try:
+            fingerprint = await trio.to_thread.run_sync(_copy, session.environment.resolve(), workdir)
+            name = f"benchtui-agent-{os.getpid()}-{session.id}-{session.attempt}"
+            cgroup = await trio.to_thread.run_sync(
+                resources.new_pids_cgroup, self.profile.max_processes + CGROUP_OVERHEAD, name
+            )
+            try:
+                async with counting.open_gate(
+                    session,
+                    meter,
+                    self.profile.environment,
+                    self.pred,
+                    workdir=workdir,
+                    verify_timeout_s=self.profile.verify_timeout_s,
+                    evidence=evidence,
+                ) as gate:
+                    lifeline, hold = os.pipe()  # see sandbox.WATCH
+                    try:
+                        argv, env = command(
+                            workdir, prompt_file, self.gateway.socket_path, lifeline, gate=gate.sandbox,
+                            cgroup=cgroup, home=files / "home",
+                        )  # fmt: skip
+                        ran = Ran(status="Accepted")  # what is left when an accepted submit stops it
+
+                        async def agent() -> str:
+                            nonlocal ran
+                            ran = await run_watched(argv, env, workdir, log, lifeline, self.profile, cgroup)
+                            return ran.status
+
+                        # An accepted `submit` ends the session: the agent is stopped there.
+                        await counting.until_accepted(gate, agent)
+                    finally:
+                        os.close(hold)
+                    ran.submitted = gate.submissions.checked if gate.submissions else None
+            finally:
+                if cgroup is not None:
+                    with trio.CancelScope(shield=True):
+                        await trio.to_thread.run_sync(resources.remove_cgroup, str(cgroup))
+            ran.fingerprint = fingerprint
+            found = await trio.to_thread.run_sync(collect.certificate_lines, workdir)
+            ran.certificate_lines, ran.collect_problem = found.lines, found.problem
+            ran.log = await trio.to_thread.run_sync(_read_log, log)
+            return ran
+        finally:
+            if not self.profile.keep_workdir:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(_remove, files)
+
+
+def _copy(target: Path, workdir: Path) -> str:
+    environment.make_session_copy(target, workdir)
+    return environment.fingerprint(workdir)
+
+
+def _read_log(log: Path) -> bytes:
+    with open(log, "rb") as f:
+        return f.read(MAX_LOG_BYTES)
+
+
+def _remove(files: Path) -> None:
+    for name in ("workdir", "home", "bin"):
+        shutil.rmtree(files / name, ignore_errors=True)
+
+
+async def run_watched(
+    argv: list[str],
+    env: dict[str, str] | None,
+    workdir: Path,
+    log: Path,
+    lifeline: int,
+    profile: CommandProfile,
+    cgroup: Path | None,
+) -> Ran:
+    """Run the agent to its end under its bounds; on cancellation (kill, wall time, stop) freeze
+    and kill its tree. Its output goes through a pipe into a CappedLog, read on the event loop in
+    CHUNK pieces (never whole)."""
+    ran = Ran()
+    with CappedLog(log) as out:
+        try:
+            process = await trio.lowlevel.open_process(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                cwd=workdir, start_new_session=True, pass_fds=(lifeline,),
+            )  # fmt: skip
+        finally:
+            os.close(lifeline)  # the watcher holds the read end now; we keep only the write end
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_pump, process, out)
+                watch = trio.CancelScope()
+                nursery.start_soon(_watch, process, workdir, profile, cgroup, ran, watch)
+                try:
+                    code = await process.wait()
+                finally:
+                    watch.cancel()
+                    if process.returncode is None:  # cancelled: not reaped yet, its pid is its own
+                        reaper.kill_tree(process.pid)
+                        with trio.CancelScope(shield=True), trio.move_on_after(5):
+                            await process.wait()
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(process.pid, signal.SIGKILL)  # what it left in its session
+                    nursery.cancel_scope.deadline = trio.current_time() + DRAIN_S
+        finally:
+            assert process.stdout is not None
+            with trio.CancelScope(shield=True):
+                await process.stdout.aclose()
+    ran.code, ran.status = code, f"exit {code}"
+    return ran
+
+
+async def _pump(process: trio.Process, out: CappedLog) -> None:
+    assert process.stdout is not None
+    while chunk := await process.stdout.receive_some(CHUNK):
+        out.write(chunk)
+
+
+async def _watch(
+    process: trio.Process,
+    workdir: Path,
+    profile: CommandProfile,
+    cgroup: Path | None,
+    ran: Ran,
+    scope: trio.CancelScope,
+) -> None:
+    """Every POLL_S the processes (a pids cgroup's refused forks, else a /proc count), every
+    DISK_POLL_S the disk the copy grew by; past a limit, the agent's tree is killed."""
+    count = resources.ProcessCount(profile.max_processes, cgroup, root=process.pid)
+    limit = profile.max_disk_mb << 20
+    baseline = await trio.to_thread.run_sync(resources.disk_used, workdir)
+    next_disk = trio.current_time() + DISK_POLL_S
+    with scope:
+        while True:
+            await trio.sleep(POLL_S)
+            why = count.over()
+            if not why and trio.current_time() >= next_disk:
+                grown = await trio.to_thread.run_sync(
+                    lambda: resources.disk_used(workdir, stop_at=baseline + limit) - baseline
+                )
+                next_disk = trio.current_time() + DISK_POLL_S
+                if grown > limit:
+                    why = f"disk limit: the session copy grew by more than {profile.max_disk_mb} MB"
+            if why:
+                ran.limits.append(why)
+                reaper.kill_tree(process.pid)
+                return

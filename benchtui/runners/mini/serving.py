@@ -1,0 +1,121 @@
+"""The engine's answers to one worker (local or on a node): the same handler for both.
+
+Each record the worker sends (`protocol.decode`) is answered here: authorisations by the meter
+(F5), usage charged at campaign prices (F6), shell actions' units, the budget line, evidence.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from benchtui.core.contract import Meter, Usage
+from benchtui.runners.kit.evidence import Evidence
+from benchtui.runners.kit.toolgate import counting
+from benchtui.runners.kit.verdict import WorkerReport
+from benchtui.runners.mini import protocol as p
+
+
+class Worker(Protocol):
+    pid: int | None
+
+    def adopt(self, pid: int) -> None: ...
+
+
+@dataclass
+class WorkerSession:
+    """What answering one worker needs: its meter, its report, its gate, its evidence."""
+
+    meter: Meter
+    report: WorkerReport
+    worker: Worker
+    gate: counting.Gate
+    evidence: Evidence | None = None
+    remote: bool = False
+    """On a node: its cgroup is the node's, not ours to remove."""
+    _unit: bool = False
+    """The action in flight took a `shell_actions` unit (actions come one at a time)."""
+
+    async def handle(self, message: p.WorkerMessage, channel: p.EngineChannel) -> None:
+        meter, report = self.meter, self.report
+        match message:
+            case p.Authorise(prompt_tokens=tokens):
+                started = time.perf_counter()
+                ended = "accepted" if self.gate.ended else ""
+                ok = not ended and tokens is not None and await meter.authorise(meter.worst_case_usd(tokens))
+                report.prompt_tokens = tokens or 0
+                report.authorisations += 1
+                report.meter_wait_s += time.perf_counter() - started
+                await channel.send("authorised", ok=ok, ended=ended)
+            case p.UsageReport():
+                self.settle(message)
+            case p.Use():
+                spent = await meter.use("shell_actions")
+                self._unit = spent is None
+                await channel.send("used", ok=spent is None, message=counting.refusal(meter.limits, spent))
+            case p.BudgetAsk():
+                await channel.send("budget", line=counting.budget_line(meter.limits, meter))
+            case p.Action():
+                if self.evidence is not None:
+                    self.evidence.record(
+                        "action",
+                        command=message.command,
+                        exit=message.exit,
+                        duration_s=message.duration_s,
+                        raw_bytes=message.raw_bytes,
+                        shown_chars=message.shown_chars,
+                        cut=message.cut,
+                        saved=message.saved,
+                        unit=self._unit,
+                    )
+                self._unit = False
+            case p.Step(note=note):
+                meter.progress(note)
+            case p.Hello(pid=pid):
+                self.worker.adopt(pid)
+                meter.progress(f"worker {pid} started")
+            case p.Copy(fingerprint=fingerprint):
+                report.copy_fingerprint = fingerprint
+            case p.Prompt(sha256=sha256):
+                report.prompt_sha256 = sha256
+            case p.Cgroup(path=path):
+                if not self.remote:
+                    report.cgroup = path
+            case p.Done(report=done):
+                report.done = done
+
+    def late(self, message: p.WorkerMessage) -> None:
+        """After the session: only the worker's pid and the usage it reported still matter."""
+        if isinstance(message, p.Hello) and self.worker.pid is None:
+            self.worker.adopt(message.pid)
+        elif isinstance(message, p.UsageReport):
+            self.settle(message)
+
+    def settle(self, usage: p.UsageReport) -> None:
+        """Charge one attempt's usage report; one that is unreadable is charged the worst case
+        that was authorised for the attempt (F6: never under), and every worst-case charge says
+        why."""
+        report = self.report
+        tokens: tuple[int | None, int | None] = (usage.input_tokens, usage.output_tokens)
+        why = usage.worst_case
+        if None in tokens:
+            why = f"unreadable usage report: {usage.raw}"
+            tokens = report.prompt_tokens, report.max_output_tokens
+        if why:
+            report.worst_case.append(why[:300])
+        # A failed attempt the provider surely did not bill (refused, a 429) was no model call either.
+        unserved = usage.failed and not why and tokens == (0, 0)
+        charged = Usage(tokens[0] or 0, tokens[1] or 0)
+        cost = self.meter.charge(charged, served=not unserved)
+        if self.evidence is not None:
+            self.evidence.record(
+                "generation",
+                input_tokens=charged.input_tokens,
+                output_tokens=charged.output_tokens,
+                cost_usd=str(cost),
+                charged=not unserved,
+                failed=usage.failed,
+                worst_case=why or "",
+                model_calls=self.meter.used("model_calls"),
+            )

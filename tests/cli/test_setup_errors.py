@@ -1,0 +1,94 @@
+"""Set-up errors are caught before anything starts: a missing key, an `api_base` nobody listens
+on; and when they are not (`--no-preflight`), the circuit breaker stops launching that model.
+
+Real parts: the mini-swe-agent runner with litellm, against 127.0.0.1 ports (a scripted
+OpenAI-compatible server, and a port nothing listens on), never a real API.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+from support import benchtui
+from support.mini import pred_on_path, write_campaign
+from support.scripted_llm import SUBMIT, Reply, ScriptedLLM
+
+from benchtui.engine.breaker import TRIP_AFTER
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that refuses connections (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(autouse=True)
+def _env(tmp_path, monkeypatch):
+    pred_on_path(tmp_path, monkeypatch)
+    monkeypatch.setenv("SCRIPTED_API_KEY", "sk-scripted")
+    monkeypatch.chdir(tmp_path)  # ./.env is read from here: none
+
+
+def test_a_missing_key_is_exit_2_naming_variable_and_model_before_the_run_dir_is_written(tmp_path):
+    with ScriptedLLM([Reply(SUBMIT)]) as llm:
+        path = write_campaign(
+            tmp_path, llm.url, models=("openai/a", "openai/b"), model={"api_key_env": "NO_SUCH_KEY_23"}
+        )
+        done = benchtui(path, "--no-ui", "--state-dir", tmp_path / "runs", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert "NO_SUCH_KEY_23" in line and "openai/a" in line and "Traceback" not in done.stderr
+    assert not (tmp_path / "runs").exists()  # nothing written
+
+
+def test_a_key_in_dotenv_counts_as_set(tmp_path, monkeypatch):
+    monkeypatch.delenv("SCRIPTED_API_KEY")
+    (tmp_path / ".env").write_text("SCRIPTED_API_KEY=sk-from-dotenv\n")
+    with ScriptedLLM([Reply(SUBMIT)]) as llm:
+        path = write_campaign(tmp_path, llm.url)
+        done = benchtui("check", path, cwd=tmp_path)
+    assert "SCRIPTED_API_KEY is set" in done.stdout, done.stdout + done.stderr
+
+
+def test_check_reports_a_missing_key_and_a_refused_api_base_as_problems(tmp_path, monkeypatch):
+    monkeypatch.delenv("SCRIPTED_API_KEY")
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    path = write_campaign(tmp_path, url)
+    done = benchtui("check", path, cwd=tmp_path)
+    assert done.returncode == 2
+    problems = [line for line in done.stdout.splitlines() if "PROBLEM" in line]
+    assert any("API key of openai/scripted-a" in p and "SCRIPTED_API_KEY is not set" in p for p in problems)
+    assert any(url in p and "connection refused" in p for p in problems), done.stdout
+
+
+def test_a_refused_api_base_is_exit_2_naming_the_url_and_no_preflight_skips_it(tmp_path):
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    path = write_campaign(tmp_path, url, sessions_per_model=TRIP_AFTER + 3, parallelism=1)
+    done = benchtui(path, "--no-ui", "--state-dir", tmp_path / "runs", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert url in line and "connection refused" in line and "--no-preflight" in line
+    assert not (tmp_path / "runs").exists()
+
+    # Skipped: the sessions meet the refusal for real (litellm), and the breaker stops the model.
+    done = benchtui(
+        path, "--no-ui", "--no-preflight", "--state-dir", tmp_path / "runs", cwd=tmp_path, timeout=240
+    )
+    assert done.returncode == 75, done.stdout + done.stderr
+    lines = (tmp_path / "runs" / "mini" / "sessions.jsonl").read_text().splitlines()
+    ends = [r for r in map(json.loads, lines[1:]) if r.get("state") not in ("running", None)]
+    assert len(ends) == TRIP_AFTER and all(r["state"] == "error" and r["retryable"] for r in ends)
+    said = [line for line in done.stdout.splitlines() if "in a row" in line]
+    assert said and "openai/scripted-a" in said[0] and url in said[0] and "connection refused" in said[0]
+    assert "3 not launched" in done.stdout and "`benchtui --resume" in done.stdout
+
+
+def test_a_model_whose_provider_answers_is_not_held_back(tmp_path):
+    # The same campaign against a server that answers: the probe passes, sessions run.
+    with ScriptedLLM([Reply(SUBMIT)] * 4) as llm:
+        path = write_campaign(tmp_path, llm.url)
+        done = benchtui(path, "--no-ui", "--state-dir", tmp_path / "runs", cwd=tmp_path, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,61 @@
+"""The real pred's recorded answers (`../shared/pred-transcripts/`) behind a replaying stand-in.
+
+The transcripts are read where they are at test time (never copied into the repository); a test
+that needs them skips with a reason where the folder is absent (a fresh clone).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support import ROOT
+
+#: `../shared/pred-transcripts` (BENCHTUI_SHARED names another `shared`, e.g. from a git worktree).
+TRANSCRIPTS = Path(os.environ.get("BENCHTUI_SHARED") or ROOT.parent / "shared") / "pred-transcripts"
+STAND_IN = Path(__file__).with_name("stand_in_pred.py").resolve()
+BUILDS = ("8df8ac04", "v0.5.0", "4bed271c")
+#: A replay miss: the stand-in's exit status (pred itself exits 0, 1 or 2).
+NOT_RECORDED = 97
+
+
+def need_transcripts() -> Path:
+    if not (TRANSCRIPTS / "README.md").is_file():
+        pytest.skip(f"the real pred's transcripts are not here ({TRANSCRIPTS}): a fresh clone has none")
+    return TRANSCRIPTS
+
+
+def replaying_pred(where: Path, build: str) -> Path:
+    """An executable named `pred` in `where` answering exactly as the real `build` did."""
+    transcript = need_transcripts() / f"{build}.jsonl"
+    where.mkdir(parents=True, exist_ok=True)
+    pred = where / "pred"
+    pred.write_text(
+        f"#!/bin/sh\nSTAND_IN_PRED_TRANSCRIPT='{transcript}' exec '{sys.executable}' '{STAND_IN}' \"$@\"\n"
+    )
+    pred.chmod(0o755)
+    return pred
+
+
+def expected_verdicts() -> list[tuple[str, str, dict[str, Any]]]:
+    """(certificate name, build, its entry in certificates/expected.json), for every entry."""
+    folder = need_transcripts() / "certificates"
+    table = json.loads((folder / "expected.json").read_text())
+    return [(name, entry["pred"], entry) for name, entries in table.items() for entry in entries]
+
+
+def public_certificate(name: str) -> dict[str, Any]:
+    return json.loads((need_transcripts() / "certificates" / name).read_text())
+
+
+def expected_cases() -> list[tuple[str, str]]:
+    """(certificate, build) pairs for parametrising (empty where the transcripts are absent)."""
+    table = TRANSCRIPTS / "certificates" / "expected.json"
+    if not table.is_file():
+        return []
+    return [(name, e["pred"]) for name, entries in json.loads(table.read_text()).items() for e in entries]
