@@ -1,4 +1,5 @@
 import faulthandler
+import os
 import sys
 from pathlib import Path
 
@@ -16,6 +17,12 @@ def hang_guard():
     faulthandler.dump_traceback_later(HANG_GUARD_S, exit=True)
     yield
     faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def private_cache(tmp_path_factory):
+    """Caches (the fingerprints of plain-directory targets) go to a temp dir, never ~/.cache."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
 
 
 @pytest.fixture

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
 import os
 import shutil
 import stat
 import subprocess
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+
+from benchtui.core import inputs
+from benchtui.core.atomic import atomic_write
+from benchtui.core.errors import BadInput
 
 SKIP_DIRS = {".git", "target", "__pycache__", "node_modules"}
 #: Never copied into a session copy (an agent could read them and send them to its model), and so
@@ -80,23 +87,98 @@ def is_git_checkout(path: Path) -> bool:
     return _git(path, "rev-parse", "--show-toplevel") == str(path.resolve())
 
 
-def content_hash(path: Path) -> str:
-    """sha256 over relative paths and contents of every file (build/VCS dirs skipped)."""
-    digest = hashlib.sha256()
+@dataclass(slots=True)
+class HashStats:
+    """What hashing a plain directory took: its files and bytes, and the bytes actually read (0
+    when the cache answered)."""
+
+    files: int = 0
+    bytes: int = 0
+    read_bytes: int = 0
+
+
+RACY_S = 2.0
+"""A listing is cached only if no file changed within this many seconds of the hash: a file
+rewritten in the same timestamp tick (coarse-mtime filesystems) could otherwise keep its stat."""
+
+
+def _entries(path: Path) -> Iterator[tuple[Path, str, os.stat_result]]:
+    """Every file hashed, in hash order (build/VCS dirs and secret files skipped), with its lstat."""
     for root, dirs, files in os.walk(path):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not is_secret_file(d))
         for name in sorted(n for n in files if not is_secret_file(n)):
             full = Path(root, name)
-            digest.update(str(full.relative_to(path)).encode() + b"\0")
-            mode = full.lstat().st_mode
-            if stat.S_ISLNK(mode):
-                digest.update(os.readlink(full).encode())
-            elif stat.S_ISREG(mode):
-                digest.update(full.read_bytes())
-            else:  # a FIFO or a device: reading it would block or never end
-                digest.update(f"special {stat.S_IFMT(mode):o}".encode())
-            digest.update(b"\0")
-    return digest.hexdigest()[:16]
+            yield full, str(full.relative_to(path)), full.lstat()
+
+
+def content_hash(path: Path, *, cache: Path | None = None, stats: HashStats | None = None) -> str:
+    """sha256 over relative paths and contents of every file (build/VCS dirs skipped).
+
+    With `cache` (a directory), a target whose every file has the same path, size, inode, mtime
+    and ctime as when last hashed is not read again (a venv inside the target: 2.4 s per start);
+    the hash itself is the same either way. A cache that cannot be read or written is ignored."""
+    stats = stats if stats is not None else HashStats()
+    entries = list(_entries(path))
+    listing = hashlib.sha256()
+    newest = 0
+    for _full, rel, st in entries:
+        stats.files += 1
+        stats.bytes += st.st_size
+        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+        listing.update(
+            f"{rel}\0{st.st_mode} {st.st_size} {st.st_dev} {st.st_ino} {st.st_mtime_ns} {st.st_ctime_ns}\0".encode()
+        )
+    key = listing.hexdigest()
+    slot = cache / f"{hashlib.sha256(str(path).encode()).hexdigest()[:32]}.json" if cache else None
+    cached = _cached(slot, key)
+    if cached is not None:
+        return cached
+    digest = hashlib.sha256()
+    for full, rel, st in entries:
+        digest.update(rel.encode() + b"\0")
+        if stat.S_ISLNK(st.st_mode):
+            digest.update(os.readlink(full).encode())
+        elif stat.S_ISREG(st.st_mode):
+            data = full.read_bytes()
+            stats.read_bytes += len(data)
+            digest.update(data)
+        else:  # a FIFO or a device: reading it would block or never end
+            digest.update(f"special {stat.S_IFMT(st.st_mode):o}".encode())
+        digest.update(b"\0")
+    result = digest.hexdigest()[:16]
+    if slot is not None and time.time_ns() - newest > RACY_S * 1e9:
+        _store(slot, key, result)
+    return result
+
+
+def default_cache() -> Path | None:
+    """Where content hashes of plain-directory targets are cached (`$XDG_CACHE_HOME/benchtui`)."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    try:
+        return Path(base or Path.home() / ".cache") / "benchtui" / "fingerprints"
+    except RuntimeError:  # no home directory: no cache
+        return None
+
+
+def _cached(slot: Path | None, key: str) -> str | None:
+    if slot is None:
+        return None
+    try:
+        data = inputs.loads_json(inputs.read_bytes(slot, 4096, "fingerprint cache"))
+    except (OSError, ValueError, BadInput):  # missing, tampered with, or not ours: hash again
+        return None
+    if not isinstance(data, dict) or data.get("listing") != key:
+        return None
+    value = data.get("hash")
+    return value if isinstance(value, str) and len(value) == 16 else None
+
+
+def _store(slot: Path, key: str, value: str) -> None:
+    try:
+        slot.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(slot, json.dumps({"listing": key, "hash": value}).encode())
+    except OSError:
+        pass  # only a cache: the next start hashes again
 
 
 def binary_digest(tool: str) -> str | None:
@@ -129,15 +211,18 @@ def tool_version(tool: str) -> str:
     return f"{tool}={version}" + (f"@{digest}" if digest else "")
 
 
-def fingerprint(path: Path, tools: Sequence[str] = ()) -> str:
-    """`git:<commit>[+dirty]` for a git checkout, else `sha256:<content hash>`; plus tool versions."""
+def fingerprint(
+    path: Path, tools: Sequence[str] = (), *, cache: Path | None = None, stats: HashStats | None = None
+) -> str:
+    """`git:<commit>[+dirty]` for a git checkout, else `sha256:<content hash>` (see `content_hash`
+    for `cache` and `stats`); plus tool versions."""
     path = path.resolve()
     if is_git_checkout(path):
         commit = _git(path, "rev-parse", "HEAD") or "unborn"
         dirty = _git(path, "status", "--porcelain", "--untracked-files=no")
         base = f"git:{commit}{'+dirty' if dirty else ''}"
     else:
-        base = f"sha256:{content_hash(path)}"
+        base = f"sha256:{content_hash(path, cache=cache, stats=stats)}"
     return " ".join([base, *(tool_version(t) for t in tools)])
 
 

@@ -15,9 +15,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import tomli_w
-
-from benchtui.core import bounds, inputs
+from benchtui.core import bounds, inputs, tomlout
 from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO, to_float, usd
 
@@ -347,7 +345,7 @@ class SavedLedger:
             "models": {name: m.to_toml() for name, m in self.models.items()},
             "running": {s: f.to_toml() for s, f in self.running.items()},
         }
-        return tomli_w.dumps(doc).encode()
+        return tomlout.dumps(doc).encode()
 
     @classmethod
     def from_toml(cls, text: str) -> SavedLedger:

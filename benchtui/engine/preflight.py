@@ -47,13 +47,28 @@ class Start:
     notes: list[str]
 
 
+HUGE_FILES = 20_000
+HUGE_BYTES = 500_000_000
+"""A plain-directory target past either is named at start: e.g. `path = "."` beside a venv (~10k
+files, 2.4 s to hash, and a copy per session)."""
+
+
 def at_start(campaign: Campaign, *, network: bool = True) -> Start:
     """Every check before a start (BadInput on a problem), in one visit: the active runner's
     tools, the models' keys and (`network`) their `api_base`s, the campaign's warnings, the
     target's fingerprint."""
     cheap(campaign, network=network)  # e.g. no `pred`, no key: exit 2 before anything is written
     notes = [*campaign.warnings(), *unenforced(campaign)]
-    fingerprint = workspace.fingerprint(campaign.environment.path, campaign.environment.tools)
+    size = workspace.HashStats()
+    path = campaign.environment.path
+    fingerprint = workspace.fingerprint(
+        path, campaign.environment.tools, cache=workspace.default_cache(), stats=size
+    )
+    if size.files > HUGE_FILES or size.bytes > HUGE_BYTES:
+        notes.append(
+            f"{path} is large ({size.files} files, {size.bytes / 1e6:.0f} MB) and is copied whole into "
+            "every session: is environment.path right (a venv or build output inside it)?"
+        )
     if "+dirty" in fingerprint.split()[0]:
         notes.append(
             f"{campaign.environment.path} has uncommitted changes: sessions get copies of "

@@ -240,7 +240,16 @@ class Scheduler:
         )
         wall = campaign.runners[flight.runner].wall_time_s
         conclude = self._conclude_triage if triage else None
-        return Attempt(self.accounts, self.runners, spec, flight, wall_time_s=wall, conclude=conclude)
+        return Attempt(
+            self.accounts,
+            self.runners,
+            spec,
+            flight,
+            wall_time_s=wall,
+            conclude=conclude,
+            # a triage's slot waits for its durable end: its episodes are queued first (F4 order)
+            on_recorded=(lambda: None) if triage else (lambda: self._release(session.id)),
+        )
 
     def _conclude_triage(
         self, end: JournalRecord, outcome: SessionOutcome | None
@@ -281,14 +290,19 @@ class Scheduler:
         )
 
     async def _run_attempt(self, attempt: Attempt) -> None:
+        # The slot is released when the end line is queued, not once it is durable: the next
+        # launch's start line then rides the same commit (a session costs two commits, not
+        # three), and it still acts only after its own start line, so after this end, is on disk.
         end = await attempt.run()
         self._grow(end.session)
-        self._release(end.session)
+        if end.session in self._attempts:  # a triage: released only now, after its episodes are queued
+            self._release(end.session)
         self._ended(end)
 
     def _release(self, session: str) -> None:
         """Hand the slot and the unused reservation back; waiting launches re-check the budget."""
         del self._attempts[session]
+        self.accounts.expect_followers()
         self.limiter.release_on_behalf_of(session)
         self._released.set()
         self._released = trio.Event()
