@@ -178,6 +178,11 @@ def test_a_certificate_is_on_task_only_when_its_rule_and_its_instance_name_the_t
         c("Satisfiability -> MaximumIndependentSet", "Satisfiability", "MaximumIndependentSet"),
         "sat_maximumindependentset",
     )  # fmt: skip  (the shipped table's names)
+    # A shortlist episode's task is an inventory rule, `SOURCE/variant -> TARGET/variant`.
+    episode = "MaximumIndependentSet/SimpleGraph/i32 -> MinimumVertexCover/SimpleGraph/i32"
+    mis_mvc = c("MaximumIndependentSetToMinimumVertexCover", "MaximumIndependentSet", "MinimumVertexCover")
+    assert on_task(mis_mvc, episode)
+    assert not on_task(c("knapsack_ilp", "Knapsack", "ILP"), episode)
     # Another rule, or the task's name over an instance of another rule: off task.
     assert not on_task(c("knapsack_ilp", "Knapsack", "ILP"), "binpacking_ilp")
     assert not on_task(c("binpacking_ilp", "MinimumVertexCover", "EnsembleComputation"), "binpacking_ilp")

@@ -139,6 +139,9 @@ def on_task(cert: dict[str, Any], task: str) -> bool:
     wanted = {_names(task), _names(task.replace("_", "to"))}
     if task_names:
         wanted.add(_names(f"{_name(task_names[0])}to{_name(task_names[1])}"))
+    if "->" in task:  # a shortlist episode's task: `SOURCE/variant -> TARGET/variant`
+        left, right = (side.strip().split("/")[0] for side in task.split("->", 1))
+        wanted.add(_names(f"{left}to{right}"))
     rule = cert.get("rule")
     forms = set()
     if isinstance(rule, str):
