@@ -15,7 +15,8 @@ import pytest
 import trio
 from support import popen
 from support.mini import journal, pred_on_path, price, run_campaign
-from support.script_agent import agent_log, pids_matching, script_campaign
+from support.processes import pids_matching
+from support.script_agent import agent_log, script_campaign
 from support.scripted_upstream import Answer, ScriptedUpstream
 
 from benchtui.runners.kit.agentlog import MAX_LOG_BYTES

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -70,18 +69,3 @@ def script_campaign(
 
 def agent_log(run_dir: Path, session: str) -> str:
     return (run_dir / "sessions" / session / "attempt-1.agent.log").read_text(errors="replace")
-
-
-def pids_matching(text: str) -> list[int]:
-    """Live processes whose command line holds `text`."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                cmdline = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode()
-                state = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                continue
-            if text in cmdline and state != "Z":
-                found.append(int(entry.name))
-    return found
