@@ -76,10 +76,6 @@ class Accounts:
     def mark_dirty(self) -> None:
         self._store.mark_dirty()
 
-    def expect_followers(self) -> None:
-        """A slot was freed: the next commit waits a few ticks for the next session's start line."""
-        self._store.expect_followers()
-
     async def commit(self) -> None:
         await self._store.commit()
 

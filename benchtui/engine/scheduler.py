@@ -302,7 +302,6 @@ class Scheduler:
     def _release(self, session: str) -> None:
         """Hand the slot and the unused reservation back; waiting launches re-check the budget."""
         del self._attempts[session]
-        self.accounts.expect_followers()
         self.limiter.release_on_behalf_of(session)
         self._released.set()
         self._released = trio.Event()

@@ -30,10 +30,10 @@ JOURNAL_FORMAT_FILE = "sessions.format"
 none: the same layout as format 1. The journal itself stays one JSON record a line."""
 JOURNAL_FORMAT = 1
 GATHER_TICKS = 3
-"""Scheduler ticks the committer waits, after `expect_followers`, between being woken and taking
-its batch: an attempt's end frees its slot and the next launch's start line is queued 3 ticks
-later (limiter, budget check, the new task), so it rides the end's commit instead of needing its
-own (2 commits a session, not 3). Nothing waits on a timer, and other commits do not wait."""
+"""Scheduler ticks the committer waits between being woken and taking its batch: an attempt's end
+frees its slot and the next launch's start line is queued 3 ticks later (limiter, budget check,
+the new task), so it rides the end's commit instead of needing its own (2 commits a session,
+not 3). A tick is microseconds; nothing waits on a timer."""
 
 
 class Store:
@@ -57,7 +57,6 @@ class Store:
         self._wanted = trio.Event()
         self._batch_done = trio.Event()
         self.failure: StorageFailed | None = None
-        self._followers = False
         self.commits = 0
         self.write_seconds = 0.0
 
@@ -69,11 +68,6 @@ class Store:
         """Queue result details (certificates) for `outcomes/<file>.jsonl`; they are written
         before the journal line that ends the session."""
         self._rows.setdefault(file, []).append(json.dumps(record, separators=(",", ":")))
-
-    def expect_followers(self) -> None:
-        """More lines are about to be queued (a freed slot's next start): the next batch waits
-        GATHER_TICKS for them. Only then: a call's durable hold is never delayed for nothing."""
-        self._followers = True
 
     def mark_dirty(self) -> None:
         """The ledger changed; the next commit writes it (no waiting)."""
@@ -94,10 +88,8 @@ class Store:
         task_status.started()
         while True:
             await self._wanted.wait()
-            if self._followers:  # let what the wake-up itself set off join this batch
-                self._followers = False
-                for _ in range(GATHER_TICKS):
-                    await trio.lowlevel.checkpoint()
+            for _ in range(GATHER_TICKS):  # let what the wake-up itself set off join this batch
+                await trio.lowlevel.checkpoint()
             await self.flush()
 
     async def flush(self) -> None:
