@@ -43,8 +43,6 @@ def _value(value: Any) -> str:
         return repr(value)
     if kind is int:
         return str(value)
-    if kind is str:
-        return _string(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -69,7 +67,7 @@ def dumps(doc: Mapping[str, Any]) -> str:
 def _table(table: Mapping[str, Any], prefix: str, out: list[str]) -> None:
     subtables = []
     for key, value in table.items():
-        if type(value) is dict or isinstance(value, Mapping):  # abc checks are slow: dicts first
+        if isinstance(value, dict | Mapping):
             subtables.append((key, value))
         else:
             out.append(f"{_key(key)} = {_value(value)}\n")

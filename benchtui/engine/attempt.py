@@ -66,14 +66,10 @@ class Attempt:
         wall_time_s: float | None,
         conclude: Callable[[JournalRecord, SessionOutcome | None], tuple[JournalRecord, list[JournalRecord]]]
         | None = None,
-        on_recorded: Callable[[], None] = lambda: None,
     ) -> None:
         self.accounts = accounts
         self.conclude = conclude
         """Completes the end line (a triage's shortlist) and gives lines to write with it."""
-        self.on_recorded = on_recorded
-        """Called once the end line is queued (before it is durable): the slot may go to the next
-        session, whose start line then shares this end's commit or follows it (never precedes)."""
         self.runners = runners
         self.spec = spec
         self.flight = flight
@@ -179,7 +175,6 @@ class Attempt:
         self.accounts.record(end)
         for line in more:
             self.accounts.record(line)
-        self.on_recorded()
         with trio.CancelScope(shield=True):
             await self.accounts.commit()
         return end

@@ -247,8 +247,6 @@ class Scheduler:
             flight,
             wall_time_s=wall,
             conclude=conclude,
-            # a triage's slot waits for its durable end: its episodes are queued first (F4 order)
-            on_recorded=(lambda: None) if triage else (lambda: self._release(session.id)),
         )
 
     def _conclude_triage(
@@ -290,13 +288,9 @@ class Scheduler:
         )
 
     async def _run_attempt(self, attempt: Attempt) -> None:
-        # The slot is released when the end line is queued, not once it is durable: the next
-        # launch's start line then rides the same commit (a session costs two commits, not
-        # three), and it still acts only after its own start line, so after this end, is on disk.
         end = await attempt.run()
-        self._grow(end.session)
-        if end.session in self._attempts:  # a triage: released only now, after its episodes are queued
-            self._release(end.session)
+        self._grow(end.session)  # a triage's episodes are queued before its slot is released
+        self._release(end.session)
         self._ended(end)
 
     def _release(self, session: str) -> None:

@@ -29,11 +29,6 @@ JOURNAL_FORMAT_FILE = "sessions.format"
 """Beside the journal: its format number (`1\n`). Run dirs made before formats had numbers have
 none: the same layout as format 1. The journal itself stays one JSON record a line."""
 JOURNAL_FORMAT = 1
-GATHER_TICKS = 3
-"""Scheduler ticks the committer waits between being woken and taking its batch: an attempt's end
-frees its slot and the next launch's start line is queued 3 ticks later (limiter, budget check,
-the new task), so it rides the end's commit instead of needing its own (2 commits a session,
-not 3). A tick is microseconds; nothing waits on a timer."""
 
 
 class Store:
@@ -88,8 +83,6 @@ class Store:
         task_status.started()
         while True:
             await self._wanted.wait()
-            for _ in range(GATHER_TICKS):  # let what the wake-up itself set off join this batch
-                await trio.lowlevel.checkpoint()
             await self.flush()
 
     async def flush(self) -> None:
