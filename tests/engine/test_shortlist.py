@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from support import benchtui, calls, check_accounts, check_reconciled, journal, last_states, ledger, popen
+from support.real_parts import require_tools
 
 from benchtui.engine.shortlist import judge
 from benchtui.report.shortlist import cut_points
@@ -294,6 +295,7 @@ def test_bad_protocol_keys_are_one_line_errors(tmp_path, kw, message):
 
 
 def test_a_triage_never_runs_on_a_runner_without_a_rule_inventory(tmp_path):
+    require_tools("bwrap", "socat")  # the command runner's preflight needs them before the triage check
     path = shortlist_toml(tmp_path, size=2)
     text = path.read_text().replace(
         "[[models]]", '[runners.cli]\nkind = "command"\ncommand = ["true"]\n\n[[models]]', 1

@@ -16,6 +16,7 @@ import trio
 from support import popen
 from support.mini import journal, pred_on_path, price, run_campaign
 from support.processes import pids_matching
+from support.real_parts import require_tools
 from support.script_agent import agent_log, script_campaign
 from support.scripted_upstream import Answer, ScriptedUpstream
 
@@ -26,6 +27,7 @@ REAL_KEY = "sk-real-scripted-key-77c1"
 
 @pytest.fixture(autouse=True)
 def _env(tmp_path, monkeypatch):
+    require_tools("bwrap", "socat")  # every agent here runs in bubblewrap, behind socat
     pred_on_path(tmp_path, monkeypatch)
     monkeypatch.setenv("SCRIPTED_API_KEY", REAL_KEY)
 
