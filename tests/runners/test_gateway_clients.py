@@ -37,13 +37,12 @@ def upstream():
 async def test_each_call_is_charged_its_usage_at_campaign_prices(upstream, client, stream):
     meter, ledger, _ = open_meter(Decimal("1"), model_at(upstream))
     with trio.fail_after(60):
-        async with open_gateway() as gateway:
-            with gateway.session(meter, meter._model, REAL_KEY) as grant:
-                for _ in range(2):
-                    text = await trio.to_thread.run_sync(
-                        partial(call, client, gateway.url, grant.token, stream=stream)
-                    )
-                    assert text == "Hello there"
+        async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as grant:
+            for _ in range(2):
+                text = await trio.to_thread.run_sync(
+                    partial(call, client, gateway.url, grant.token, stream=stream)
+                )
+                assert text == "Hello there"
     flight = ledger.running["m-0"]
     assert flight.spent == 2 * cost(1234, 56)  # exactly usage x prices, never the provider's word
     assert flight.held == 0 and meter.calls == 2
@@ -61,12 +60,11 @@ async def test_a_call_that_does_not_fit_is_refused_as_a_rate_limit_error(upstrea
     # The worst case of one call: ~2,150 prompt tokens (body bytes + allowance) x $3 + 1,000 x $15
     # per million, about $0.0215; the first costs $0.0045: a $0.025 reservation fits one, not two.
     meter, ledger, _ = open_meter(Decimal("0.025"), model_at(upstream))
-    async with open_gateway() as gateway:
-        with gateway.session(meter, meter._model, REAL_KEY) as grant:
-            first = partial(call, client, gateway.url, grant.token, stream=False, max_tokens=None)
-            assert await trio.to_thread.run_sync(first) == "Hello there"
-            with pytest.raises(rate_limit_errors()) as refused:
-                await trio.to_thread.run_sync(first)
+    async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as grant:
+        first = partial(call, client, gateway.url, grant.token, stream=False, max_tokens=None)
+        assert await trio.to_thread.run_sync(first) == "Hello there"
+        with pytest.raises(rate_limit_errors()) as refused:
+            await trio.to_thread.run_sync(first)
     assert "session budget is spent" in str(refused.value)
     assert len(upstream.calls) == 1  # refused before the provider, and no client retried it
     assert ledger.running["m-0"].spent == cost(1234, 56)
@@ -84,24 +82,23 @@ async def test_spend_never_passes_the_reservation_at_any_parallelism(stream):
     reservation = Decimal("0.25")
     with ScriptedUpstream(dearest) as up:
         meter, ledger, overspent = open_meter(reservation, model_at(up))
-        async with open_gateway() as gateway:
-            with gateway.session(meter, meter._model, REAL_KEY) as grant:
-                outcomes: list[str] = []
+        async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as grant:
+            outcomes: list[str] = []
 
-                async def one(client: str) -> None:
-                    try:
-                        await trio.to_thread.run_sync(
-                            partial(call, client, gateway.url, grant.token, stream=stream), limiter=limiter
-                        )
-                        outcomes.append("ok")
-                    except rate_limit_errors():
-                        outcomes.append("refused")
+            async def one(client: str) -> None:
+                try:
+                    await trio.to_thread.run_sync(
+                        partial(call, client, gateway.url, grant.token, stream=stream), limiter=limiter
+                    )
+                    outcomes.append("ok")
+                except rate_limit_errors():
+                    outcomes.append("refused")
 
-                limiter = trio.CapacityLimiter(64)
-                with trio.fail_after(120):
-                    async with trio.open_nursery() as nursery:
-                        for n in range(64):
-                            nursery.start_soon(one, ["openai-chat", "anthropic", "openai-responses"][n % 3])
+            limiter = trio.CapacityLimiter(64)
+            with trio.fail_after(120):
+                async with trio.open_nursery() as nursery:
+                    for n in range(64):
+                        nursery.start_soon(one, ["openai-chat", "anthropic", "openai-responses"][n % 3])
     flight = ledger.running["m-0"]
     assert outcomes.count("ok") == len(up.calls) >= 5 and "refused" in outcomes
     assert flight.spent == sum(cost(dearest(c).input_tokens, dearest(c).output_tokens) for c in up.calls)
@@ -116,9 +113,9 @@ async def test_missing_usage_or_a_broken_stream_is_charged_the_worst_case(client
     answer = Answer(usage=False) if trouble == "no usage" else Answer(cut_after=2)
     with ScriptedUpstream(lambda c: answer) as up:
         meter, ledger, _ = open_meter(Decimal("1"), model_at(up))
-        async with open_gateway() as gateway:
-            # A cut stream may or may not raise in the client; the charge is what matters.
-            with gateway.session(meter, meter._model, REAL_KEY) as grant, contextlib.suppress(Exception):
+        # A cut stream may or may not raise in the client; the charge is what matters.
+        async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as grant:
+            with contextlib.suppress(Exception):
                 await trio.to_thread.run_sync(partial(call, client, gateway.url, grant.token, stream=True))
     sent = len(up.calls[0].text.encode())
     flight = ledger.running["m-0"]
@@ -135,7 +132,7 @@ async def test_a_token_dies_with_its_session(upstream):
 
     meter, _, _ = open_meter(Decimal("1"), model_at(upstream))
     async with open_gateway() as gateway:
-        with gateway.session(meter, meter._model, REAL_KEY) as grant:
+        async with gateway.session(meter, meter._model, REAL_KEY) as grant:
             pass
         with pytest.raises(openai.AuthenticationError):
             await trio.to_thread.run_sync(
@@ -152,11 +149,8 @@ async def test_a_provider_that_cannot_be_reached_costs_nothing():
         closed = up.url  # the server is gone once the block ends: nothing listens there
     meter, ledger, _ = open_meter(Decimal("1"), model_at(up), limits=LogicalLimits(model_calls=10))
     assert meter._model.api_base == closed
-    async with open_gateway() as gateway:
-        with (
-            gateway.session(meter, meter._model, REAL_KEY) as grant,
-            pytest.raises(openai.InternalServerError, match="unreachable"),
-        ):
+    async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as grant:
+        with pytest.raises(openai.InternalServerError, match="unreachable"):
             await trio.to_thread.run_sync(
                 partial(call, "openai-chat", gateway.url, grant.token, stream=False)
             )

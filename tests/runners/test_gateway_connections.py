@@ -64,7 +64,7 @@ async def test_1100_idle_connections_leave_the_engine_its_descriptors_and_calls(
     with ScriptedUpstream(lambda c: Answer(text="still here")) as up:
         meter, ledger, _ = open_meter(Decimal("1"), model_at(up))
         async with open_gateway() as gateway:
-            assert gateway.connections.limit == 256  # a quarter of 1,024
+            assert (await gateway.figures()).limit == 256  # a quarter of 1,024
             host, port = host_port(gateway.url)
             attacker = subprocess.Popen(
                 [sys.executable, "-c", ATTACKER, host, str(port), "1100"],
@@ -76,15 +76,15 @@ async def test_1100_idle_connections_leave_the_engine_its_descriptors_and_calls(
                 with trio.fail_after(60):
                     line = await trio.to_thread.run_sync(attacker.stdout.readline)  # type: ignore[union-attr]
                     assert line.strip() == "ready"
-                    while gateway.connections.evicted < 600:  # most of the attack has come in
+                    while (await gateway.figures()).evicted < 600:  # most of the attack has come in
                         await trio.sleep(0.05)
-                    assert len(gateway.connections.connections) <= 256
+                    assert (await gateway.figures()).open <= 256
                     # The engine can still open what it needs: files (ledger, logs) ...
                     files = [tempfile.TemporaryFile() for _ in range(300)]  # noqa: SIM115 (all open at once)
                     for f in files:
                         f.close()
                     # ... and a session's agent still gets its answers, with its token.
-                    with gateway.session(meter, meter._model, REAL_KEY) as grant:
+                    async with gateway.session(meter, meter._model, REAL_KEY) as grant:
                         for _ in range(3):
                             text = await trio.to_thread.run_sync(
                                 partial(call, "openai-chat", gateway.url, grant.token, stream=False)
@@ -141,23 +141,25 @@ async def test_an_idle_connection_is_closed():
 async def test_a_call_in_flight_is_never_the_one_closed_for_a_newcomer():
     with ScriptedUpstream(lambda c: Answer(text="slow but whole", delay_s=1.5)) as up:
         meter, _, _ = open_meter(Decimal("1"), model_at(up))
-        async with open_gateway(max_connections=4) as gateway:
-            with gateway.session(meter, meter._model, REAL_KEY) as grant:
-                async with trio.open_nursery() as nursery:
-                    answers: list[str] = []
+        async with (
+            open_gateway(max_connections=4) as gateway,
+            gateway.session(meter, meter._model, REAL_KEY) as grant,
+        ):
+            async with trio.open_nursery() as nursery:
+                answers: list[str] = []
 
-                    async def slow_call() -> None:
-                        answers.append(
-                            await trio.to_thread.run_sync(
-                                partial(call, "anthropic", gateway.url, grant.token, stream=True)
-                            )
+                async def slow_call() -> None:
+                    answers.append(
+                        await trio.to_thread.run_sync(
+                            partial(call, "anthropic", gateway.url, grant.token, stream=True)
                         )
+                    )
 
-                    nursery.start_soon(slow_call)
-                    await trio.sleep(0.5)
-                    idle = [socket.create_connection(host_port(gateway.url)) for _ in range(12)]
-                    await trio.sleep(0.3)
-                assert answers == ["slow but whole"]
-                assert gateway.connections.evicted >= 8
-                for s in idle:
-                    s.close()
+                nursery.start_soon(slow_call)
+                await trio.sleep(0.5)
+                idle = [socket.create_connection(host_port(gateway.url)) for _ in range(12)]
+                await trio.sleep(0.3)
+            assert answers == ["slow but whole"]
+            assert (await gateway.figures()).evicted >= 8
+            for s in idle:
+                s.close()

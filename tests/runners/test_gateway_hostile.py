@@ -61,17 +61,16 @@ async def test_two_output_bounds_are_both_clamped_so_the_provider_cannot_spend_p
 
     with ScriptedUpstream(honours_the_largest_bound) as up:
         meter, ledger, overspent = open_meter(Decimal("0.05"), model_at(up))
-        async with open_gateway() as gateway:
-            with gateway.session(meter, meter._model, REAL_KEY) as grant:
-                client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=grant.token, max_retries=0)
-                create = partial(
-                    client.chat.completions.create,
-                    model="m",
-                    messages=PROMPT,
-                    max_completion_tokens=1,
-                    max_tokens=100_000,
-                )
-                await trio.to_thread.run_sync(create)
+        async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as grant:
+            client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=grant.token, max_retries=0)
+            create = partial(
+                client.chat.completions.create,
+                model="m",
+                messages=PROMPT,
+                max_completion_tokens=1,
+                max_tokens=100_000,
+            )
+            await trio.to_thread.run_sync(create)
     (seen,) = up.calls
     assert seen.body["max_tokens"] == seen.body["max_completion_tokens"] == 1
     flight = ledger.running["m-0"]
@@ -85,21 +84,20 @@ async def test_choices_are_held_in_full_so_n_16_does_not_fit_a_one_choice_budget
 
     with ScriptedUpstream(honours_the_largest_bound) as up:
         meter, ledger, overspent = open_meter(Decimal("0.05"), model_at(up))
-        async with open_gateway() as gateway:
-            with gateway.session(meter, meter._model, REAL_KEY) as grant:
-                client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=grant.token, max_retries=0)
-                with pytest.raises(openai.RateLimitError, match="budget is spent"):
-                    await trio.to_thread.run_sync(
-                        partial(client.chat.completions.create, model="m", messages=PROMPT, n=16)
-                    )
-                # Two choices fit: held and charged as two.
+        async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as grant:
+            client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=grant.token, max_retries=0)
+            with pytest.raises(openai.RateLimitError, match="budget is spent"):
                 await trio.to_thread.run_sync(
-                    partial(client.chat.completions.create, model="m", messages=PROMPT, n=2, max_tokens=500)
+                    partial(client.chat.completions.create, model="m", messages=PROMPT, n=16)
                 )
-                with pytest.raises(openai.BadRequestError, match="'n' must be"):
-                    await trio.to_thread.run_sync(
-                        partial(client.chat.completions.create, model="m", messages=PROMPT, n=1000)
-                    )
+            # Two choices fit: held and charged as two.
+            await trio.to_thread.run_sync(
+                partial(client.chat.completions.create, model="m", messages=PROMPT, n=2, max_tokens=500)
+            )
+            with pytest.raises(openai.BadRequestError, match="'n' must be"):
+                await trio.to_thread.run_sync(
+                    partial(client.chat.completions.create, model="m", messages=PROMPT, n=1000)
+                )
     assert [c.body["n"] for c in up.calls] == [2]
     flight = ledger.running["m-0"]
     assert flight.spent == cost(1000, 1000) and flight.held == 0 and not overspent
@@ -114,20 +112,19 @@ async def test_continuous_usage_stats_are_settled_on_the_final_usage_not_the_fir
         lambda c: Answer(text="0123456789", input_tokens=700, output_tokens=900, chunks=10)
     ) as up:
         meter, ledger, _ = open_meter(Decimal("1"), model_at(up))
-        async with open_gateway() as gateway:
-            with gateway.session(meter, meter._model, REAL_KEY) as grant:
-                client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=grant.token, max_retries=0)
+        async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as grant:
+            client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=grant.token, max_retries=0)
 
-                def stream() -> str:
-                    chunks = client.chat.completions.create(
-                        model="m",
-                        messages=PROMPT,
-                        stream=True,
-                        stream_options={"include_usage": True, "continuous_usage_stats": True},  # type: ignore[typeddict-unknown-key]
-                    )
-                    return "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
+            def stream() -> str:
+                chunks = client.chat.completions.create(
+                    model="m",
+                    messages=PROMPT,
+                    stream=True,
+                    stream_options={"include_usage": True, "continuous_usage_stats": True},  # type: ignore[typeddict-unknown-key]
+                )
+                return "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
 
-                assert sorted(await trio.to_thread.run_sync(stream)) == sorted("0123456789")
+            assert sorted(await trio.to_thread.run_sync(stream)) == sorted("0123456789")
     assert ledger.running["m-0"].spent == cost(700, 900)
 
 
@@ -151,22 +148,21 @@ async def test_hosted_tools_are_refused_in_the_apis_shape_and_never_reach_the_pr
 
     with ScriptedUpstream() as up:
         meter, ledger, _ = open_meter(Decimal("1"), model_at(up))
-        async with open_gateway() as gateway:
-            with gateway.session(meter, meter._model, REAL_KEY) as grant:
-                if api == "messages":
-                    sdk = anthropic.Anthropic(base_url=gateway.url, api_key=grant.token, max_retries=0)
-                    call = partial(sdk.messages.create, model="c", max_tokens=100, messages=PROMPT, **extra)
-                    error: type[Exception] = anthropic.BadRequestError
-                elif api == "chat":
-                    client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=grant.token, max_retries=0)
-                    call = partial(client.chat.completions.create, model="m", messages=PROMPT, **extra)
-                    error = openai.BadRequestError
-                else:
-                    client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=grant.token, max_retries=0)
-                    call = partial(client.responses.create, model="m", input="Search.", **extra)
-                    error = openai.BadRequestError
-                with pytest.raises(error, match="gateway: "):
-                    await trio.to_thread.run_sync(call)
+        async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as grant:
+            if api == "messages":
+                sdk = anthropic.Anthropic(base_url=gateway.url, api_key=grant.token, max_retries=0)
+                call = partial(sdk.messages.create, model="c", max_tokens=100, messages=PROMPT, **extra)
+                error: type[Exception] = anthropic.BadRequestError
+            elif api == "chat":
+                client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=grant.token, max_retries=0)
+                call = partial(client.chat.completions.create, model="m", messages=PROMPT, **extra)
+                error = openai.BadRequestError
+            else:
+                client = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key=grant.token, max_retries=0)
+                call = partial(client.responses.create, model="m", input="Search.", **extra)
+                error = openai.BadRequestError
+            with pytest.raises(error, match="gateway: "):
+                await trio.to_thread.run_sync(call)
     assert up.calls == []
     flight = ledger.running["m-0"]
     assert (flight.spent, flight.held, meter.calls) == (0, 0, 0)
@@ -194,9 +190,8 @@ async def test_a_provider_error_that_echoes_the_key_reaches_the_agent_scrubbed(a
     answer = Answer(status=401, error_body=echo_keys, error_headers={"retry-after": REAL_KEY})
     with ScriptedUpstream(lambda c: answer) as up:
         meter, ledger, _ = open_meter(Decimal("1"), model_at(up))
-        async with open_gateway() as gateway:
-            with gateway.session(meter, meter._model, REAL_KEY) as grant:
-                r = await post(gateway.url, api, grant.token, body_for(api))
+        async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as grant:
+            r = await post(gateway.url, api, grant.token, body_for(api))
     assert len(up.calls) == 1 and r.status_code == 401
     seen = r.content + json.dumps(dict(r.headers)).encode()
     for form in (REAL_KEY, json.dumps(REAL_KEY)[1:-1], str(httpx.QueryParams({"k": REAL_KEY}))[2:]):
@@ -210,10 +205,9 @@ async def test_a_200_mib_answer_is_cut_bounded_and_charged_its_hold():
     # Before: read whole (+640 MB in the engine) and relayed.
     with ScriptedUpstream(lambda c: Answer(pad_bytes=200 * 1024 * 1024)) as up:
         meter, ledger, _ = open_meter(Decimal("1"), model_at(up))
-        async with open_gateway() as gateway:
-            with gateway.session(meter, meter._model, REAL_KEY) as grant:
-                with trio.fail_after(60):
-                    r = await post(gateway.url, "chat", grant.token, body_for("chat"), timeout=60)
+        async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as grant:
+            with trio.fail_after(60):
+                r = await post(gateway.url, "chat", grant.token, body_for("chat"), timeout=60)
     assert r.status_code == 502 and "passed" in error_message("chat", r)
     assert up.sent < MAX_ANSWER_BYTES + 16 * 1024 * 1024  # the gateway stopped reading at its cap
     flight = ledger.running["m-0"]
@@ -227,12 +221,14 @@ async def test_an_endless_stream_is_cut_at_the_calls_total_deadline(api):
     # Before: request_timeout_s bounded each read only; a provider that keeps sending never ended.
     with ScriptedUpstream(lambda c: Answer(endless=True)) as up:
         meter, ledger, _ = open_meter(Decimal("1"), model_at(up))
-        async with open_gateway(request_timeout_s=1.5) as gateway:
-            with gateway.session(meter, meter._model, REAL_KEY) as grant:
-                started = trio.current_time()
-                with trio.fail_after(20):
-                    r = await post(gateway.url, api, grant.token, body_for(api, stream=True))
-                took = trio.current_time() - started
+        async with (
+            open_gateway(request_timeout_s=1.5) as gateway,
+            gateway.session(meter, meter._model, REAL_KEY) as grant,
+        ):
+            started = trio.current_time()
+            with trio.fail_after(20):
+                r = await post(gateway.url, api, grant.token, body_for(api, stream=True))
+            took = trio.current_time() - started
     assert 1.4 < took < 6, took
     assert r.status_code == 200 and b"deadline" in r.content.splitlines()[-2]  # an error event ends it
     flight = ledger.running["m-0"]
@@ -268,10 +264,9 @@ async def test_every_malformed_body_is_a_4xx_in_the_apis_shape(api):
     # Before: 100k-deep JSON was a 500 with an empty body; wrong types went on to the provider.
     with ScriptedUpstream() as up:
         meter, ledger, _ = open_meter(Decimal("1"), model_at(up))
-        async with open_gateway() as gateway:
-            with gateway.session(meter, meter._model, REAL_KEY) as grant:
-                for name, raw in MALFORMED.items():
-                    r = await post(gateway.url, api, grant.token, raw)
-                    assert 400 <= r.status_code < 500, (name, r.status_code, r.content[:200])
-                    assert error_message(api, r).startswith(("gateway:", "'")), name
+        async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as grant:
+            for name, raw in MALFORMED.items():
+                r = await post(gateway.url, api, grant.token, raw)
+                assert 400 <= r.status_code < 500, (name, r.status_code, r.content[:200])
+                assert error_message(api, r).startswith(("gateway:", "'")), name
     assert up.calls == [] and ledger.running["m-0"].spent == 0

@@ -35,7 +35,7 @@ from benchtui.core.contract import (
 from benchtui.core.executor import ExecutorConfig
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.gateway import Gateway, open_gateway
-from benchtui.runners.command.gateway.session import upstream_model
+from benchtui.runners.command.gateway.grant import upstream_model
 from benchtui.runners.command.launch import NOT_STARTED, AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit import secrets as keys
@@ -147,7 +147,7 @@ class CommandRunner(RunnerKind):
         evidence = Evidence(files, session.attempt)
         try:
             await trio.to_thread.run_sync(_write_prompt, prompt_file, prompt)
-            with self.gateway.session(meter, session.model, secrets.get(key_name or "")) as grant:
+            async with self.gateway.session(meter, session.model, secrets.get(key_name or "")) as grant:
                 command = AgentCommand(profile, argv0, values, grant.token, self.pred if verified else None)
                 ran = await self.placement.run_agent(session, meter, command, prompt_file, evidence)
             if ran.error:

@@ -7,23 +7,24 @@ price table cannot bound, and (should it ever happen) a failure of its own: neve
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import httpx
-import trio
+import aiohttp
+import orjson
 
-from benchtui.runners.command.gateway.dialects import ROUTES, ChatCompletions, Dialect, Messages
-from benchtui.runners.command.gateway.relay import (
+from benchtui.runners.command.gateway.call import (
+    Meter,
     Reply,
     Scrubber,
-    _read_bounded,
     metered_call,
+    read_bounded,
     upstream_headers,
 )
-from benchtui.runners.command.gateway.session import Binding
+from benchtui.runners.command.gateway.dialects import ROUTES, ChatCompletions, Dialect, Messages
+from benchtui.runners.command.gateway.grant import Grant
 
 MAX_BODY = 64 * 1024 * 1024
 BODY_TIMEOUT_S = 60.0
@@ -36,22 +37,19 @@ class BadBody(Exception):
     pass
 
 
-def _no_constants(name: str) -> Any:
-    raise BadBody(f"{name} is not JSON")  # Python reads NaN and Infinity; providers do not
-
-
 class GatewayApp:
-    def __init__(
-        self, client: httpx.AsyncClient, bindings: dict[str, Binding], request_timeout_s: float = 600.0
-    ) -> None:
+    """Served by each relay process: `grants` is the relay's copy of the live tokens."""
+
+    def __init__(self, client: aiohttp.ClientSession, meter: Meter, request_timeout_s: float = 600.0) -> None:
         self.client = client
-        self.bindings = bindings
+        self.meter = meter
+        self.grants: dict[str, Grant] = {}
         self.request_timeout_s = request_timeout_s
         self._scrub: tuple[frozenset[str], Scrubber] = (frozenset(), Scrubber(()))
 
     def _scrubber(self) -> Scrubber:
         """Every key the gateway holds now (any session's: one agent may see another's echoed)."""
-        keys = frozenset(b.api_key for b in self.bindings.values() if b.api_key)
+        keys = frozenset(g.api_key for g in self.grants.values() if g.api_key)
         if keys != self._scrub[0]:
             self._scrub = (keys, Scrubber(keys))
         return self._scrub[1]
@@ -84,8 +82,8 @@ class GatewayApp:
         self, scope: dict[str, Any], receive: Callable, path: str, dialect: Dialect, reply: Reply
     ) -> None:
         headers = dict(scope["headers"])
-        binding = self.bindings.get(_token(headers))
-        if binding is None or not binding.open:
+        grant = self.grants.get(_token(headers))
+        if grant is None or not grant.open:
             body = dialect.error(401, "gateway: unknown or expired session token", "authentication_error")
             await reply.whole(401, body)
             return
@@ -96,60 +94,68 @@ class GatewayApp:
         if request is None:
             return
         if path == COUNT_TOKENS:
-            await self._count_tokens(binding, dialect, request, headers, reply)
+            await self._count_tokens(grant, dialect, request, headers, reply)
         elif request.get("previous_response_id") or request.get("conversation"):
             # The prompt would be stored upstream, out of sight: its worst case could not be bounded.
             message = "gateway: send the whole conversation with each call (store = false)"
             await reply.whole(400, dialect.error(400, message, "invalid_request_error"))
         else:
-            await metered_call(self.client, binding, dialect, request, headers, reply, self.request_timeout_s)
+            await metered_call(
+                self.client, self.meter, grant, dialect, request, headers, reply, self.request_timeout_s
+            )
 
     async def _count_tokens(
-        self, binding: Binding, dialect: Dialect, request: dict[str, Any], headers: dict, reply: Reply
+        self, grant: Grant, dialect: Dialect, request: dict[str, Any], headers: dict, reply: Reply
     ) -> None:
-        request["model"] = binding.upstream_model
-        with trio.move_on_after(self.request_timeout_s):
-            try:
-                async with self.client.stream(
-                    "POST",
-                    f"{binding.base_url(dialect)}/messages/count_tokens",
-                    content=json.dumps(request).encode(),
-                    headers=upstream_headers(dialect, binding, headers),
-                ) as r:
-                    data = await _read_bounded(r)
-                    status = r.status_code
-            except (httpx.HTTPError, RecursionError, ValueError) as exc:
-                await reply.fail(502, f"gateway: provider unreachable: {type(exc).__name__}")
-                return
-            if data is None:
-                await reply.fail(502, "gateway: the provider's answer is too large")
-            else:
-                await reply.whole(status, data)
+        request["model"] = grant.model
+        try:
+            async with asyncio.timeout(self.request_timeout_s):
+                try:
+                    async with self.client.post(
+                        f"{grant.base_url(dialect)}/messages/count_tokens",
+                        data=orjson.dumps(request),
+                        headers=upstream_headers(dialect, grant, headers),
+                    ) as r:
+                        data = await read_bounded(r)
+                        status = r.status
+                except aiohttp.ClientError as exc:
+                    await reply.fail(502, f"gateway: provider unreachable: {type(exc).__name__}")
+                    return
+        except TimeoutError:
+            await reply.fail(504, "gateway: the provider did not answer in time", "timeout_error")
             return
-        await reply.fail(504, "gateway: the provider did not answer in time", "timeout_error")
+        if data is None:
+            await reply.fail(502, "gateway: the provider's answer is too large")
+        else:
+            await reply.whole(status, data)
 
 
 async def _request(receive: Callable, dialect: Dialect, reply: Reply) -> dict[str, Any] | None:
     """The body as a JSON object, or None once the agent has its 4xx (or has gone)."""
-    with trio.move_on_after(BODY_TIMEOUT_S) as timer:
-        try:
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT_S):
             raw = await _body(receive)
-            if raw is None:
-                return None  # the client went away
-            request = json.loads(raw, parse_constant=_no_constants)
-            if not isinstance(request, dict):
-                raise BadBody("the body is not a JSON object")
-            return request
-        except RecursionError:
-            why = "the body nests deeper than JSON parsers allow"
-        except (ValueError, BadBody) as exc:
-            why = str(exc) if isinstance(exc, BadBody) else "the body is not JSON"
-        status = 413 if why.startswith("the body is over") else 400
-        kind = "request_too_large" if status == 413 else "invalid_request_error"
-        await reply.whole(status, dialect.error(status, f"gateway: {why}", kind))
-        return None
-    if timer.cancelled_caught:
+    except TimeoutError:
         await reply.whole(408, dialect.error(408, "gateway: the body came too slowly", "timeout_error"))
+        return None
+    except BadBody as exc:
+        await reply.whole(413, dialect.error(413, f"gateway: {exc}", "request_too_large"))
+        return None
+    if raw is None:
+        return None  # the client went away
+    try:
+        request = orjson.loads(raw)  # strict JSON: no NaN or Infinity (providers read none)
+    except orjson.JSONDecodeError as exc:
+        why = (
+            "the body nests deeper than JSON parsers allow"
+            if "recursion" in str(exc)
+            else "the body is not JSON"
+        )
+    else:
+        if isinstance(request, dict):
+            return request
+        why = "the body is not a JSON object"
+    await reply.whole(400, dialect.error(400, f"gateway: {why}", "invalid_request_error"))
     return None
 
 

@@ -1,256 +1,153 @@
-"""One metered call: plan it (policy), hold its worst case, forward, charge the final usage.
+"""A relay process: `python -m benchtui.runners.command.gateway.relay CHANNEL_FD SETTINGS_JSON LISTENER_FD...`.
 
-The worst case counts one prompt token per byte of the forwarded request (every tokenizer the
-providers use spends at least a byte per token, and JSON only adds bytes) plus a fixed allowance
-for what the provider adds around it (tool-use preambles, chat templates); the output side is the
-bound the policy enforced on the request, times its choices. Whatever goes wrong after the hold
-(no usage, a broken or endless stream, an answer over MAX_ANSWER_BYTES, the call's total
-deadline, a client that went away) is charged that worst case: the provider may have billed it.
-An error answer from the provider, or no connection to it, is charged nothing. Everything the
-provider sends back is scrubbed of every key the gateway holds before the agent sees it.
+It serves the gateway's listeners (inherited from the engine, shared by every relay) with uvicorn
+on uvloop and httptools, carries calls to the provider with aiohttp (connections reused), and
+asks the engine's meter, over its channel (`link`), for each call's hold and then its charge. It
+never runs on the engine's loop or the TUI's: HTTP parsing costs them nothing. When the channel
+closes (the engine is gone, even by SIGKILL) the relay exits at once.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+import asyncio
+import logging
+import os
+import socket
+import sys
 from typing import Any
-from urllib.parse import quote
 
-import httpx
-import trio
+import aiohttp
+import orjson
+import uvicorn
 
-from benchtui.core.contract import Usage
-from benchtui.runners.command.gateway import policy
-from benchtui.runners.command.gateway.dialects import NO_RETRY, REFUSAL_STATUS, Dialect
-from benchtui.runners.command.gateway.session import Binding
-from benchtui.runners.command.gateway.sse import EventSplitter, EventTooLarge
-
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-JSON = [(b"content-type", b"application/json")]
-FORWARDED = ("content-type", "accept", "anthropic-version", "anthropic-beta", "openai-beta")
-MAX_ANSWER_BYTES = 64 * 1024 * 1024
-"""A provider's answer, whole or streamed; past it the call is cut and charged its hold."""
-REDACTED = b"[redacted by benchtui]"
+from benchtui.runners.command.gateway.app import GatewayApp
+from benchtui.runners.command.gateway.call import Used
+from benchtui.runners.command.gateway.connections import Guard
+from benchtui.runners.command.gateway.grant import Grant
+from benchtui.runners.command.gateway.link import Lines, encode
 
 
-class Scrubber:
-    """Every form a key may take in a provider's echo (as is, JSON-escaped, URL-encoded)."""
+class EngineLink:
+    """The relay's end of its channel: holds awaited, charges sent in order, writes batched (one
+    send per turn of the loop however many messages it queued)."""
 
-    def __init__(self, secrets: Iterable[str]) -> None:
-        forms = set()
-        for secret in secrets:
-            if len(secret) >= 8:  # shorter strings would redact ordinary words, not keys
-                forms |= {secret, json.dumps(secret)[1:-1], quote(secret, safe="")}
-        self._forms = sorted((f.encode() for f in forms), key=len, reverse=True)
-        # A few forms: `in` (C memchr speed, 0.3 ms a MiB); many: one regex pass (6 us an event
-        # for 64 keys, where 192 `in` tests take 130 us).
-        many = len(self._forms) > 9
-        self._pattern = re.compile(b"|".join(map(re.escape, self._forms))) if many else None
+    def __init__(self, sock: socket.socket, app: GatewayApp | None = None) -> None:
+        self._sock = sock
+        self.app: GatewayApp | None = app
+        self.guard: Guard | None = None
+        self.serve = asyncio.Event()
+        self._next = 0
+        self._waiting: dict[int, asyncio.Future[str | None]] = {}
+        self._out: list[bytes] = []
+        self._loop = asyncio.get_running_loop()
+        self._writer: asyncio.StreamWriter | None = None
 
-    def __call__(self, data: bytes) -> bytes:
-        if self._pattern is not None:
-            return self._pattern.sub(REDACTED, data)
-        for form in self._forms:
-            if form in data:
-                data = data.replace(form, REDACTED)
-        return data
+    async def open(self) -> asyncio.StreamReader:
+        reader, self._writer = await asyncio.open_unix_connection(sock=self._sock)
+        return reader
 
+    def _send(self, message: bytes) -> None:
+        if not self._out:
+            self._loop.call_soon(self._flush)
+        self._out.append(message)
 
-@dataclass
-class Reply:
-    """The agent's side of the call: what has been sent, so a cut call ends cleanly."""
+    def _flush(self) -> None:
+        assert self._writer is not None
+        self._writer.write(b"".join(self._out))
+        self._out.clear()
 
-    send: Send
-    dialect: Dialect
-    scrub: Scrubber
-    started: bool = False
-    finished: bool = False
-
-    async def whole(self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] = JSON) -> None:
-        await self.start(status, headers)
-        await self.body(body, more=False)
-
-    async def start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
-        self.started = True
-        headers = [(k, self.scrub(v)) for k, v in headers]
-        await self.send({"type": "http.response.start", "status": status, "headers": headers})
-
-    async def body(self, data: bytes, more: bool = True) -> None:
-        self.finished = not more
-        await self.send({"type": "http.response.body", "body": self.scrub(data), "more_body": more})
-
-    async def fail(self, status: int, message: str, kind: str = "api_error") -> None:
-        """An error the agent's SDK understands, however far the answer had got."""
-        if not self.started:
-            await self.whole(status, self.dialect.error(status, message, kind))
-        elif not self.finished:
-            await self.body(self.dialect.stream_error(message), more=False)
-
-
-async def respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] = JSON) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-def upstream_headers(dialect: Dialect, binding: Binding, headers: dict[bytes, bytes]) -> dict[str, str]:
-    out = {k: headers[k.encode()].decode("latin-1") for k in FORWARDED if k.encode() in headers}
-    out["accept-encoding"] = "identity"  # the size cap counts the bytes as they will be held
-    if binding.api_key:
-        if dialect.auth_header == "authorization":
-            out["authorization"] = f"Bearer {binding.api_key}"
-        else:
-            out["x-api-key"] = binding.api_key
-    return out
-
-
-async def metered_call(
-    client: httpx.AsyncClient,
-    binding: Binding,
-    dialect: Dialect,
-    request: dict[str, Any],
-    headers: dict[bytes, bytes],
-    reply: Reply,
-    timeout_s: float,
-) -> None:
-    plan = policy.plan_call(
-        dialect.name,
-        request,
-        binding.upstream_model,
-        binding.model.max_output_tokens,
-        binding.prompt_overhead_tokens,
-    )
-    if isinstance(plan, policy.Refusal):
-        await reply.whole(plan.status, dialect.error(plan.status, plan.message, plan.kind))
-        return
-    worst = Usage(plan.prompt_tokens, plan.output_tokens)
-    hold = binding.meter.price(worst)
-    if not binding.open or not await binding.meter.authorise(hold):
-        limit = binding.meter.limits.model_calls
-        message = (
-            f"the session's {limit} model calls are spent (counter model_calls)"
-            if limit is not None and binding.meter.used("model_calls") >= limit
-            else "the session budget is spent: this call does not fit in what is left of its reservation"
-        )
-        await reply.whole(REFUSAL_STATUS, dialect.error(429, message, "insufficient_quota"), JSON + NO_RETRY)
-        return
-    binding.authorised += 1
-    url = f"{binding.base_url(dialect)}/{dialect.path}"
-    settled = False
-
-    def settle(used: Usage | None, served: bool = True) -> None:
-        """Charge once, before the client sees the end of the answer (so a session that ends
-        right after its last answer has every charge in)."""
-        nonlocal settled
-        if not settled and binding.open:
-            binding.meter.charge(used or worst, settles=hold, served=served)
-        settled = True
-
-    scope = trio.CancelScope(deadline=trio.current_time() + timeout_s)  # total, streams included
-    binding.calls.add(scope)
-    try:
-        with scope:
-            await _forward(
-                client, url, plan, upstream_headers(dialect, binding, headers), dialect, reply, settle
-            )
-        if scope.cancelled_caught and binding.open:
-            settle(None)
-            with trio.move_on_after(1):
-                await reply.fail(
-                    504, f"gateway: the call passed its {timeout_s:g} s deadline", "timeout_error"
-                )
-    finally:
-        binding.calls.discard(scope)
-        settle(None)  # cancelled or failed after the hold: the worst case (docs/design/invariants.md#f6)
-
-
-async def _forward(
-    client: httpx.AsyncClient,
-    url: str,
-    plan: policy.Plan,
-    headers: dict[str, str],
-    dialect: Dialect,
-    reply: Reply,
-    settle: Callable[..., None],
-) -> None:
-    """Relay the answer, settling its usage (zero for an error answer, None if it has none)."""
-    request = client.build_request("POST", url, content=plan.data, headers=headers)
-    try:
-        response = await client.send(request, stream=True)
-    except httpx.HTTPError as exc:
-        # Not connected: the provider never saw the call. Anything later: it may have billed it.
-        unseen = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-        settle(Usage() if unseen else None, served=not unseen)  # unseen: its model_calls unit returns
-        await reply.fail(502, f"gateway: provider unreachable: {type(exc).__name__}: {exc}")
-        return
-    try:
-        content_type = response.headers.get("content-type", "application/json").encode()
-        if response.status_code == 200 and content_type.startswith(b"text/event-stream"):
-            await _relay_stream(response, dialect, plan, reply, settle)
-            return
+    async def hold(self, token: str, prompt_tokens: int, output_tokens: int) -> tuple[int, str | None]:
+        self._next += 1
+        call = self._next
+        waiting = self._waiting[call] = self._loop.create_future()
+        self._send(encode("h", call, token, prompt_tokens, output_tokens))
         try:
-            data = await _read_bounded(response)
-        except httpx.HTTPError:
-            settle(None if response.status_code == 200 else Usage(), served=response.status_code == 200)
-            await reply.fail(502, "gateway: the provider's answer broke off")
-            return
-        if data is None:
-            settle(None)  # it may have been billed: the hold
-            await reply.fail(502, f"gateway: the provider's answer passed {MAX_ANSWER_BYTES} bytes")
-            return
-        if response.status_code != 200:
-            settle(Usage(), served=False)  # an error answer is no generation: not a model call
+            return call, await waiting
+        finally:
+            self._waiting.pop(call, None)
+
+    def charge(self, call: int, used: Used, served: bool = True) -> None:
+        if used is None:
+            self._send(encode("c", call, None, None, served))
         else:
-            try:
-                found = policy.answer_usage(dialect.name, json.loads(data))
-            except (ValueError, RecursionError):
-                found = None
-            settle(Usage(*found) if found else None)
-        retry = response.headers.get("retry-after")
-        extra = [(b"retry-after", retry.encode("latin-1"))] if retry else []
-        await reply.whole(response.status_code, data, [(b"content-type", content_type), *extra])
-    finally:
-        await response.aclose()
+            self._send(encode("c", call, used[0], used[1], served))
+
+    async def read(self, reader: asyncio.StreamReader) -> None:
+        """Until the engine closes the channel; then this process ends."""
+        lines = Lines()
+        while data := await reader.read(1 << 16):
+            for message in lines.feed(data):
+                self._handle(message)
+        os._exit(0)  # the engine is gone: no hold can be granted, nothing to finish
+
+    def _handle(self, message: list[Any]) -> None:
+        kind = message[0]
+        if kind == "h":
+            waiting = self._waiting.get(message[1])
+            if waiting is not None and not waiting.done():
+                waiting.set_result(message[2])
+            return
+        assert self.app is not None
+        if kind == "b":
+            self.app.grants[message[2]] = Grant(message[2], **message[3])
+            self._send(encode("a", message[1], None))
+        elif kind == "u":
+            grant = self.app.grants.pop(message[2], None)
+            if grant is not None:
+                grant.close()
+            self._send(encode("a", message[1], None))
+        elif kind == "q":
+            figures = self.guard.figures() if self.guard else {}
+            self._send(encode("a", message[1], figures))
+        elif kind == "g":
+            self.serve.set()
 
 
-async def _read_bounded(response: httpx.Response) -> bytes | None:
-    chunks, size = [], 0
-    async for chunk in response.aiter_raw():
-        size += len(chunk)
-        if size > MAX_ANSWER_BYTES:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
+async def main(channel_fd: int, settings: dict[str, Any], listener_fds: list[int]) -> None:
+    link = EngineLink(socket.socket(fileno=channel_fd))
+    reader = await link.open()
+    timeout = aiohttp.ClientTimeout(total=None, connect=min(30.0, settings["request_timeout_s"]))
+    # Idle connections are dropped well before a provider's own keep-alive timeout (often 5 s), so
+    # a call never goes out on a connection the provider is closing (a 502 for no reason).
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=2.0, enable_cleanup_closed=True)
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=timeout, auto_decompress=False, skip_auto_headers=("User-Agent",)
+    ) as client:
+        app = GatewayApp(client, link, settings["request_timeout_s"])
+        link.app = app
+        link.guard = guard = Guard(
+            settings["max_connections"], settings["header_timeout_s"], settings["idle_timeout_s"]
+        )
+        reading = asyncio.create_task(link.read(reader))
+        await link.serve.wait()  # the bindings come first, so no agent of a live session is refused
+        config = uvicorn.Config(
+            app,
+            http=guard.protocol(),
+            lifespan="off",
+            log_level="critical",
+            access_log=False,
+            server_header=False,
+            date_header=False,
+            timeout_keep_alive=int(max(1, settings["idle_timeout_s"])),
+            backlog=1024,
+        )
+        server = uvicorn.Server(config)
+        watching = asyncio.create_task(guard.watch())
+        listeners = [socket.socket(fileno=fd) for fd in listener_fds]
+        try:
+            await server.serve(sockets=listeners)
+        finally:
+            watching.cancel()
+            reading.cancel()
 
 
-async def _relay_stream(
-    response: httpx.Response,
-    dialect: Dialect,
-    plan: policy.Plan,
-    reply: Reply,
-    settle: Callable[[Usage | None], None],
-) -> None:
-    await reply.start(200, [(b"content-type", b"text/event-stream")])
-    seen = policy.StreamSettlement(dialect.name, plan.client_wants_usage)
-    events, size = EventSplitter(), 0
-    try:
-        async for chunk in response.aiter_raw():
-            size += len(chunk)
-            if size > MAX_ANSWER_BYTES:
-                raise EventTooLarge(f"the stream passed {MAX_ANSWER_BYTES} bytes")
-            for event in events.feed(chunk):
-                keep = seen.observe(event.data, event.done)
-                if seen.complete:
-                    settle(Usage(*seen.usage))
-                if keep:
-                    await reply.body(event.raw)
-    except httpx.HTTPError:
-        pass  # a broken stream: unless its final usage came, the worst case is charged
-    except EventTooLarge as exc:
-        settle(None)
-        await reply.fail(502, f"gateway: {exc}")
-        return
-    settle(None)
-    await reply.body(events.rest, more=False)
+def run() -> None:
+    logging.disable(logging.CRITICAL)
+    channel_fd, settings, *listeners = sys.argv[1:]
+    import uvloop
+
+    uvloop.run(main(int(channel_fd), orjson.loads(settings), [int(fd) for fd in listeners]))
+
+
+if __name__ == "__main__":
+    run()

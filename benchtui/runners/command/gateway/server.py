@@ -1,62 +1,298 @@
 """The gateway's lifetime: `async with open_gateway() as gateway`, one per campaign run.
 
-hypercorn serves the ASGI app in a task of the caller's nursery (on Trio, in the engine's own
-thread, so a call's hold goes through the session's meter directly); httpx carries calls to the
-provider. It listens on 127.0.0.1 (an ephemeral port) and, for sandboxes without a network, on
-a unix socket in a private temporary folder.
+The engine opens the listeners (127.0.0.1 on an ephemeral port, and, for sandboxes without a
+network, a unix socket in a private temporary folder) and starts `relays` relay processes that
+serve them (`relay.py`: uvicorn + aiohttp, off the engine's loop). Each relay asks the engine,
+over its own channel, to hold a call's worst case on the session's meter (answered once the hold
+is durable) and then to charge what the call used; everything else — HTTP, the policy, the
+hostile-input guards, scrubbing — runs in the relay. A relay that dies is started again on the
+same listeners; the calls it had in flight are charged their worst case (the provider may have
+billed them).
 """
 
 from __future__ import annotations
 
 import contextlib
 import shutil
+import socket
+import subprocess
+import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator
-from functools import partial
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
-import httpx
+import orjson
 import trio
-from hypercorn.config import Config
 
-from benchtui.core.contract import Meter, ModelSpec
-from benchtui.runners.command.gateway.app import GatewayApp
-from benchtui.runners.command.gateway.connections import Guard, default_limit, serve_guarded
-from benchtui.runners.command.gateway.session import PROMPT_OVERHEAD_TOKENS, Binding
+from benchtui.core.contract import Meter, ModelSpec, Usage
+from benchtui.runners.command.gateway.connections import default_limit
+from benchtui.runners.command.gateway.grant import PROMPT_OVERHEAD_TOKENS, Binding
+from benchtui.runners.command.gateway.link import Lines, encode
 
 HEADER_TIMEOUT_S = 10.0
 """A request's headers are whole within this of their first byte (a slow sender is closed)."""
 IDLE_TIMEOUT_S = 120.0
 """An idle connection is closed after this: longer than the clients' own pool expiry (reqwest 90 s,
 httpx 5 s, undici 4 s), so a client never sends on a connection the gateway is closing."""
+ANSWER_S = 10.0
+"""A relay answers the engine's requests (bind, unbind, figures) within this, or is restarted."""
+RESTART_PAUSE_S = 0.5
+STARTUP_S = 30.0
+
+
+class GatewayError(Exception):
+    """The gateway could not start (its message is one line)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """The connection bounds of the relays, and what they did (summed over relays)."""
+
+    limit: int
+    """Per relay."""
+    open: int
+    evicted: int
+
+
+@dataclass(eq=False)
+class _Relay:
+    """One relay process and the engine's end of its channel."""
+
+    slot: int
+    process: trio.Process
+    stream: trio.SocketStream
+    holds: dict[int, tuple[Binding, Decimal, Usage]] = field(default_factory=dict)
+    """Its calls held and not yet charged: call id -> (session, hold, worst case)."""
+    waiting: dict[int, trio.MemorySendChannel[Any]] = field(default_factory=dict)
+    out: list[bytes] = field(default_factory=list)
+    wake: trio.Event = field(default_factory=trio.Event)
+    alive: bool = True
+    next_id: int = 0
+
+    def send(self, message: bytes) -> None:
+        self.out.append(message)
+        self.wake.set()
+
+    async def write(self) -> None:
+        """One send for every message queued since the last: replies ride together."""
+        while True:
+            await self.wake.wait()
+            self.wake = trio.Event()
+            data = b"".join(self.out)
+            self.out.clear()
+            await self.stream.send_all(data)
+
+    async def ask(self, *message: Any) -> Any:
+        """Send an engine request (its id is added second) and await the relay's answer."""
+        self.next_id += 1
+        ask_id = self.next_id
+        send, receive = trio.open_memory_channel[Any](1)
+        self.waiting[ask_id] = send
+        self.send(encode(message[0], ask_id, *message[1:]))
+        try:
+            with trio.fail_after(ANSWER_S):
+                return await receive.receive()
+        finally:
+            self.waiting.pop(ask_id, None)
 
 
 class Gateway:
-    def __init__(self, url: str, socket_path: Path, bindings: dict[str, Binding], guard: Guard) -> None:
+    def __init__(self, url: str, socket_path: Path) -> None:
         self.url = url
         """http://<host>:<port> (OpenAI clients add /v1, Anthropic ones add /v1/messages)."""
         self.socket_path = socket_path
-        self._bindings = bindings
-        self.connections = guard
-        """The connection bounds, and what they did (`evicted`)."""
+        self.restarts = 0
+        """Relays started again after they died."""
+        self._bindings: dict[str, Binding] = {}
+        self._relays: list[_Relay] = []
 
-    @contextlib.contextmanager
-    def session(
+    @contextlib.asynccontextmanager
+    async def session(
         self,
         meter: Meter,
         model: ModelSpec,
         api_key: str | None,
         *,
         prompt_overhead_tokens: int = PROMPT_OVERHEAD_TOKENS,
-    ) -> Iterator[Binding]:
-        """A token for one session, valid until the block ends (then its calls in flight are cut)."""
+    ) -> AsyncIterator[Binding]:
+        """A token for one session, valid until the block ends. Then its calls in flight are cut,
+        and every charge a relay sent before it cut them is in."""
         binding = Binding(meter, model, api_key, prompt_overhead_tokens)
         self._bindings[binding.token] = binding
         try:
+            await self._tell_all("b", binding.token, binding.grant())
             yield binding
         finally:
+            binding.open = False
+            with trio.CancelScope(shield=True):
+                await self._tell_all("u", binding.token)
+            binding.settling = False
             del self._bindings[binding.token]
-            binding.close()
+            for relay in self._relays:  # holds of calls cut in flight: left to the ledger (worst case)
+                for call in [c for c, held in relay.holds.items() if held[0] is binding]:
+                    del relay.holds[call]
+
+    async def figures(self) -> Figures:
+        """The connection figures, summed over the relays."""
+        found = [await relay.ask("q") for relay in self._relays if relay.alive]
+        return Figures(
+            limit=max((f["limit"] for f in found), default=0),
+            open=sum(f["open"] for f in found),
+            evicted=sum(f["evicted"] for f in found),
+        )
+
+    async def _tell_all(self, *message: Any) -> None:
+        async def tell(relay: _Relay) -> None:
+            try:
+                await relay.ask(*message)
+            except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError):
+                _kill(relay)  # its supervisor starts it again, with the bindings
+
+        async with trio.open_nursery() as nursery:
+            for relay in self._relays:
+                if relay.alive:
+                    nursery.start_soon(tell, relay)
+
+    # -- a relay's requests -------------------------------------------------------------------
+    async def _read(self, relay: _Relay, nursery: trio.Nursery) -> None:
+        lines = Lines()
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            async for data in relay.stream:
+                for message in lines.feed(data):
+                    kind = message[0]
+                    if kind == "h":
+                        nursery.start_soon(self._hold, relay, *message[1:])
+                    elif kind == "c":
+                        self._charge(relay, *message[1:])
+                    elif kind == "a":
+                        waiting = relay.waiting.get(message[1])
+                        if waiting is not None:
+                            waiting.send_nowait(message[2])
+
+    async def _hold(
+        self, relay: _Relay, call: int, token: str, prompt_tokens: int, output_tokens: int
+    ) -> None:
+        binding = self._bindings.get(token)
+        if binding is None or not binding.open:
+            relay.send(encode("h", call, "gateway: unknown or expired session token"))
+            return
+        worst = Usage(prompt_tokens, output_tokens)
+        hold = binding.meter.price(worst)
+        if not await binding.meter.authorise(hold):
+            relay.send(encode("h", call, _refusal(binding.meter)))
+            return
+        binding.authorised += 1
+        if not relay.alive:  # died while the hold was written: its worst case, as for its other calls
+            binding.meter.charge(worst, settles=hold)
+            return
+        relay.holds[call] = (binding, hold, worst)
+        relay.send(encode("h", call, None))
+
+    def _charge(
+        self, relay: _Relay, call: int, input_tokens: int | None, output_tokens: int | None, served: bool
+    ) -> None:
+        held = relay.holds.pop(call, None)
+        if held is None:
+            return
+        binding, hold, worst = held
+        if binding.settling:
+            used = (
+                worst if input_tokens is None or output_tokens is None else Usage(input_tokens, output_tokens)
+            )
+            binding.meter.charge(used, settles=hold, served=served)
+
+    # -- the relays' lives ----------------------------------------------------------------------
+    async def _supervise(
+        self,
+        slot: int,
+        settings: dict[str, Any],
+        listeners: list[socket.socket],
+        ready: trio.Event,
+        log: Path,
+    ) -> None:
+        while True:
+            relay = await self._start(slot, settings, listeners, log)
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(relay.write)
+                    nursery.start_soon(self._serve_relay, relay, nursery, ready)
+                    await relay.process.wait()
+                    nursery.cancel_scope.cancel()
+            finally:
+                relay.alive = False
+                with trio.CancelScope(shield=True):
+                    _kill(relay)
+                    await relay.stream.aclose()
+                    for binding, hold, worst in relay.holds.values():
+                        if binding.settling:
+                            binding.meter.charge(worst, settles=hold)  # it may have been billed
+                    relay.holds.clear()
+                    self._relays.remove(relay)
+            self.restarts += 1
+            await trio.sleep(RESTART_PAUSE_S)
+
+    async def _serve_relay(self, relay: _Relay, nursery: trio.Nursery, ready: trio.Event) -> None:
+        nursery.start_soon(self._read, relay, nursery)
+        for binding in list(self._bindings.values()):
+            if binding.open:
+                await relay.ask("b", binding.token, binding.grant())
+        await relay.ask("q")  # it reads its channel: it has started
+        relay.send(encode("g"))
+        ready.set()
+
+    async def _start(
+        self, slot: int, settings: dict[str, Any], listeners: list[socket.socket], log: Path
+    ) -> _Relay:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        fds = [theirs.fileno(), *(s.fileno() for s in listeners)]
+        try:
+            with log.open("ab") as errors:
+                process = await trio.lowlevel.open_process(
+                    [
+                        sys.executable,
+                        "-m",
+                        "benchtui.runners.command.gateway.relay",
+                        str(theirs.fileno()),
+                        orjson.dumps(settings).decode(),
+                        *(str(s.fileno()) for s in listeners),
+                    ],
+                    pass_fds=fds,
+                    start_new_session=True,  # a Ctrl-C in the terminal is the engine's to handle
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=errors,  # never on the TUI's screen
+                )
+        finally:
+            theirs.close()
+        relay = _Relay(slot, process, trio.SocketStream(trio.socket.from_stdlib_socket(ours)))
+        self._relays.append(relay)
+        return relay
+
+
+def _kill(relay: _Relay) -> None:
+    relay.alive = False
+    with contextlib.suppress(ProcessLookupError, OSError):
+        relay.process.kill()
+
+
+def _refusal(meter: Meter) -> str:
+    limit = meter.limits.model_calls
+    if limit is not None and meter.used("model_calls") >= limit:
+        return f"the session's {limit} model calls are spent (counter model_calls)"
+    return "the session budget is spent: this call does not fit in what is left of its reservation"
+
+
+def _listeners(host: str, socket_path: Path) -> list[socket.socket]:
+    tcp = socket.create_server((host, 0), backlog=1024)
+    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    unix.bind(str(socket_path))
+    unix.listen(1024)
+    for sock in (tcp, unix):
+        sock.setblocking(False)
+    return [tcp, unix]
 
 
 @contextlib.asynccontextmanager
@@ -67,39 +303,40 @@ async def open_gateway(
     max_connections: int | None = None,
     header_timeout_s: float = HEADER_TIMEOUT_S,
     idle_timeout_s: float = IDLE_TIMEOUT_S,
+    relays: int = 1,
 ) -> AsyncIterator[Gateway]:
     """`host`: the address the TCP listener binds (another machine's agents need a reachable one).
     `request_timeout_s`: the total deadline of one call, streams included. The connection bounds
-    (see `connections`) hold before any token is checked; `max_connections` defaults to a
-    quarter of the process's descriptor limit."""
+    (see `connections`) hold in each relay before any token is checked; `max_connections` (per
+    relay) defaults to a quarter of the descriptor limit. `relays`: processes serving the
+    listeners (one does ~3,000 calls/s)."""
     folder = Path(tempfile.mkdtemp(prefix="benchtui-gw-"))  # short: a socket path has 107 bytes
     socket_path = folder / "gateway.sock"
-    config = Config()
-    config.bind = [f"{host}:0", f"unix:{socket_path}"]
-    config.accesslog = None
-    config.errorlog = None
-    config.graceful_timeout = 1.0
-    config.keep_alive_timeout = idle_timeout_s
-    config.backlog = 1024
-    guard = Guard(max_connections or default_limit(), header_timeout_s, idle_timeout_s)
-    bindings: dict[str, Binding] = {}
-    timeout = httpx.Timeout(request_timeout_s, connect=min(30.0, request_timeout_s))
-    # Idle connections are dropped well before a provider's own keep-alive timeout (often 5 s), so
-    # a call never goes out on a connection the provider is closing (a 502 for no reason).
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=256, keepalive_expiry=2.0)
+    listeners = _listeners(host, socket_path)
+    settings = {
+        "request_timeout_s": request_timeout_s,
+        "max_connections": max_connections or default_limit(),
+        "header_timeout_s": header_timeout_s,
+        "idle_timeout_s": idle_timeout_s,
+    }
+    name = listeners[0].getsockname()
+    gateway = Gateway(f"http://{name[0]}:{name[1]}", socket_path)
+    log = folder / "relays.log"
     try:
-        async with (
-            httpx.AsyncClient(timeout=timeout, limits=limits) as client,
-            trio.open_nursery() as nursery,
-        ):
-            app = GatewayApp(client, bindings, request_timeout_s)
-            urls = await nursery.start(partial(serve_guarded, app, config, guard))
-            url = next(u for u in urls if u.startswith(f"http://{host}:"))
+        async with trio.open_nursery() as nursery:
+            for slot in range(max(1, relays)):
+                ready = trio.Event()
+                nursery.start_soon(gateway._supervise, slot, settings, listeners, ready, log)
+                with trio.move_on_after(STARTUP_S):
+                    await ready.wait()
+                if not ready.is_set():
+                    tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
+                    raise GatewayError(f"the gateway's relay did not start: {' '.join(tail) or 'no output'}")
             try:
-                yield Gateway(url, socket_path, bindings, guard)
+                yield gateway
             finally:
-                for binding in list(bindings.values()):
-                    binding.close()
-                nursery.cancel_scope.cancel()  # the calls in flight were cut with their sessions
+                nursery.cancel_scope.cancel()
     finally:
+        for sock in listeners:
+            sock.close()
         shutil.rmtree(folder, ignore_errors=True)

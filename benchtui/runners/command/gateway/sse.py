@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024
 """One event, whole (a Responses stream's last event carries the whole answer)."""
@@ -61,7 +62,7 @@ def _event(raw: bytes) -> Event:
     if payload.strip() == b"[DONE]":
         return Event(raw, None, True)
     try:
-        data = json.loads(payload)
+        data = orjson.loads(payload)
     except (ValueError, RecursionError):  # anything that is not JSON
         return Event(raw, None, False)
     return Event(raw, data if isinstance(data, dict) else None, False)
