@@ -1,205 +1,325 @@
-"""What the metering gateway adds to a model call: latency (p50/p99), streaming and not, at 1 and
-64 concurrent sessions, and its throughput.
+"""The metering gateway beside the provider direct and a plain reverse proxy, in one run:
+calls/s at 64 clients, added p50/p99 latency at 1 and 64 clients, plain and streaming; the
+engine's CPU per call, its loop lag, and how long a durable `authorise` takes under that load.
 
-Three processes, as in a real run: a fast scripted provider (hypercorn, fixed answers), the
-gateway (the real one, each session on the engine's real SessionMeter and Ledger; the run dir's
-durable commit is left out: `benchmarks/worker_startup.py` measures it, ~1.2 ms per authorise),
-and this process as the clients (httpx). Every latency is a call through the gateway minus the
-same call straight to the provider; CPU/call is the gateway process's CPU time per call (the
-warm-up calls included).
+Processes, as in a real run (this machine's cores are shared by all of them):
+- a fast scripted provider (uvloop + httptools, fixed answers: a chat completion, or the same as
+  six stream events);
+- the gateway: the real `open_gateway` in an engine process (Trio) with its relay processes, each
+  session on the engine's real SessionMeter, Accounts and Store (a run dir in a temp folder: every
+  hold is a durable ledger commit, as in a campaign);
+- nginx as the plain reverse proxy (`apt-get install nginx-light`; skipped when absent);
+- the clients (aiohttp on uvloop, one process): N sessions, each with its own token, making
+  calls one after another.
 
-    python benchmarks/gateway_latency.py [--calls 2000] [--seconds-per-run 0]
+Added latency is a percentile through the gateway (or nginx) minus the same percentile direct.
+
+    python benchmarks/gateway_latency.py [--seconds 4] [--relays 1]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from decimal import Decimal
-from functools import partial
 from pathlib import Path
 
-import httpx
-import trio
-
 ROOT = Path(__file__).resolve().parent.parent
-BODY = {"model": "m", "messages": [{"role": "user", "content": "Say something. " * 20}], "max_tokens": 100}
-ANSWER = {
+PROMPT = {"model": "m", "messages": [{"role": "user", "content": "Say something. " * 20}], "max_tokens": 100}
+USAGE = {"prompt_tokens": 80, "completion_tokens": 20, "total_tokens": 100}
+ANSWER = json.dumps({
     "id": "c", "object": "chat.completion", "created": 0, "model": "m",
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello " * 20}, "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 80, "completion_tokens": 20, "total_tokens": 100},
-}  # fmt: skip
+    "usage": USAGE,
+}).encode()  # fmt: skip
 
 
 def _chunk(delta: dict, usage: dict | None = None) -> bytes:
-    data = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": None}] if delta else []}  # fmt: skip
+    data: dict = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                  "choices": [{"index": 0, "delta": delta, "finish_reason": None}] if delta else []}  # fmt: skip
     if usage:
         data["usage"] = usage
     return f"data: {json.dumps(data)}\n\n".encode()
 
 
-async def provider(scope, receive, send) -> None:
-    """The scripted provider: a fixed chat completion, or the same as 6 stream events."""
-    if scope["type"] == "lifespan":
-        while (await receive())["type"] != "lifespan.shutdown":
-            await send({"type": "lifespan.startup.complete"})
-        await send({"type": "lifespan.shutdown.complete"})
-        return
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
-    if not json.loads(body).get("stream"):
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-type", b"application/json")],
-            }
-        )
-        await send({"type": "http.response.body", "body": json.dumps(ANSWER).encode()})
-        return
-    await send(
-        {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
+STREAM = b"".join([_chunk({"content": "Hello " * 5})] * 4 + [_chunk({}, USAGE), b"data: [DONE]\n\n"])
+
+
+# -- the provider -----------------------------------------------------------------------------
+def serve_provider(port_file: str) -> None:
+    import httptools
+    import uvloop
+
+    plain = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (
+        len(ANSWER),
+        ANSWER,
     )
-    for _ in range(4):
-        await send(
-            {"type": "http.response.body", "body": _chunk({"content": "Hello " * 5}), "more_body": True}
-        )
-    await send({"type": "http.response.body", "body": _chunk({}, ANSWER["usage"]), "more_body": True})
-    await send({"type": "http.response.body", "body": b"data: [DONE]\n\n"})
+    stream = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    stream += b"%x\r\n%s\r\n0\r\n\r\n" % (len(STREAM), STREAM)
+
+    class Provider(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            self.transport = transport
+            self.parser = httptools.HttpRequestParser(self)
+            self.body = b""
+
+        def data_received(self, data: bytes) -> None:
+            self.parser.feed_data(data)
+
+        def on_body(self, body: bytes) -> None:
+            self.body += body
+
+        def on_message_complete(self) -> None:
+            self.transport.write(stream if b'"stream":true' in self.body.replace(b" ", b"") else plain)
+            self.body = b""
+
+    async def main() -> None:
+        server = await asyncio.get_running_loop().create_server(Provider, "127.0.0.1", 0, backlog=1024)
+        Path(port_file).write_text(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+        await server.serve_forever()
+
+    uvloop.run(main())
 
 
-async def serve_provider(port_file: str) -> None:
-    from hypercorn.config import Config
-    from hypercorn.trio import serve
+# -- the gateway (an engine process) ----------------------------------------------------------
+def serve_gateway(provider_url: str, sessions: int, relays: int, out_file: str) -> None:
+    import trio
 
-    config = Config()
-    config.bind, config.accesslog, config.errorlog = ["127.0.0.1:0"], None, None
-    config.keep_alive_timeout, config.backlog = 60.0, 1024
-    async with trio.open_nursery() as nursery:
-        urls = await nursery.start(partial(serve, provider, config))
-        Path(port_file).write_text(urls[0])
-
-
-async def serve_gateway(provider_url: str, sessions: int, out_file: str) -> None:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from support.gateway import open_meter
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+    from decimal import Decimal
 
     from benchtui.core.contract import ModelSpec
+    from benchtui.engine import events as ev
+    from benchtui.engine.accounts import Accounts
+    from benchtui.engine.ledger import Ledger
+    from benchtui.engine.meter import SessionMeter
+    from benchtui.engine.store import Store
     from benchtui.runners.command.gateway import open_gateway
 
     model = ModelSpec("openai/m", Decimal(3), Decimal(15), 1000, f"{provider_url}/v1")
-    async with open_gateway() as gateway, contextlib.AsyncExitStack() as stack:
-        grants = []
-        for n in range(sessions):
-            meter, _, _ = open_meter(Decimal(1_000_000), model, f"s-{n}")
-            grants.append(stack.enter_context(gateway.session(meter, model, "sk-bench")))
-        Path(out_file).write_text(json.dumps({"url": gateway.url, "tokens": [g.token for g in grants]}))
-        await trio.sleep_forever()
+    held: list[float] = []
+    lags: list[float] = []
 
+    class TimedMeter(SessionMeter):
+        async def authorise(self, worst_case_usd: Decimal) -> bool:
+            started = time.perf_counter()
+            try:
+                return await super().authorise(worst_case_usd)
+            finally:
+                held.append(time.perf_counter() - started)
 
-async def load(
-    url: str, tokens: list[str], sessions: int, calls: int, stream: bool
-) -> tuple[list[float], float]:
-    """`sessions` clients, each making calls one after another; returns latencies and calls/s."""
-    latencies: list[float] = []
-    failures: list[int] = []
-    body = {**BODY, "stream": stream}
-    limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
-    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+    async def lag() -> None:
+        while True:
+            started = trio.current_time()
+            await trio.sleep(0.005)
+            lags.append(trio.current_time() - started - 0.005)
 
-        async def session(n: int, count: int) -> None:
-            headers = {"authorization": f"Bearer {tokens[n]}"}
-            for _ in range(count):
-                started = time.perf_counter()
-                if stream:
-                    async with client.stream(
-                        "POST", f"{url}/v1/chat/completions", json=body, headers=headers
-                    ) as r:
-                        async for _chunk in r.aiter_raw():
-                            pass
-                else:
-                    r = await client.post(f"{url}/v1/chat/completions", json=body, headers=headers)
-                if r.status_code == 200:
-                    latencies.append(time.perf_counter() - started)
-                else:
-                    failures.append(r.status_code)
+    async def commands(gateway) -> None:  # stdin: "stats" -> one JSON line on stdout
+        relay_pids = [r.process.pid for r in gateway._relays]
+        while line := await trio.to_thread.run_sync(sys.stdin.readline):
+            if line.strip() == "stats":
+                print(json.dumps({
+                    "engine_cpu": cpu_seconds(os.getpid()),
+                    "relay_cpu": sum(cpu_seconds(p) for p in relay_pids),
+                    "authorise": sorted(held), "lag": sorted(lags),
+                }), flush=True)  # fmt: skip
+                held.clear()
+                lags.clear()
 
-        await session(0, 20)  # warm up the connections
-        latencies.clear()
-        started = time.perf_counter()
+    async def main() -> None:
+        run_dir = Path(tempfile.mkdtemp(prefix="gwbench-run-"))
+        ledger = Ledger(Decimal(10**9), {model.name: Decimal(10**9)})
+        store = Store(run_dir, ledger)
+        accounts = Accounts(ledger, store, ev.EventBus(), {})  # type: ignore[arg-type]
         async with trio.open_nursery() as nursery:
-            for n in range(sessions):
-                nursery.start_soon(session, n, calls // sessions)
-        if failures:
-            print(f"  {len(failures)} calls failed: {sorted(set(failures))}")
-        return latencies, len(latencies) / (time.perf_counter() - started)
+            await nursery.start(store.serve)
+            async with open_gateway(relays=relays) as gateway, contextlib.AsyncExitStack() as stack:
+                grants = []
+                for n in range(sessions):
+                    flight = ledger.open(f"s-{n}", model.name, 0, 1, "command", Decimal(10**6))
+                    meter = TimedMeter(accounts, flight, model, Decimal(10**6))
+                    grants.append(await stack.enter_async_context(gateway.session(meter, model, "sk-bench")))
+                out = {"url": gateway.url, "tokens": [g.token for g in grants]}
+                Path(out_file).write_text(json.dumps(out))
+                nursery.start_soon(lag)
+                await commands(gateway)
+                nursery.cancel_scope.cancel()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+    trio.run(main)
 
 
+# -- the clients --------------------------------------------------------------------------------
+def run_clients(url: str, tokens: list[str], sessions: int, seconds: float, stream: bool) -> None:
+    import aiohttp
+    import uvloop
+
+    body = json.dumps({**PROMPT, "stream": stream}).encode()
+
+    async def main() -> None:
+        latencies: list[float] = []
+        failures: dict[int, int] = {}
+        connector = aiohttp.TCPConnector(limit=sessions, force_close=False)
+        async with aiohttp.ClientSession(connector=connector) as client:
+
+            async def session(n: int, until: float) -> None:
+                headers = {"authorization": f"Bearer {tokens[n % len(tokens)]}", "content-type": "application/json"}
+                while time.perf_counter() < until:
+                    started = time.perf_counter()
+                    async with client.post(f"{url}/v1/chat/completions", data=body, headers=headers) as r:
+                        await r.read()
+                        if r.status == 200:
+                            latencies.append(time.perf_counter() - started)
+                        else:
+                            failures[r.status] = failures.get(r.status, 0) + 1
+
+            await asyncio.gather(*(session(n, time.perf_counter() + 0.5) for n in range(sessions)))  # warm up
+            latencies.clear()
+            started = time.perf_counter()
+            until = started + seconds
+            await asyncio.gather(*(session(n, until) for n in range(sessions)))
+            elapsed = time.perf_counter() - started
+        print(json.dumps({"latencies": latencies, "rate": len(latencies) / elapsed, "failures": failures}))
+
+    uvloop.run(main())
+
+
+# -- nginx, the plain proxy -------------------------------------------------------------------
+NGINX = """worker_processes 1; daemon off; pid {dir}/nginx.pid; error_log {dir}/error.log crit;
+events {{ worker_connections 4096; }}
+http {{ access_log off; client_body_temp_path {dir}; proxy_temp_path {dir};
+  upstream provider {{ server {upstream}; keepalive 256; }}
+  server {{ listen 127.0.0.1:{port}; keepalive_requests 1000000;
+    location / {{ proxy_pass http://provider; proxy_http_version 1.1; proxy_set_header Connection "";
+                 proxy_buffering off; }} }} }}
+"""
+
+
+def start_nginx(provider_url: str, folder: Path) -> tuple[subprocess.Popen, str] | None:
+    binary = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+    if binary is None:
+        return None
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = folder / "nginx.conf"
+    conf.write_text(NGINX.format(dir=folder, upstream=provider_url.removeprefix("http://"), port=port))
+    proc = subprocess.Popen([binary, "-c", str(conf), "-p", str(folder)], stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+# -- the run ----------------------------------------------------------------------------------
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (Linux): a machine's load disturbs it less than latency."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def pct(values: list[float], q: float) -> float:
+def pct(values: list[float], q: int) -> float:
+    if not values:
+        return float("nan")
     return statistics.quantiles(values, n=100)[q - 1] * 1000 if len(values) > 1 else values[0] * 1000
 
 
-async def wait_for(path: Path) -> str:
-    with trio.fail_after(60):
-        while not path.exists() or not path.read_text():
-            await trio.sleep(0.05)
+def wait_for(path: Path) -> str:
+    deadline = time.time() + 60
+    while not path.exists() or not path.read_text():
+        if time.time() > deadline:
+            raise SystemExit(f"{path.name} did not start")
+        time.sleep(0.05)
     return path.read_text()
 
 
-async def main(calls: int) -> None:
-    tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"gwbench-{os.getpid()}"
-    tmp.mkdir()
+def clients(url: str, tokens: list[str], sessions: int, seconds: float, stream: bool) -> dict:
+    out = subprocess.run(
+        [sys.executable, __file__, "--clients", url, json.dumps(tokens), str(sessions), str(seconds), str(int(stream))],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)
+
+
+def main(seconds: float, relays: int) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="gwbench-"))
     me = [sys.executable, __file__]
-    procs = [subprocess.Popen([*me, "--provider", str(tmp / "provider")])]
+    procs: list[subprocess.Popen] = [subprocess.Popen([*me, "--provider", str(tmp / "provider")])]
     try:
-        provider_url = await wait_for(tmp / "provider")
-        procs.append(subprocess.Popen([*me, "--gateway", provider_url, str(tmp / "gateway")]))
-        gateway = json.loads(await wait_for(tmp / "gateway"))
-        print(f"{calls} calls per run; each session makes its calls one after another\n")
-        print(f"{'sessions':>8} {'mode':>9} | {'direct p50':>10} {'p99':>7} | {'gateway p50':>11} {'p99':>7} |"
-              f" {'added p50':>9} {'p99':>7} | {'gateway calls/s':>15} | {'CPU/call':>11}")  # fmt: skip
+        provider_url = wait_for(tmp / "provider")
+        engine = subprocess.Popen(
+            [*me, "--gateway", provider_url, "64", str(relays), str(tmp / "gateway")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        procs.append(engine)
+        gateway = json.loads(wait_for(tmp / "gateway"))
+        nginx = start_nginx(provider_url, tmp)
+        if nginx:
+            procs.append(nginx[0])
+        print(f"{seconds:g} s a run; each client makes its calls one after another; {relays} relay(s)\n")
+        print(f"{'clients':>7} {'mode':>6} | {'direct':>7} {'p50':>6} {'p99':>6} | {'nginx':>7} {'+p50':>6} {'+p99':>6} |"
+              f" {'gateway':>7} {'+p50':>6} {'+p99':>6} {'fail':>4} | {'engine':>8} {'relays':>8} | {'authorise p50':>13} {'p99':>6} | {'lag p99':>7}")  # fmt: skip
+        print(f"{'':>7} {'':>6} | {'calls/s':>7} {'ms':>6} {'ms':>6} | {'calls/s':>7} {'ms':>6} {'ms':>6} |"
+              f" {'calls/s':>7} {'ms':>6} {'ms':>6} {'':>4} | {'ms/call':>8} {'ms/call':>8} | {'ms':>13} {'ms':>6} | {'ms':>7}")  # fmt: skip
+
+        def stats() -> dict:
+            assert engine.stdin and engine.stdout
+            engine.stdin.write("stats\n")
+            engine.stdin.flush()
+            return json.loads(engine.stdout.readline())
+
         for sessions in (1, 64):
             for stream in (False, True):
-                direct, _ = await load(provider_url, ["x"] * 64, sessions, calls, stream)
-                cpu_before = cpu_seconds(procs[1].pid)
-                through, rate = await load(gateway["url"], gateway["tokens"], sessions, calls, stream)
-                cpu_ms = (cpu_seconds(procs[1].pid) - cpu_before) / (len(through) + 20) * 1000
-                d50, d99, g50, g99 = pct(direct, 50), pct(direct, 99), pct(through, 50), pct(through, 99)
-                print(f"{sessions:>8} {'stream' if stream else 'plain':>9} | {d50:>8.2f}ms {d99:>5.2f}ms |"
-                      f" {g50:>9.2f}ms {g99:>5.2f}ms | {g50 - d50:>7.2f}ms {g99 - d99:>5.2f}ms | {rate:>15.0f} | {cpu_ms:>9.2f}ms")  # fmt: skip
+                direct = clients(provider_url, ["x"], sessions, seconds, stream)
+                proxied = clients(nginx[1], ["x"], sessions, seconds, stream) if nginx else None
+                before = stats()
+                through = clients(gateway["url"], gateway["tokens"], sessions, seconds, stream)
+                after = stats()
+                calls = max(len(through["latencies"]), 1)
+                d50, d99 = pct(direct["latencies"], 50), pct(direct["latencies"], 99)
+                g50, g99 = pct(through["latencies"], 50), pct(through["latencies"], 99)
+                n = f"{proxied['rate']:>7.0f} {pct(proxied['latencies'], 50) - d50:>6.2f} {pct(proxied['latencies'], 99) - d99:>6.2f}" if proxied else f"{'-':>7} {'-':>6} {'-':>6}"  # fmt: skip
+                engine_ms = (after["engine_cpu"] - before["engine_cpu"]) / calls * 1000
+                relay_ms = (after["relay_cpu"] - before["relay_cpu"]) / calls * 1000
+                held = [s * 1000 for s in after["authorise"]]
+                lag99 = pct(after["lag"], 99)
+                fail = sum(through["failures"].values())
+                print(f"{sessions:>7} {'stream' if stream else 'plain':>6} | {direct['rate']:>7.0f} {d50:>6.2f} {d99:>6.2f} | {n} |"
+                      f" {through['rate']:>7.0f} {g50 - d50:>6.2f} {g99 - d99:>6.2f} {fail:>4} | {engine_ms:>8.3f} {relay_ms:>8.3f} |"
+                      f" {statistics.median(held) if held else float('nan'):>13.2f} {pct([h / 1000 for h in held], 99):>6.2f} | {lag99:>7.2f}")  # fmt: skip
     finally:
         for p in procs:
             p.terminate()
             p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--relays", type=int, default=1)
     parser.add_argument("--provider", help=argparse.SUPPRESS)
-    parser.add_argument("--gateway", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--gateway", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--clients", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
     if args.provider:
-        trio.run(serve_provider, args.provider)
+        serve_provider(args.provider)
     elif args.gateway:
-        trio.run(serve_gateway, args.gateway[0], 64, args.gateway[1])
+        serve_gateway(args.gateway[0], int(args.gateway[1]), int(args.gateway[2]), args.gateway[3])
+    elif args.clients:
+        url, tokens, sessions, seconds, stream = args.clients
+        run_clients(url, json.loads(tokens), int(sessions), float(seconds), stream == "1")
     else:
-        trio.run(main, args.calls)
+        main(args.seconds, args.relays)

@@ -13,6 +13,7 @@ billed them).
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import socket
 import subprocess
@@ -83,7 +84,10 @@ class _Relay:
             self.wake = trio.Event()
             data = b"".join(self.out)
             self.out.clear()
-            await self.stream.send_all(data)
+            try:
+                await self.stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return  # the relay is gone: its supervisor sees the process end
 
     async def ask(self, *message: Any) -> Any:
         """Send an engine request (its id is added second) and await the relay's answer."""
@@ -260,6 +264,7 @@ class Gateway:
                         *(str(s.fileno()) for s in listeners),
                     ],
                     pass_fds=fds,
+                    env=_relay_environment(),
                     start_new_session=True,  # a Ctrl-C in the terminal is the engine's to handle
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
@@ -270,6 +275,24 @@ class Gateway:
         relay = _Relay(slot, process, trio.SocketStream(trio.socket.from_stdlib_socket(ours)))
         self._relays.append(relay)
         return relay
+
+
+RELAY_ENVIRONMENT = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "TMPDIR",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+)
+"""All a relay inherits of the engine's environment: never the provider keys kept there (they
+reach a relay over its channel, one session's at a time)."""
+
+
+def _relay_environment() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k in RELAY_ENVIRONMENT or k.startswith("LC_")}
 
 
 def _kill(relay: _Relay) -> None:
