@@ -64,6 +64,14 @@ def dumps(doc: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
+def subtable(prefix: str, key: str, table: Mapping[str, Any]) -> str:
+    """`table` as it appears under `[prefix + key]` in a `dumps` text after other content: the
+    texts of a document's last table's entries may be made (and cached) one at a time."""
+    out = ["\n"]
+    _table({key: table}, prefix, out)
+    return "".join(out[1:])
+
+
 def _table(table: Mapping[str, Any], prefix: str, out: list[str]) -> None:
     subtables = []
     for key, value in table.items():

@@ -51,7 +51,7 @@ class Accounts:
 
     def charge(self, flight: InFlight, cost: Decimal, *, settles: Decimal | None = None) -> None:
         self._ledger.charge(flight.session, cost, settles=settles)
-        self._store.mark_dirty()
+        self._store.mark_dirty_soon()
 
     def close(self, flight: InFlight, state: SessionState, *, certificate: bool, tokens: int) -> Decimal:
         """End an attempt's reservation; open holds are charged at their worst case (docs/design/invariants.md#f6)."""

@@ -312,6 +312,22 @@ class Ledger:
         return self.saved().to_toml()
 
 
+_RUNNING_TEXT: dict[tuple[Any, ...], str] = {}
+"""An attempt's `[running.<id>]` text by its state: a commit re-renders only the attempts that
+changed since the last (at 64 sessions, the whole ledger took 1.1 ms a commit, most of it these)."""
+
+
+def _running_text(session: str, flight: InFlight) -> str:
+    key = (session, flight.model, flight.index, flight.attempt, flight.runner, flight.reservation,
+           flight.spent, flight.held, *flight.counters.items())  # fmt: skip
+    text = _RUNNING_TEXT.get(key)
+    if text is None:
+        if len(_RUNNING_TEXT) >= 16_384:
+            _RUNNING_TEXT.clear()
+        text = _RUNNING_TEXT[key] = tomlout.subtable("running.", session, flight.to_toml())
+    return text
+
+
 @dataclass(frozen=True, slots=True)
 class SavedLedger:
     """ledger.toml, typed: the controls, each model's account, the attempts in flight. Its one
@@ -343,9 +359,10 @@ class SavedLedger:
                 "sessions_running": len(self.running),
             },
             "models": {name: m.to_toml() for name, m in self.models.items()},
-            "running": {s: f.to_toml() for s, f in self.running.items()},
+            "running": {},  # last: its entries follow, each made once per state (_running_text)
         }
-        return tomlout.dumps(doc).encode()
+        text = tomlout.dumps(doc) + "".join(_running_text(s, f) for s, f in self.running.items())
+        return text.encode()
 
     @classmethod
     def from_toml(cls, text: str) -> SavedLedger:

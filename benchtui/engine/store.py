@@ -11,6 +11,7 @@ however many sessions run: the ledger holds accounts and in-flight attempts, not
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,8 @@ JOURNAL_FORMAT_FILE = "sessions.format"
 """Beside the journal: its format number (`1\n`). Run dirs made before formats had numbers have
 none: the same layout as format 1. The journal itself stays one JSON record a line."""
 JOURNAL_FORMAT = 1
+SOON_S = 0.05
+"""`mark_dirty_soon`: the ledger is written within this, or with the next commit if sooner."""
 
 
 class Store:
@@ -50,6 +53,8 @@ class Store:
         self._lines: list[str] = []
         self._rows: dict[str, list[str]] = {}
         self._wanted = trio.Event()
+        self._soon: float | None = None
+        self._waiting: trio.CancelScope | None = None
         self._batch_done = trio.Event()
         self.failure: StorageFailed | None = None
         self.commits = 0
@@ -68,6 +73,20 @@ class Store:
         """The ledger changed; the next commit writes it (no waiting)."""
         self._wanted.set()
 
+    def mark_dirty_soon(self) -> None:
+        """The ledger changed in a way no one waits for (a call's charge settling its hold: until
+        written, the hold stands, and a crash charges it in full): written with the next commit,
+        at the latest SOON_S from now. A model call's charge so rides with the next call's hold,
+        and a session makes one ledger write a call, not two."""
+        if self._soon is None:
+            try:
+                self._soon = trio.current_time() + SOON_S
+            except RuntimeError:  # not in a Trio run: no committer to wait for
+                self._wanted.set()
+                return
+            if self._waiting is not None:
+                self._waiting.deadline = self._soon
+
     async def commit(self) -> None:
         """Wait until everything queued so far is durable (raises StorageFailed if it cannot be)."""
         if self.failure:
@@ -82,7 +101,9 @@ class Store:
         """The committer: runs until cancelled; commits whatever is pending when it wakes."""
         task_status.started()
         while True:
-            await self._wanted.wait()
+            with trio.CancelScope(deadline=self._soon or math.inf) as self._waiting:
+                await self._wanted.wait()
+            self._waiting = None
             await self.flush()
 
     async def flush(self) -> None:
@@ -90,6 +111,7 @@ class Store:
         if self.failure:
             raise self.failure
         self._wanted = trio.Event()
+        self._soon = None
         rows, self._rows = self._rows, {}
         lines, self._lines = self._lines, []
         done, self._batch_done = self._batch_done, trio.Event()

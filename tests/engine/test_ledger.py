@@ -170,3 +170,35 @@ def test_colliding_model_slugs_are_rejected(tmp_path):
     path = write_campaign(tmp_path, models=("a/b", "a:b"))
     with pytest.raises(Exception, match="same file name"):
         campaign_file.load(path)
+
+
+def test_the_saved_ledger_is_the_same_text_with_each_attempt_rendered_once_per_state():
+    # ledger.toml's attempts are rendered once per state and reused (issue 25): the text must be
+    # exactly what rendering the whole document at once gives, before and after a change.
+    from dataclasses import asdict
+
+    from benchtui.core import tomlout
+
+    ledger = Ledger(Decimal(100), {"m/a": Decimal(60), "m/b": Decimal(40)})
+    flights = [ledger.open(f"s-{n}", "m/a" if n % 2 else "m/b", n, 1, "fake", Decimal(2)) for n in range(6)]
+    flights[3].counters["model_calls"] = 2
+
+    def whole() -> bytes:
+        saved = ledger.saved()
+        doc = {
+            "format": saved.format,
+            **asdict(saved.control),
+            "enforce": saved.enforce,
+            "totals": tomllib.loads(saved.to_toml().decode())["totals"],
+            "models": {name: m.to_toml() for name, m in saved.models.items()},
+            "running": {s: f.to_toml() for s, f in saved.running.items()},
+        }
+        return tomlout.dumps(doc).encode()
+
+    assert ledger.to_toml() == whole()
+    flights[2].spent += Decimal("0.25")  # one attempt changes: its text must follow
+    flights[3].counters["model_calls"] = 3
+    assert ledger.to_toml() == whole()
+    assert tomllib.loads(ledger.to_toml().decode())["running"]["s-2"]["spent_usd"] == to_float(
+        flights[2].spent
+    )

@@ -27,6 +27,9 @@ class Durable:
     def mark_dirty(self) -> None:
         pass
 
+    def mark_dirty_soon(self) -> None:
+        pass
+
     def append(self, record: dict[str, Any]) -> None:
         pass
 

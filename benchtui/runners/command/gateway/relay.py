@@ -75,10 +75,12 @@ class EngineLink:
     async def read(self, reader: asyncio.StreamReader) -> None:
         """Until the engine closes the channel; then this process ends."""
         lines = Lines()
-        while data := await reader.read(1 << 16):
-            for message in lines.feed(data):
-                self._handle(message)
-        os._exit(0)  # the engine is gone: no hold can be granted, nothing to finish
+        try:
+            while data := await reader.read(1 << 16):
+                for message in lines.feed(data):
+                    self._handle(message)
+        finally:  # the engine is gone (or speaks nonsense): no hold can be granted, nothing to finish
+            os._exit(0)
 
     def _handle(self, message: list[Any]) -> None:
         kind = message[0]
@@ -104,6 +106,7 @@ class EngineLink:
 
 
 async def main(channel_fd: int, settings: dict[str, Any], listener_fds: list[int]) -> None:
+    orphaned = asyncio.create_task(_orphaned(settings["engine"]))  # noqa: F841 (runs until the end)
     link = EngineLink(socket.socket(fileno=channel_fd))
     reader = await link.open()
     timeout = aiohttp.ClientTimeout(total=None, connect=min(30.0, settings["request_timeout_s"]))
@@ -139,6 +142,14 @@ async def main(channel_fd: int, settings: dict[str, Any], listener_fds: list[int
         finally:
             watching.cancel()
             reading.cancel()
+
+
+async def _orphaned(engine: int) -> None:
+    """Ends the relay if its engine is gone, whatever state the channel is in (prctl's
+    PDEATHSIG would not do: Trio starts processes from a worker thread, whose end would fire it)."""
+    while os.getppid() == engine:
+        await asyncio.sleep(1.0)
+    os._exit(0)
 
 
 def run() -> None:

@@ -163,18 +163,25 @@ class Gateway:
     # -- a relay's requests -------------------------------------------------------------------
     async def _read(self, relay: _Relay, nursery: trio.Nursery) -> None:
         lines = Lines()
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        try:
             async for data in relay.stream:
                 for message in lines.feed(data):
                     kind = message[0]
                     if kind == "h":
-                        nursery.start_soon(self._hold, relay, *message[1:])
+                        _, call, token, prompt_tokens, output_tokens = message
+                        nursery.start_soon(
+                            self._hold, relay, call, str(token), int(prompt_tokens), int(output_tokens)
+                        )
                     elif kind == "c":
                         self._charge(relay, *message[1:])
                     elif kind == "a":
                         waiting = relay.waiting.get(message[1])
                         if waiting is not None:
                             waiting.send_nowait(message[2])
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except (ValueError, TypeError, IndexError, KeyError, trio.WouldBlock):
+            _kill(relay)  # it speaks nonsense: started again, its calls charged their worst case
 
     async def _hold(
         self, relay: _Relay, call: int, token: str, prompt_tokens: int, output_tokens: int
@@ -337,6 +344,7 @@ async def open_gateway(
     socket_path = folder / "gateway.sock"
     listeners = _listeners(host, socket_path)
     settings = {
+        "engine": os.getpid(),
         "request_timeout_s": request_timeout_s,
         "max_connections": max_connections or default_limit(),
         "header_timeout_s": header_timeout_s,
