@@ -210,9 +210,10 @@ class Gateway:
             return
         binding, hold, worst = held
         if binding.settling:
-            used = (
-                worst if input_tokens is None or output_tokens is None else Usage(input_tokens, output_tokens)
-            )
+            counts = (input_tokens, output_tokens)
+            exact = all(type(n) is int and n >= 0 for n in counts)  # else: its worst case, never less
+            used = Usage(*counts) if exact else worst  # type: ignore[arg-type]
+            served = served is not False
             binding.meter.charge(used, settles=hold, served=served)
 
     # -- the relays' lives ----------------------------------------------------------------------
