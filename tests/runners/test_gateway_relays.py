@@ -176,3 +176,36 @@ async def test_charges_are_exact_with_two_relays_and_many_sessions_at_once():
         flight = next(iter(ledger.running.values()))
         assert flight.held == 0 and flight.spent == 25 * cost(321, 17)
         assert meter.calls == 25
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("counts", [(-1000, 5), (10, None), ("10", 5), (1.5, 2), (True, 1)])
+async def test_a_charge_a_relay_got_wrong_is_charged_the_worst_case_never_less(counts):
+    # A relay is ours, but it reads what a provider sends: whatever reaches the engine as a
+    # charge that is not two non-negative integers settles the hold at its worst case.
+    from benchtui.core.contract import Usage
+
+    meter, ledger, _ = open_meter(Decimal("1"))
+    async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as binding:
+        [relay] = gateway._relays
+        worst = Usage(5000, 100)
+        hold = meter.price(worst)
+        assert await meter.authorise(hold)
+        relay.holds[7] = (binding, hold, worst)
+        gateway._charge(relay, 7, *counts, True)
+    flight = ledger.running["m-0"]
+    assert flight.held == 0 and flight.spent == cost(5000, 100)
+
+
+@pytest.mark.trio
+async def test_a_relay_that_speaks_nonsense_is_started_again():
+    async with open_gateway() as gateway:
+        [relay] = gateway._relays
+        from benchtui.runners.command.gateway.link import Lines
+
+        async with trio.open_nursery() as nursery:
+            gateway._received(relay, nursery, Lines(), b'["h", 1, "tok"]\n')  # a hold without its counts
+        with trio.fail_after(20):
+            while gateway.restarts < 1 or not relay_pids(gateway):
+                await trio.sleep(0.05)
+        assert not alive(relay.process.pid) or relay.process.returncode is not None

@@ -163,23 +163,25 @@ class Gateway:
     # -- a relay's requests -------------------------------------------------------------------
     async def _read(self, relay: _Relay, nursery: trio.Nursery) -> None:
         lines = Lines()
-        try:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             async for data in relay.stream:
-                for message in lines.feed(data):
-                    kind = message[0]
-                    if kind == "h":
-                        _, call, token, prompt_tokens, output_tokens = message
-                        nursery.start_soon(
-                            self._hold, relay, call, str(token), int(prompt_tokens), int(output_tokens)
-                        )
-                    elif kind == "c":
-                        self._charge(relay, *message[1:])
-                    elif kind == "a":
-                        waiting = relay.waiting.get(message[1])
-                        if waiting is not None:
-                            waiting.send_nowait(message[2])
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+                self._received(relay, nursery, lines, data)
+
+    def _received(self, relay: _Relay, nursery: trio.Nursery, lines: Lines, data: bytes) -> None:
+        try:
+            for message in lines.feed(data):
+                kind = message[0]
+                if kind == "h":
+                    _, call, token, prompt_tokens, output_tokens = message
+                    nursery.start_soon(
+                        self._hold, relay, call, str(token), int(prompt_tokens), int(output_tokens)
+                    )
+                elif kind == "c":
+                    self._charge(relay, *message[1:])
+                elif kind == "a":
+                    waiting = relay.waiting.get(message[1])
+                    if waiting is not None:
+                        waiting.send_nowait(message[2])
         except (ValueError, TypeError, IndexError, KeyError, trio.WouldBlock):
             _kill(relay)  # it speaks nonsense: started again, its calls charged their worst case
 
