@@ -172,7 +172,10 @@ def run_clients(url: str, tokens: list[str], sessions: int, seconds: float, stre
         async with aiohttp.ClientSession(connector=connector) as client:
 
             async def session(n: int, until: float) -> None:
-                headers = {"authorization": f"Bearer {tokens[n % len(tokens)]}", "content-type": "application/json"}
+                headers = {
+                    "authorization": f"Bearer {tokens[n % len(tokens)]}",
+                    "content-type": "application/json",
+                }
                 while time.perf_counter() < until:
                     started = time.perf_counter()
                     async with client.post(f"{url}/v1/chat/completions", data=body, headers=headers) as r:
@@ -261,7 +264,9 @@ end
 """
 
 
-def wrk_clients(url: str, tokens: list[str], sessions: int, seconds: float, stream: bool, folder: Path) -> dict:
+def wrk_clients(
+    url: str, tokens: list[str], sessions: int, seconds: float, stream: bool, folder: Path
+) -> dict:
     body = json.dumps({**PROMPT, "stream": stream})
     script = folder / "wrk.lua"
     script.write_text(
@@ -273,14 +278,28 @@ def wrk_clients(url: str, tokens: list[str], sessions: int, seconds: float, stre
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     found = json.loads(out.stdout.strip().splitlines()[-1])
-    return {"rate": found["rate"], "p50": found["p50"], "p99": found["p99"], "failures": {"any": found["failures"]}}
+    return {
+        "rate": found["rate"],
+        "p50": found["p50"],
+        "p99": found["p99"],
+        "failures": {"any": found["failures"]},
+    }
 
 
 def clients(url: str, tokens: list[str], sessions: int, seconds: float, stream: bool, folder: Path) -> dict:
     if shutil.which("wrk"):
         return wrk_clients(url, tokens, sessions, seconds, stream, folder)
     out = subprocess.run(
-        [sys.executable, __file__, "--clients", url, json.dumps(tokens), str(sessions), str(seconds), str(int(stream))],
+        [
+            sys.executable,
+            __file__,
+            "--clients",
+            url,
+            json.dumps(tokens),
+            str(sessions),
+            str(seconds),
+            str(int(stream)),
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -308,7 +327,9 @@ def main(seconds: float, relays: int) -> None:
         if nginx:
             procs.append(nginx[0])
         tool = "wrk" if shutil.which("wrk") else "aiohttp"
-        print(f"{seconds:g} s a run; clients: {tool}, each making its calls one after another; {relays} relay(s)\n")
+        print(
+            f"{seconds:g} s a run; clients: {tool}, each making its calls one after another; {relays} relay(s)\n"
+        )
         print(f"{'clients':>7} {'mode':>6} | {'direct':>7} {'p50':>6} {'p99':>6} | {'nginx':>7} {'+p50':>6} {'+p99':>6} |"
               f" {'gateway':>7} {'+p50':>6} {'+p99':>6} {'fail':>4} | {'engine':>8} {'relays':>8} | {'authorise p50':>13} {'p99':>6} | {'lag p99':>7}")  # fmt: skip
         print(f"{'':>7} {'':>6} | {'calls/s':>7} {'ms':>6} {'ms':>6} | {'calls/s':>7} {'ms':>6} {'ms':>6} |"

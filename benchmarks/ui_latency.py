@@ -1,6 +1,13 @@
-"""Key-to-effect latency of the TUI while a campaign produces ~1,000 events a second.
+"""Key-to-effect latency of the TUI while a campaign produces ~1,000 events a second, or while
+the metering gateway serves 64 busy agents.
 
     python benchmarks/ui_latency.py [--presses 60] [--parallelism 100] [--latency 0.2]
+    python benchmarks/ui_latency.py --gateway-agents 64
+
+`--gateway-agents N`: a `command` campaign instead, N sessions at once, each agent a `wrk`
+(`apt-get install wrk`) calling the gateway back to back for the whole measurement with its
+session's token, against the scripted provider of `gateway_latency.py`: every call is held on
+the session's meter (a durable ledger commit) in the same process and loop as the TUI.
 
 Runs the real app (Textual's headless driver, the engine as a Trio guest) on a fake campaign,
 posts key events the way the terminal driver does, and times each key to
@@ -44,6 +51,41 @@ latency_s = {latency}
 {models}
 [environment]
 path = "target"
+"""
+AGENTS = """name = "latency-gateway"
+sessions_per_model = {sessions}
+parallelism = {parallelism}
+runner = "load"
+
+[budget]
+total_usd = 1000000
+per_session_usd = 1000
+
+[runners.load]
+kind = "command"
+command = ["wrk", "-t1", "-c1", "-d{seconds}s", "-s", "{script}", "{{gateway}}"]
+environment = "local"
+unsandboxed = true
+wall_time_s = 600
+
+[target]
+kind = "none"
+
+[[models]]
+name = "openai/m"
+input_usd_per_mtok = 1
+output_usd_per_mtok = 1
+max_output_tokens = 1000
+api_base = "{provider}/v1"
+
+[environment]
+path = "target"
+"""
+WRK_AGENT = """wrk.method = "POST"
+wrk.body = '{"model": "m", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 100}'
+wrk.headers["content-type"] = "application/json"
+wrk.headers["authorization"] = "Bearer " .. os.getenv("OPENAI_API_KEY")
+wrk.path = "/v1/chat/completions"
 """
 MODELS = "".join(
     f'\n[[models]]\nname = "bench/m{i}"\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 1\n' for i in range(4)
@@ -110,9 +152,23 @@ async def measure(app: BenchApp, presses: int) -> tuple[list[float], list[float]
     return to_engine, to_screen, rate
 
 
+CALL_USD = 0.0001
+"""What one call of the scripted provider costs here: 80 + 20 tokens at $1 per million."""
+
+
+def _spent_calls(app: BenchApp) -> float:
+    """Model calls charged so far (the running sessions' spend over what one call costs)."""
+    if app.scheduler is None:
+        return 0.0
+    ledger = app.scheduler.accounts._ledger
+    spent = ledger.spent + sum(f.spent for f in ledger.running.values())
+    return float(spent) / CALL_USD
+
+
 async def main(args: argparse.Namespace) -> int:
     global P_LOW, P_HIGH
-    P_LOW, P_HIGH = args.parallelism, args.parallelism + 1
+    P_LOW = args.gateway_agents or args.parallelism
+    P_HIGH = P_LOW + 1
     with tempfile.TemporaryDirectory(prefix="benchtui-latency-") as tmp:
         root = Path(tmp)
         (root / "target").mkdir()
@@ -122,16 +178,50 @@ async def main(args: argparse.Namespace) -> int:
                 sessions=args.sessions, parallelism=args.parallelism, latency=args.latency, models=MODELS
             )
         )
+        provider = None
+        if args.gateway_agents:
+            import shutil
+            import subprocess
+
+            if shutil.which("wrk") is None:
+                print("--gateway-agents needs wrk on PATH (apt-get install wrk)")
+                return 2
+            here = Path(__file__).resolve().parent
+            provider = subprocess.Popen(
+                [sys.executable, str(here / "gateway_latency.py"), "--provider", str(root / "p")]
+            )
+            while not (root / "p").exists() or not (root / "p").read_text():
+                await asyncio.sleep(0.05)
+            (root / "agent.lua").write_text(WRK_AGENT)
+            seconds = int(args.presses * 0.2 + 30)
+            (root / "c.toml").write_text(
+                AGENTS.format(
+                    sessions=args.gateway_agents, parallelism=args.gateway_agents, seconds=seconds,
+                    script=root / "agent.lua", provider=(root / "p").read_text(),
+                )
+            )  # fmt: skip
         tune_gc()  # as the CLI does before it opens the app
         prep = engine.prepare(engine.Options(root / "c.toml", root / "runs"))
         app = make_app(prep)
         t_mount = time.perf_counter()
-        async with app.run_test(size=(160, 48)) as pilot:
-            while app.scheduler is None:
-                await pilot.pause(0.01)
-            print(f"sessions: {len(prep.plan)}, app ready in {time.perf_counter() - t_mount:.2f} s")
-            await asyncio.sleep(1.0)  # reach a steady launch rate
-            to_engine, to_screen, rate = await measure(app, args.presses)
+        try:
+            async with app.run_test(size=(160, 48)) as pilot:
+                while app.scheduler is None:
+                    await pilot.pause(0.01)
+                print(f"sessions: {len(prep.plan)}, app ready in {time.perf_counter() - t_mount:.2f} s")
+                await asyncio.sleep(5.0 if args.gateway_agents else 1.0)  # every agent busy / a steady rate
+                calls = _spent_calls(app)
+                t0 = time.perf_counter()
+                to_engine, to_screen, rate = await measure(app, args.presses)
+                if args.gateway_agents:
+                    made = _spent_calls(app) - calls
+                    print(
+                        f"model calls through the gateway while pressing keys: {made / (time.perf_counter() - t0):.0f}/s"
+                    )
+                app.exit()
+        finally:
+            if provider is not None:
+                provider.terminate()
     print(f"events/s while pressing keys: {rate:.0f}")
     for name, values in (("key -> engine", to_engine), ("key -> screen", to_screen)):
         print(
@@ -147,4 +237,5 @@ if __name__ == "__main__":
     parser.add_argument("--parallelism", type=int, default=100)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--sessions", type=int, default=5000, help="per model (4 models)")
+    parser.add_argument("--gateway-agents", type=int, default=0, help="a command campaign of N wrk agents")
     sys.exit(asyncio.run(main(parser.parse_args())))
