@@ -101,6 +101,8 @@ async def test_a_campaign_on_ray_runs_end_to_end_like_a_local_one(tmp_path, clus
     # Where each session ran is in its details; the agent's log came back from the node.
     details = outcome_rows(prep.run_dir)
     assert len(details) == 4 and all(d["executor"] == "ray" and d["node"]["ip"] for d in details)
+    # Their calls went to the gateway's relay on their own node, not to this machine's.
+    assert all(d["node"]["gateway"].startswith("127.0.0.1:") for d in details)
     logs = list(prep.run_dir.glob("sessions/*/attempt-1.agent.log"))
     assert len(logs) == 4 and all("CERTIFICATE_START" in p.read_text() for p in logs)
 

@@ -38,9 +38,14 @@ class AgentCommand:
         gate: dict[str, Any] | None = None,
         cgroup: Path | None = None,
         home: Path | None = None,
+        gateway: str | None = None,
     ) -> tuple[list[str], dict[str, str] | None]:
+        """`gateway`: the address the agent calls, where it differs from the one known before the
+        placement (an unsandboxed agent on a Ray node calls its node's relay)."""
         profile = self.profile
         values = {**self.values, "{prompt_file}": str(prompt_file), "{workdir}": str(workdir)}
+        if gateway is not None and profile.environment != "bubblewrap":
+            values["{gateway}"] = gateway
         argv, env = profile.invocation(self.argv0, values, self.token)
         if profile.environment != "bubblewrap":
             home = home or workdir.parent / "home"

@@ -47,6 +47,7 @@ class RayPlacement:
             prompt=await trio.to_thread.run_sync(prompt_file.read_text),
             relay_to=self.gateway.url.removeprefix("http://") if bwrap else None,
             needs=(str(command.argv0), *filter(None, [command.pred])),
+            gateway=self.gateway.nodes,
         )
         try:
             found = await self.executor.run_agent(

@@ -102,7 +102,9 @@ class CommandRunner(RunnerKind):
             self.remote = await self._stack.enter_async_context(open_ray(self.executor))
             host = self.remote.gateway_host
         self.gateway = await self._stack.enter_async_context(
-            open_gateway(request_timeout_s=self.profile.request_timeout_s, host=host)
+            open_gateway(
+                request_timeout_s=self.profile.request_timeout_s, host=host, nodes=self.remote is not None
+            )
         )
         if self.remote is not None:
             from benchtui.runners.command.remote import RayPlacement

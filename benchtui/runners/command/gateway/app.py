@@ -44,6 +44,9 @@ class GatewayApp:
         self.client = client
         self.meter = meter
         self.grants: dict[str, Grant] = {}
+        self.lookup: Callable[[str], Awaitable[Grant | None]] | None = None
+        """A node's relay: asks the engine for a token it has not seen (only the sessions that
+        run on its node come to it, so only their keys ever reach it)."""
         self.request_timeout_s = request_timeout_s
         self._scrub: tuple[frozenset[str], Scrubber] = (frozenset(), Scrubber(()))
 
@@ -82,7 +85,10 @@ class GatewayApp:
         self, scope: dict[str, Any], receive: Callable, path: str, dialect: Dialect, reply: Reply
     ) -> None:
         headers = dict(scope["headers"])
-        grant = self.grants.get(_token(headers))
+        token = _token(headers)
+        grant = self.grants.get(token)
+        if grant is None and self.lookup is not None and token:
+            grant = await self.lookup(token)
         if grant is None or not grant.open:
             body = dialect.error(401, "gateway: unknown or expired session token", "authentication_error")
             await reply.whole(401, body)

@@ -1,10 +1,12 @@
-"""A relay process: `python -m benchtui.runners.command.gateway.relay CHANNEL_FD SETTINGS_JSON LISTENER_FD...`.
+"""A relay process: `python -m benchtui.runners.command.gateway.relay CHANNEL_FD SETTINGS_JSON LISTENER_FD...`
+(beside the engine), or `... relay node SETTINGS_JSON` (on a Ray node, see `nodes.py`).
 
-It serves the gateway's listeners (inherited from the engine, shared by every relay) with uvicorn
-on uvloop and httptools, carries calls to the provider with aiohttp (connections reused), and
-asks the engine's meter, over its channel (`link`), for each call's hold and then its charge. It
-never runs on the engine's loop or the TUI's: HTTP parsing costs them nothing. When the channel
-closes (the engine is gone, even by SIGKILL) the relay exits at once.
+It serves the gateway's listeners (inherited from the engine, shared by every relay; a node's
+relay opens its own on the node's loopback) with uvicorn on uvloop and httptools, carries calls
+to the provider with aiohttp (connections reused), and asks the engine's meter, over its channel
+(`link`: a socket pair, or a node's TCP connection to the engine), for each call's hold and then
+its charge. It never runs on the engine's loop or the TUI's: HTTP parsing costs them nothing.
+When the channel closes (the engine is gone, even by SIGKILL) the relay exits at once.
 """
 
 from __future__ import annotations
@@ -37,13 +39,17 @@ class EngineLink:
         self.guard: Guard | None = None
         self.serve = asyncio.Event()
         self._next = 0
-        self._waiting: dict[int, asyncio.Future[str | None]] = {}
+        self._waiting: dict[int, asyncio.Future[Any]] = {}
+        self._unknown: dict[str, float] = {}
         self._out: list[bytes] = []
         self._loop = asyncio.get_running_loop()
         self._writer: asyncio.StreamWriter | None = None
 
     async def open(self) -> asyncio.StreamReader:
-        reader, self._writer = await asyncio.open_unix_connection(sock=self._sock)
+        if self._sock.family == socket.AF_UNIX:
+            reader, self._writer = await asyncio.open_unix_connection(sock=self._sock)
+        else:  # a node's relay: TCP to the engine's machine
+            reader, self._writer = await asyncio.open_connection(sock=self._sock)
         return reader
 
     def _send(self, message: bytes) -> None:
@@ -66,6 +72,27 @@ class EngineLink:
         finally:
             self._waiting.pop(call, None)
 
+    async def lookup(self, token: str) -> Grant | None:
+        """A token this relay has not been given: the engine's answer (a refusal is remembered
+        for a second, so a stream of bad tokens costs the engine little)."""
+        if self._loop.time() < self._unknown.get(token, 0.0):
+            return None
+        self._next += 1
+        ask = self._next
+        waiting = self._waiting[ask] = self._loop.create_future()
+        self._send(encode("w", ask, token))
+        try:
+            found = await waiting
+        finally:
+            self._waiting.pop(ask, None)
+        assert self.app is not None
+        if found is None:
+            if len(self._unknown) > 10_000:
+                self._unknown.clear()
+            self._unknown[token] = self._loop.time() + 1.0
+            return None
+        return self.app.grants.setdefault(token, Grant(token, **found))
+
     def charge(self, call: int, used: Used, served: bool = True) -> None:
         if used is None:
             self._send(encode("c", call, None, None, served))
@@ -84,7 +111,7 @@ class EngineLink:
 
     def _handle(self, message: list[Any]) -> None:
         kind = message[0]
-        if kind == "h":
+        if kind in ("h", "w"):
             waiting = self._waiting.get(message[1])
             if waiting is not None and not waiting.done():
                 waiting.set_result(message[2])
@@ -105,9 +132,10 @@ class EngineLink:
             self.serve.set()
 
 
-async def main(channel_fd: int, settings: dict[str, Any], listener_fds: list[int]) -> None:
-    orphaned = asyncio.create_task(_orphaned(settings["engine"]))  # noqa: F841 (runs until the end)
-    link = EngineLink(socket.socket(fileno=channel_fd))
+async def main(channel: socket.socket, settings: dict[str, Any], listeners: list[socket.socket]) -> None:
+    if "engine" in settings:
+        orphaned = asyncio.create_task(_orphaned(settings["engine"]))  # noqa: F841 (runs until the end)
+    link = EngineLink(channel)
     reader = await link.open()
     timeout = aiohttp.ClientTimeout(total=None, connect=min(30.0, settings["request_timeout_s"]))
     # Idle connections are dropped well before a provider's own keep-alive timeout (often 5 s), so
@@ -118,6 +146,8 @@ async def main(channel_fd: int, settings: dict[str, Any], listener_fds: list[int
     ) as client:
         app = GatewayApp(client, link, settings["request_timeout_s"])
         link.app = app
+        if settings.get("node"):
+            app.lookup = link.lookup
         link.guard = guard = Guard(
             settings["max_connections"], settings["header_timeout_s"], settings["idle_timeout_s"]
         )
@@ -136,7 +166,6 @@ async def main(channel_fd: int, settings: dict[str, Any], listener_fds: list[int
         )
         server = uvicorn.Server(config)
         watching = asyncio.create_task(guard.watch())
-        listeners = [socket.socket(fileno=fd) for fd in listener_fds]
         try:
             await server.serve(sockets=listeners)
         finally:
@@ -154,10 +183,18 @@ async def _orphaned(engine: int) -> None:
 
 def run() -> None:
     logging.disable(logging.CRITICAL)
-    channel_fd, settings, *listeners = sys.argv[1:]
     import uvloop
 
-    uvloop.run(main(int(channel_fd), orjson.loads(settings), [int(fd) for fd in listeners]))
+    if sys.argv[1] == "node":
+        from benchtui.runners.command.gateway import nodes
+
+        settings = nodes.read_settings(sys.argv[2])
+        channel, listener = nodes.connect(settings)
+        uvloop.run(main(channel, settings, [listener]))
+        return
+    channel_fd, settings_text, *listeners = sys.argv[1:]
+    sockets = [socket.socket(fileno=int(fd)) for fd in listeners]
+    uvloop.run(main(socket.socket(fileno=int(channel_fd)), orjson.loads(settings_text), sockets))
 
 
 if __name__ == "__main__":

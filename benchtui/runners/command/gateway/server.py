@@ -13,7 +13,9 @@ billed them).
 from __future__ import annotations
 
 import contextlib
+import hmac
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -32,6 +34,7 @@ from benchtui.core.contract import Meter, ModelSpec, Usage
 from benchtui.runners.command.gateway.connections import default_limit
 from benchtui.runners.command.gateway.grant import PROMPT_OVERHEAD_TOKENS, Binding
 from benchtui.runners.command.gateway.link import Lines, encode
+from benchtui.runners.command.gateway.nodes import NodeGateway
 
 HEADER_TIMEOUT_S = 10.0
 """A request's headers are whole within this of their first byte (a slow sender is closed)."""
@@ -63,7 +66,8 @@ class _Relay:
     """One relay process and the engine's end of its channel."""
 
     slot: int
-    process: trio.Process
+    process: trio.Process | None
+    """None: a node's relay (started on its node, known by its connection)."""
     stream: trio.SocketStream
     holds: dict[int, tuple[Binding, Decimal, Usage]] = field(default_factory=dict)
     """Its calls held and not yet charged: call id -> (session, hold, worst case)."""
@@ -72,6 +76,11 @@ class _Relay:
     wake: trio.Event = field(default_factory=trio.Event)
     alive: bool = True
     next_id: int = 0
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+
+    @property
+    def node(self) -> bool:
+        return self.process is None
 
     def send(self, message: bytes) -> None:
         self.out.append(message)
@@ -110,6 +119,8 @@ class Gateway:
         self.socket_path = socket_path
         self.restarts = 0
         """Relays started again after they died."""
+        self.nodes: NodeGateway | None = None
+        """Where relays on Ray nodes reach the engine (`open_gateway(nodes=True)`)."""
         self._bindings: dict[str, Binding] = {}
         self._relays: list[_Relay] = []
 
@@ -157,7 +168,7 @@ class Gateway:
 
         async with trio.open_nursery() as nursery:
             for relay in self._relays:
-                if relay.alive:
+                if relay.alive and not (relay.node and message[0] == "b"):  # a node asks for its own
                     nursery.start_soon(tell, relay)
 
     # -- a relay's requests -------------------------------------------------------------------
@@ -178,6 +189,10 @@ class Gateway:
                     )
                 elif kind == "c":
                     self._charge(relay, *message[1:])
+                elif kind == "w":
+                    _, ask, token = message
+                    binding = self._bindings.get(str(token))
+                    relay.send(encode("w", ask, binding.grant() if binding and binding.open else None))
                 elif kind == "a":
                     waiting = relay.waiting.get(message[1])
                     if waiting is not None:
@@ -218,6 +233,58 @@ class Gateway:
             served = served is not False
             binding.meter.charge(used, settles=hold, served=served)
 
+    # -- the nodes' relays ---------------------------------------------------------------------
+    async def _accept_nodes(self, listener: trio.SocketListener, secret: str) -> None:
+        async with trio.open_nursery() as nursery:
+            while True:
+                stream = await listener.accept()
+                nursery.start_soon(self._serve_node, stream, secret)
+
+    async def _serve_node(self, stream: trio.SocketStream, secret: str) -> None:
+        lines, first = Lines(), b""
+        with trio.move_on_after(ANSWER_S):
+            while b"\n" not in first and len(first) < 4096:
+                data = await stream.receive_some(4096)
+                if not data:
+                    break
+                first += data
+        head, _, rest = first.partition(b"\n")
+        try:
+            kind, shown = orjson.loads(head)
+        except (orjson.JSONDecodeError, ValueError, TypeError):
+            kind, shown = "", ""
+        if (
+            kind != "auth"
+            or not isinstance(shown, str)
+            or not hmac.compare_digest(shown.encode(), secret.encode())
+        ):
+            with trio.CancelScope(shield=True):
+                await stream.aclose()
+            return
+        relay = _Relay(-1, None, stream)
+        self._relays.append(relay)
+        try:
+            with relay.scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(relay.write)
+                    self._received(relay, nursery, lines, rest)
+                    relay.send(encode("g"))
+                    await self._read(relay, nursery)
+                    nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                self._gone(relay)
+
+    def _gone(self, relay: _Relay) -> None:
+        """A relay ended: the calls it had held are charged their worst case (it may have been billed)."""
+        relay.alive = False
+        for binding, hold, worst in relay.holds.values():
+            if binding.settling:
+                binding.meter.charge(worst, settles=hold)
+        relay.holds.clear()
+        if relay in self._relays:
+            self._relays.remove(relay)
+
     # -- the relays' lives ----------------------------------------------------------------------
     async def _supervise(
         self,
@@ -236,15 +303,10 @@ class Gateway:
                     await relay.process.wait()
                     nursery.cancel_scope.cancel()
             finally:
-                relay.alive = False
                 with trio.CancelScope(shield=True):
                     _kill(relay)
                     await relay.stream.aclose()
-                    for binding, hold, worst in relay.holds.values():
-                        if binding.settling:
-                            binding.meter.charge(worst, settles=hold)  # it may have been billed
-                    relay.holds.clear()
-                    self._relays.remove(relay)
+                    self._gone(relay)
             self.restarts += 1
             await trio.sleep(RESTART_PAUSE_S)
 
@@ -307,6 +369,9 @@ def _relay_environment() -> dict[str, str]:
 
 def _kill(relay: _Relay) -> None:
     relay.alive = False
+    if relay.process is None:
+        relay.scope.cancel()  # a node's: its connection is closed, the relay ends itself
+        return
     with contextlib.suppress(ProcessLookupError, OSError):
         relay.process.kill()
 
@@ -337,12 +402,14 @@ async def open_gateway(
     header_timeout_s: float = HEADER_TIMEOUT_S,
     idle_timeout_s: float = IDLE_TIMEOUT_S,
     relays: int = 1,
+    nodes: bool = False,
 ) -> AsyncIterator[Gateway]:
     """`host`: the address the TCP listener binds (another machine's agents need a reachable one).
     `request_timeout_s`: the total deadline of one call, streams included. The connection bounds
     (see `connections`) hold in each relay before any token is checked; `max_connections` (per
     relay) defaults to a quarter of the descriptor limit. `relays`: processes serving the
-    listeners (one does ~3,000 calls/s)."""
+    listeners. `nodes`: also accept relays of Ray nodes (`gateway.nodes` says where, with the
+    run's secret): each node's agents then call a relay on their own node."""
     folder = Path(tempfile.mkdtemp(prefix="benchtui-gw-"))  # short: a socket path has 107 bytes
     socket_path = folder / "gateway.sock"
     listeners = _listeners(host, socket_path)
@@ -356,8 +423,17 @@ async def open_gateway(
     name = listeners[0].getsockname()
     gateway = Gateway(f"http://{name[0]}:{name[1]}", socket_path)
     log = folder / "relays.log"
+    others: list[socket.socket] = []
     try:
         async with trio.open_nursery() as nursery:
+            if nodes:
+                meter_socket = socket.create_server((host, 0), backlog=128)
+                others.append(meter_socket)
+                secret = secrets.token_urlsafe(32)
+                node_settings = {k: v for k, v in settings.items() if k != "engine"}
+                gateway.nodes = NodeGateway(host, meter_socket.getsockname()[1], secret, node_settings)
+                meter_listener = trio.SocketListener(trio.socket.from_stdlib_socket(meter_socket))
+                nursery.start_soon(gateway._accept_nodes, meter_listener, secret)
             for slot in range(max(1, relays)):
                 ready = trio.Event()
                 nursery.start_soon(gateway._supervise, slot, settings, listeners, ready, log)
@@ -371,6 +447,6 @@ async def open_gateway(
             finally:
                 nursery.cancel_scope.cancel()
     finally:
-        for sock in listeners:
+        for sock in [*listeners, *others]:
             sock.close()
         shutil.rmtree(folder, ignore_errors=True)

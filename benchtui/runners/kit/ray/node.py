@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from benchtui.core import workspace
 from benchtui.runners.kit import collect
@@ -34,24 +35,35 @@ from benchtui.runners.kit.collect import MAX_FILE_BYTES
 DRAIN_S = 5.0
 """How long the output of an ended agent is still read once its group is killed."""
 JANITOR = 'cat <&{fd} >/dev/null; kill -KILL -- "-$1" 2>/dev/null; rm -rf -- "$2"'
-# The relay: the sandbox's unix socket -> the gateway's TCP listener on the engine's machine.
+# The relay: the sandbox's unix socket -> the gateway's relay on this node (or its TCP listener on
+# the engine's machine).
 RELAY = (
     'socat UNIX-LISTEN:"$1",fork TCP:"$2" & for i in $(seq 500); do [ -S "$1" ] && break; sleep 0.01; done;'
     ' shift 2; exec "$@"'
 )
 
 
+class NodeGateway(Protocol):
+    """A relay of the gateway on this node (the command runner's `gateway.nodes.NodeGateway`)."""
+
+    def start(self) -> str:
+        """`127.0.0.1:port` of the node's relay, started if none is running (OSError: could not)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Launch:
     """What the agent runs, as a function of where the node put things (built on the engine's side)."""
 
-    build: Callable[[Path, Path, Path, int], tuple[list[str], dict[str, str] | None]]
-    """(workdir, prompt_file, gateway socket, lifeline fd) -> (argv, env)."""
+    build: Callable[..., tuple[list[str], dict[str, str] | None]]
+    """(workdir, prompt_file, gateway socket, lifeline fd, [gateway=URL]) -> (argv, env)."""
     prompt: str
     relay_to: str | None
     """`host:port` of the gateway when the agent runs in a sandbox (its only way out), else None."""
     needs: tuple[str, ...] = ()
     """Executables the agent needs on the node (absolute paths), checked before the copy."""
+    gateway: NodeGateway | None = None
+    """The gateway's relay on the node, which the agent calls instead of the engine's machine."""
 
 
 @dataclass
@@ -97,9 +109,18 @@ def _run(
         return NodeResult(here, found, error=f"the node's copy ({found}) is not the target ({expected})")
     prompt_file.write_text(launch.prompt)
     socket_dir.mkdir()
-    argv, env = launch.build(workdir, prompt_file, socket_dir / "gateway.sock", lifeline)
-    if launch.relay_to:
-        argv = ["/bin/bash", "-c", RELAY, "relay", str(socket_dir / "gateway.sock"), launch.relay_to, *argv]
+    relay_to, extra = launch.relay_to, {}
+    if launch.gateway is not None:
+        try:
+            address = launch.gateway.start()
+        except OSError as exc:
+            return NodeResult(here, found, error=str(exc))
+        relay_to = address if relay_to else None
+        extra = {"gateway": f"http://{address}"}
+        here["gateway"] = address  # the node's relay served this session's calls
+    argv, env = launch.build(workdir, prompt_file, socket_dir / "gateway.sock", lifeline, **extra)
+    if relay_to:
+        argv = ["/bin/bash", "-c", RELAY, "relay", str(socket_dir / "gateway.sock"), relay_to, *argv]
     log = folder / "agent.log"
     started = time.time()
     agent = subprocess.Popen(

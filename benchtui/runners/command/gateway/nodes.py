@@ -1,0 +1,136 @@
+"""The gateway on Ray nodes: one relay per node and campaign run, asking the engine only for holds
+and charges.
+
+A node's agents call a relay on their own node (their sandbox's socat relays its socket to the
+node's loopback), so the calls of a hundred machines never cross the engine's machine; the
+relay keeps one TCP connection to the engine (`link`'s messages, after a first line that proves
+it knows the run's secret) and asks it for each session's grant the first time that session
+calls: only the keys of the sessions running on a node ever reach it. The first session on a
+node starts the relay (detached from Ray's worker, so it outlives the task); later ones find it
+by its folder (named by the run's secret), or start another if it died. It ends when its
+connection to the engine does (the engine gone, even by SIGKILL; TCP keep-alive notices a lost
+machine within a minute).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchtui.runners.command.gateway.link import encode
+
+START_S = 20.0
+"""A node's relay is listening within this, or the session fails (an infrastructure error)."""
+
+
+@dataclass(frozen=True)
+class NodeGateway:
+    """Where a node's relay finds the engine (picklable: it travels in each session's Ray task)."""
+
+    host: str
+    port: int
+    secret: str
+    settings: dict[str, Any]
+
+    @property
+    def folder(self) -> Path:
+        key = hashlib.sha256(self.secret.encode()).hexdigest()[:16]
+        return Path(tempfile.gettempdir()) / f"benchtui-relay-{key}"
+
+    def start(self) -> str:
+        """On the node: the address (`127.0.0.1:port`) of its relay, started if none is running."""
+        folder = self.folder
+        folder.mkdir(mode=0o700, exist_ok=True)
+        with (folder / "lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one starter per node; the others wait, then find it
+            found = _running(folder)
+            if found:
+                return found
+            (folder / "port").unlink(missing_ok=True)
+            settings = {
+                **self.settings,
+                "node": True,
+                "connect": [self.host, self.port],
+                "folder": str(folder),
+            }
+            secrets_file = folder / "settings.json"  # never in a command line: read once, removed
+            fd = os.open(secrets_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump({**settings, "secret": self.secret}, f)
+            relay = f'"{sys.executable}" -m benchtui.runners.command.gateway.relay node "$1" </dev/null >/dev/null 2>>"$2" &'
+            # Through a shell that exits at once: the relay is no child of Ray's worker (which
+            # kills its children when it ends), and outlives this session for the next ones.
+            subprocess.run(
+                ["/bin/sh", "-c", relay, "relay", str(secrets_file), str(folder / "relay.log")],
+                check=True,
+                start_new_session=True,
+                env=_environment(),
+            )
+            deadline = time.monotonic() + START_S
+            while time.monotonic() < deadline:
+                found = _running(folder)
+                if found:
+                    return found
+                time.sleep(0.02)
+            tail = (folder / "relay.log").read_text(errors="replace").strip().splitlines()[-1:]
+            raise OSError(f"the gateway's relay on this node did not start: {' '.join(tail) or 'no output'}")
+
+
+def _running(folder: Path) -> str:
+    """The address of the folder's relay if it is alive and listening, else ""."""
+    try:
+        pid, port = (folder / "port").read_text().split()
+        state = Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        if state in ("Z", "X"):  # killed, not yet reaped
+            return ""
+        with socket.create_connection(("127.0.0.1", int(port)), timeout=2):
+            pass
+    except (OSError, ValueError, IndexError):
+        return ""
+    return f"127.0.0.1:{port}"
+
+
+def _environment() -> dict[str, str]:
+    keep = ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "SSL_CERT_FILE", "SSL_CERT_DIR")
+    return {k: v for k, v in os.environ.items() if k in keep or k.startswith("LC_")}
+
+
+def read_settings(path: str) -> dict[str, Any]:
+    """In a node's relay process: its settings (with the run's secret), read once and removed."""
+    settings_file = Path(path)
+    try:
+        return dict(json.loads(settings_file.read_text()))
+    finally:
+        with contextlib.suppress(OSError):
+            settings_file.unlink()
+
+
+def connect(settings: dict[str, Any]) -> tuple[socket.socket, socket.socket]:
+    """In a node's relay process: its channel to the engine (authenticated) and its listener."""
+    secret = settings.pop("secret")
+    host, port = settings["connect"]
+    channel = socket.create_connection((host, port), timeout=START_S)
+    channel.settimeout(None)
+    channel.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, value in (("TCP_KEEPIDLE", 15), ("TCP_KEEPINTVL", 5), ("TCP_KEEPCNT", 6)):
+        if hasattr(socket, option):
+            channel.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), value)
+    channel.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    channel.sendall(encode("auth", secret))
+    listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
+    listener.setblocking(False)
+    folder = Path(settings["folder"])
+    (folder / ".port").write_text(f"{os.getpid()} {listener.getsockname()[1]}\n")
+    os.replace(folder / ".port", folder / "port")
+    return channel, listener
