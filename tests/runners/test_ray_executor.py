@@ -305,9 +305,9 @@ async def test_killing_a_mini_session_on_node_b_stops_its_worker_within_a_second
 
 
 def test_a_stale_ray_token_in_the_users_home_neither_breaks_the_cluster_nor_reaches_it(cluster, stale_home):
-    """A stray local `ray.init()` leaves ~/.ray/auth_token; a head started with it on (RAY_AUTH_MODE
-    unset) turned token authentication on for itself alone, and node_b, the engine and every
-    two-node test then failed with InvalidAuthToken. The cluster here was started from a HOME
+    """A stray local `ray.init()` leaves ~/.ray/auth_token; a head started while it is there
+    (RAY_AUTH_MODE unset) turned token authentication on for itself alone, and node_b, the engine
+    and every two-node test then failed with InvalidAuthToken. The cluster here was started from a HOME
     holding such a token: its daemons run with a HOME of their own and authentication pinned off,
     and a driver whose HOME holds the stale token runs a task on node_b."""
     assert (stale_home / ".ray" / "auth_token").read_text() == STALE_TOKEN  # the trap is set
