@@ -9,7 +9,10 @@ engine (Ray reaps the job's workers: no agent survives)."""
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
 import time
 from decimal import Decimal
 
@@ -39,11 +42,24 @@ MAKE_CERTIFICATE = (
 )
 
 
+STALE_TOKEN = "stale-token-of-a-stray-local-ray-init-0000"
+
+
 @pytest.fixture(scope="session")
-def cluster():
+def stale_home(tmp_path_factory):
+    """A HOME as a stray local `ray.init()` leaves it: ~/.ray/auth_token holding its token."""
+    home = tmp_path_factory.mktemp("stale-home")
+    (home / ".ray").mkdir()
+    (home / ".ray" / "auth_token").write_text(STALE_TOKEN)
+    return home
+
+
+@pytest.fixture(scope="session")
+def cluster(stale_home):
     require("Ray", ray is not None, "pip install -e '.[ray]'")
     require_tools("bwrap", "socat")  # before the cluster starts: its agents run in bubblewrap, behind socat
-    found = LocalCluster()
+    # Started by a user whose ~/.ray holds a stale token: every test here shows it changes nothing.
+    found = LocalCluster(environ={**os.environ, "HOME": str(stale_home)})
     try:
         yield found.start()
     finally:
@@ -288,6 +304,45 @@ async def test_killing_a_mini_session_on_node_b_stops_its_worker_within_a_second
     assert record["state"] == "killed" and recorder.kill_s < 1.0, recorder.kill_s
     assert Decimal(repr(record["cost_usd"])) == price(1000, 50)
     assert left_behind(before) == set()
+
+
+def test_a_stale_ray_token_in_the_users_home_neither_breaks_the_cluster_nor_reaches_it(cluster, stale_home):
+    """A stray local `ray.init()` leaves ~/.ray/auth_token; a head started while it is there
+    (RAY_AUTH_MODE unset) turned token authentication on for itself alone, and node_b, the engine
+    and every two-node test then failed with InvalidAuthToken. The cluster here was started from a HOME
+    holding such a token: its daemons run with a HOME of their own and authentication pinned off,
+    and a driver whose HOME holds the stale token runs a task on node_b."""
+    assert (stale_home / ".ray" / "auth_token").read_text() == STALE_TOKEN  # the trap is set
+    daemons = [p for p in cluster.pids() if any(d in _cmdline(p) for d in ("gcs_server", "raylet/raylet"))]
+    assert len(daemons) >= 3, daemons  # the head's GCS and raylet, node_b's raylet
+    for pid in daemons:
+        env = _environ(pid)
+        assert (env.get("HOME"), env.get("RAY_AUTH_MODE")) == (str(cluster.home), "disabled"), _cmdline(pid)
+    assert not (cluster.home / ".ray").exists()
+    driver = (
+        f"import ray; ray.init(address={cluster.address!r}, logging_level='error', log_to_driver=False); "
+        "task = ray.remote(lambda: 'ran on node_b').options(resources={'node_b': 0.01}, num_cpus=0); "
+        "print(ray.get(task.remote(), timeout=60))"
+    )
+    env = {**os.environ, "HOME": str(stale_home), "RAY_USAGE_STATS_ENABLED": "0"}
+    done = subprocess.run(
+        [sys.executable, "-c", driver], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ran on node_b", done.stderr[-2000:]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _environ(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        pairs = [item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item]
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
 
 
 @pytest.mark.trio

@@ -1,9 +1,18 @@
 """A real two-node Ray cluster on this machine (a head, and `node_b` started as a separate
 `ray start --address` process), a scripted agent CLI, and campaigns that run it on the cluster.
 
-The cluster is this helper's own: its temp dir, its process groups. `stop()` kills exactly the
-processes it started and their descendants (Ray's workers are the raylets' children), never
-another Ray on the machine (`ray stop` would stop them all).
+The cluster is this helper's own: its temp dir, its process groups, its HOME and its Ray
+authentication mode. `stop()` kills exactly the processes it started and their descendants (Ray's
+workers are the raylets' children), never another Ray on the machine (`ray stop` would stop them
+all).
+
+Nothing of the user's Ray set-up reaches it. A stray local `ray.init()` leaves `~/.ray/auth_token`;
+`ray start --head` (Ray >= 2.52, `RAY_AUTH_MODE` unset) that finds a token there, or in
+`RAY_AUTH_TOKEN`/`RAY_AUTH_TOKEN_PATH`, turns token authentication on for the head alone, while
+`ray start --address` and drivers connecting by address do not: node_b then failed to start with
+InvalidAuthToken, and with it every two-node test. Here the mode is pinned (`RAY_AUTH_MODE =
+disabled`), the token variables are dropped, and HOME is a folder of the cluster's own (nothing read
+from or written to the user's ~/.ray).
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +42,9 @@ FAST_HEALTH = {
     "RAY_health_check_failure_threshold": "4",
     "RAY_health_check_initial_delay_ms": "0",
 }
+#: The user's settings that would change how the cluster authenticates or which cluster it joins.
+NOT_INHERITED = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH", "RAY_ADDRESS")
+OWN_SETTINGS = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 AGENT = '''#!/usr/bin/python3
 """A scripted agent CLI: asks its model (OpenAI Chat Completions, at $OPENAI_BASE_URL), runs
 what an answer starting with `RUN: ` says, sends the output back; prints every answer."""
@@ -67,12 +80,18 @@ def free_port() -> int:
 
 
 class LocalCluster:
-    def __init__(self) -> None:
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        """`environ`: the user's environment the cluster is started from (default: this process's)."""
         self.root = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # short: Ray's socket paths
+        self.home = self.root / "home"
+        self.home.mkdir()
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.groups: dict[str, int] = {}
-        self.env = {**os.environ, **FAST_HEALTH, "RAY_USAGE_STATS_ENABLED": "0"}
+        inherited = {
+            k: v for k, v in (os.environ if environ is None else environ).items() if k not in NOT_INHERITED
+        }
+        self.env = {**inherited, **FAST_HEALTH, **OWN_SETTINGS, "HOME": str(self.home)}
 
     def _start(self, name: str, *args: str) -> None:
         started = subprocess.Popen(

@@ -150,30 +150,34 @@ async def test_keep_hunting_goes_on_after_an_accepted_submit(tmp_path, monkeypat
 
 @pytest.mark.trio
 @pytest.mark.parametrize("counted", [True, False])
-@pytest.mark.xfail(
-    strict=False,
-    reason="intermittent (about 1 run in 3 after the merges, more under load): the search sometimes "
-    "sees /opt/benchtui/bin/pred although the agent's sandbox arguments bind no pred; open, see the "
-    "closing note of issue 20",
-)
 async def test_an_agent_cannot_keep_or_copy_a_granted_tool(tmp_path, monkeypatch, counted):
     """While a granted pred runs, the agent looks for it everywhere it could: its processes
-    (/proc/*/exe, /proc/*/fd), descriptors passed to it, the file system. Nothing to find: the
-    gate runs the tool in a sandbox of its own; a stolen copy would have run uncounted. (The
-    control: an uncounted pred runs in the agent's sandbox, and the same search finds it.)"""
+    (/proc/*/cmdline, /proc/*/exe, /proc/*/fd), descriptors passed to it, the file system. Nothing
+    to find: the gate runs the tool in a sandbox of its own; a stolen copy would have run
+    uncounted. (The control: an uncounted pred runs in the agent's sandbox, and the same search
+    finds it, and /proc/1, bwrap itself, names it in the options that bind it.)
+
+    The search runs while pred is certainly alive, whatever the machine's load: pred reads its
+    input from a pipe whose writing end the agent holds open until it has searched (it has read
+    past the pipe's buffer before the search starts: it runs), then solves when given the rest.
+    (A solve timed to outlast a `sleep 1` and the search finished first in about one run in three,
+    and the control's expected sighting of its own pred was then reported as the counted case's.)"""
     pred_on_path(tmp_path, monkeypatch)
     hunt = (
-        # A slow solve (brute force over 2^18 sets) in the background, then the search.
-        "G=$(python3 -c \"print(','.join(f'{i}-{i+1}' for i in range(17)))\"); "
-        "pred create MIS --graph $G -o big.json 2>/dev/null; "
-        "(pred solve big.json --solver brute-force > solved.txt 2>&1 &); sleep 1; "
+        "pred create MIS --graph 0-1,1-2 -o small.json 2>/dev/null; mkfifo /tmp/in; "
+        "(pred solve - --solver brute-force < /tmp/in > solved.txt 2>&1 &); exec 3>/tmp/in; rm /tmp/in; "
+        # More than the pipe holds: this returns only once pred has read (leading blanks of its JSON).
+        "head -c 200000 /dev/zero | tr '\\0' ' ' >&3; echo fed; "
         "S=stand_in; B=benchtui; M='STAND-IN for'; found=0; for p in /proc/[0-9]*; do "
         '  grep -qaE "${S}_pred|$B/bin/pred" $p/cmdline 2>/dev/null && found=$((found+1)) && echo hit-cmd $p; '
         '  for f in $p/exe $p/fd/*; do [ -f $f ] && head -c 4096 $f 2>/dev/null | grep -qa "$M problem-reductions" '
         "    && found=$((found+1)) && echo hit-fd $f; done; "
         "done; echo found=$found; "
         'grep -rlsa "$M problem-reductions" /opt /tmp /run /dev/shm . 2>/dev/null | head -3; '
-        "test -s solved.txt || echo still-running; echo searched"
+        "test -s solved.txt || echo still-running; echo searched; "
+        # The rest of pred's input: the call it was in all along answers.
+        "cat small.json >&3; exec 3>&-; for i in $(seq 300); do grep -q evaluation solved.txt && break; "
+        "sleep 0.1; done; grep -o 'Max([0-9]*)' solved.txt"
     )
     steps = [Reply(hunt), Reply("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]
     with ScriptedLLM(steps) as llm:
@@ -186,11 +190,16 @@ async def test_an_agent_cannot_keep_or_copy_a_granted_tool(tmp_path, monkeypatch
         with trio.fail_after(120):
             prep, _ = await run_campaign(path, tmp_path / "runs")
     seen = output(observations(llm)[0])
-    assert "still-running" in seen and "searched" in seen, seen  # searched while pred ran
+    case = f"counted={counted}: {seen}"
+    # Searched while pred ran (fed, not finished), and that very call then answered.
+    assert "fed" in seen and "still-running" in seen and "searched" in seen, case
+    assert "Max(2)" in seen.split("searched", 1)[1], case
     if not counted:  # the same search finds an uncounted pred: its process and its file
-        assert "found=0" not in seen and "/opt/benchtui/bin/pred" in seen, seen
+        assert "found=0" not in seen and "/opt/benchtui/bin/pred" in seen, case
+        # bwrap (PID 1 in the sandbox) names it in the options that bind it; pred's own process too.
+        assert "hit-cmd /proc/1\n" in seen and seen.count("hit-cmd /proc/") >= 2, case
         return
-    assert "found=0" in seen and "stand_in" not in seen, seen
+    assert "found=0" in seen and "stand_in" not in seen and "/opt/benchtui" not in seen, case
     (end,) = journal(prep.run_dir).values()
     assert end["counters"]["tools"]["pred"] == 2
 
