@@ -48,14 +48,16 @@ class GatewayApp:
         """A node's relay: asks the engine for a token it has not seen (only the sessions that
         run on its node come to it, so only their keys ever reach it)."""
         self.request_timeout_s = request_timeout_s
-        self._scrub: tuple[frozenset[str], Scrubber] = (frozenset(), Scrubber(()))
+        self._scrub: Scrubber | None = None
+
+    def grants_changed(self) -> None:
+        self._scrub = None
 
     def _scrubber(self) -> Scrubber:
-        """Every key the gateway holds now (any session's: one agent may see another's echoed)."""
-        keys = frozenset(g.api_key for g in self.grants.values() if g.api_key)
-        if keys != self._scrub[0]:
-            self._scrub = (keys, Scrubber(keys))
-        return self._scrub[1]
+        """Every key the relay holds now (any session's: one agent may see another's echoed)."""
+        if self._scrub is None:
+            self._scrub = Scrubber({g.api_key for g in self.grants.values() if g.api_key})
+        return self._scrub
 
     async def __call__(
         self,

@@ -13,9 +13,10 @@ Independent of the HTTP server (no trio, no httpx): a relay process may call it 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import orjson
 
 from benchtui.core.billable import unbounded_option
 
@@ -127,8 +128,8 @@ def plan_call(
         client_wants_usage = options.get("include_usage") is True
         body["stream_options"] = {**options, "include_usage": True}
     try:
-        data = json.dumps(body, allow_nan=False).encode()
-    except (ValueError, RecursionError):
+        data = orjson.dumps(body)  # the body came through a strict JSON parser: nothing to lose
+    except (orjson.JSONEncodeError, RecursionError):
         return Refusal("the body holds numbers or nesting JSON cannot carry")
     return Plan(
         data,

@@ -91,7 +91,9 @@ class EngineLink:
                 self._unknown.clear()
             self._unknown[token] = self._loop.time() + 1.0
             return None
-        return self.app.grants.setdefault(token, Grant(token, **found))
+        grant = self.app.grants.setdefault(token, Grant(token, **found))
+        self.app.grants_changed()
+        return grant
 
     def charge(self, call: int, used: Used, served: bool = True) -> None:
         if used is None:
@@ -119,11 +121,13 @@ class EngineLink:
         assert self.app is not None
         if kind == "b":
             self.app.grants[message[2]] = Grant(message[2], **message[3])
+            self.app.grants_changed()
             self._send(encode("a", message[1], None))
         elif kind == "u":
             grant = self.app.grants.pop(message[2], None)
             if grant is not None:
                 grant.close()
+                self.app.grants_changed()
             self._send(encode("a", message[1], None))
         elif kind == "q":
             figures = self.guard.figures() if self.guard else {}
