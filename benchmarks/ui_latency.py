@@ -86,7 +86,7 @@ wrk.body = '{"model": "m", "messages": [{"role": "user", "content": "hello"}], "
 wrk.headers["content-type"] = "application/json"
 wrk.headers["authorization"] = "Bearer " .. os.getenv("OPENAI_API_KEY")
 wrk.path = "/v1/chat/completions"
-"""
+{delay}"""
 MODELS = "".join(
     f'\n[[models]]\nname = "bench/m{i}"\ninput_usd_per_mtok = 1\noutput_usd_per_mtok = 1\n' for i in range(4)
 )
@@ -192,7 +192,8 @@ async def main(args: argparse.Namespace) -> int:
             )
             while not (root / "p").exists() or not (root / "p").read_text():
                 await asyncio.sleep(0.05)
-            (root / "agent.lua").write_text(WRK_AGENT)
+            pause = f"delay = function() return {args.agent_pause_ms} end\n" if args.agent_pause_ms else ""
+            (root / "agent.lua").write_text(WRK_AGENT.replace("{delay}", pause))
             seconds = int(args.presses * 0.2 + 30)
             (root / "c.toml").write_text(
                 AGENTS.format(
@@ -226,6 +227,7 @@ async def main(args: argparse.Namespace) -> int:
     for name, values in (("key -> engine", to_engine), ("key -> screen", to_screen)):
         print(
             f"{name}: median {statistics.median(values):.1f} ms, p95 {percentile(values, 0.95):.1f} ms, "
+            f"p99 {percentile(values, 0.99):.1f} ms, "
             f"max {max(values):.1f} ms  ({len(values)} keys)"
         )
     return 0
@@ -238,4 +240,5 @@ if __name__ == "__main__":
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--sessions", type=int, default=5000, help="per model (4 models)")
     parser.add_argument("--gateway-agents", type=int, default=0, help="a command campaign of N wrk agents")
+    parser.add_argument("--agent-pause-ms", type=int, default=0, help="each agent's pause between calls")
     sys.exit(asyncio.run(main(parser.parse_args())))
