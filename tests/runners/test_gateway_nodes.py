@@ -8,8 +8,6 @@ session starts another."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
 import time
 from decimal import Decimal
@@ -19,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
-from support.gateway import REAL_KEY, cost, model_at, open_meter
+from support.gateway import REAL_KEY, cost, kill_mid_call, model_at, open_meter
 from support.gateway_clients import call
 from support.scripted_upstream import Answer, ScriptedUpstream
 
@@ -116,26 +114,8 @@ async def test_a_nodes_relay_killed_mid_call_charges_the_worst_case_and_the_next
             assert node is not None
             address = await trio.to_thread.run_sync(node.start)
             pid = relay_pid(node.folder)
-            async with httpx.AsyncClient(timeout=30) as client, trio.open_nursery() as nursery:
-                outcome: list[object] = []
-
-                async def one() -> None:
-                    try:
-                        r = await client.post(
-                            f"http://{address}/v1/chat/completions",
-                            json=BODY,
-                            headers={"authorization": f"Bearer {grant.token}"},
-                        )
-                        outcome.append(r.status_code)
-                    except httpx.HTTPError as exc:
-                        outcome.append(type(exc).__name__)
-
-                nursery.start_soon(one)
-                with trio.fail_after(10):
-                    while not up.calls:
-                        await trio.sleep(0.02)
-                os.kill(pid, signal.SIGKILL)
-            assert outcome and outcome[0] != 200
+            got = await kill_mid_call(f"http://{address}", grant.token, up, pid, BODY)
+            assert got != 200, got
             with trio.fail_after(10):
                 while any(r.node for r in gateway._relays):
                     await trio.sleep(0.02)

@@ -20,7 +20,7 @@ import httpx
 import pytest
 import trio
 from support import ROOT
-from support.gateway import REAL_KEY, cost, model_at, open_meter
+from support.gateway import REAL_KEY, cost, kill_mid_call, model_at, open_meter
 from support.gateway_clients import call
 from support.scripted_upstream import Answer, ScriptedUpstream
 
@@ -39,26 +39,8 @@ async def test_a_relay_killed_mid_call_is_started_again_and_the_call_charged_its
         meter, ledger, _ = open_meter(Decimal("1"), model_at(up))
         async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as grant:
             [pid] = relay_pids(gateway)
-            async with httpx.AsyncClient(timeout=30) as client, trio.open_nursery() as nursery:
-                answers: list[int | str] = []
-
-                async def one() -> None:
-                    try:
-                        r = await client.post(
-                            f"{gateway.url}/v1/chat/completions",
-                            json=BODY,
-                            headers={"authorization": f"Bearer {grant.token}"},
-                        )
-                        answers.append(r.status_code)
-                    except httpx.HTTPError as exc:
-                        answers.append(type(exc).__name__)
-
-                nursery.start_soon(one)
-                with trio.fail_after(10):
-                    while not up.calls:  # the provider has the call: it may bill it
-                        await trio.sleep(0.02)
-                os.kill(pid, signal.SIGKILL)
-            assert answers and answers[0] != 200, answers  # the agent saw the call fail
+            got = await kill_mid_call(gateway.url, grant.token, up, pid, BODY)
+            assert got != 200, got  # the agent saw the call fail
             with trio.fail_after(20):
                 while gateway.restarts < 1 or not relay_pids(gateway):
                     await trio.sleep(0.05)

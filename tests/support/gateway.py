@@ -69,3 +69,32 @@ def model_at(upstream: Any, max_output: int = 1000) -> ModelSpec:
     return ModelSpec(
         MODEL.name, MODEL.input_usd_per_mtok, MODEL.output_usd_per_mtok, max_output, upstream.url
     )
+
+
+async def kill_mid_call(url: str, token: str, upstream: Any, pid: int, body: dict[str, Any]) -> object:
+    """Make one call through `url`, SIGKILL process `pid` once the provider has it (so it may
+    have billed it), and return what the agent got: a status code or the client's error name."""
+    import os
+    import signal
+
+    import httpx
+    import trio
+
+    got: list[object] = []
+    async with httpx.AsyncClient(timeout=30) as client, trio.open_nursery() as nursery:
+
+        async def one() -> None:
+            try:
+                r = await client.post(
+                    f"{url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {token}"}
+                )
+                got.append(r.status_code)
+            except httpx.HTTPError as exc:
+                got.append(type(exc).__name__)
+
+        nursery.start_soon(one)
+        with trio.fail_after(10):
+            while not upstream.calls:
+                await trio.sleep(0.02)
+        os.kill(pid, signal.SIGKILL)
+    return got[0]
