@@ -191,3 +191,16 @@ async def test_a_relay_that_speaks_nonsense_is_started_again():
             while gateway.restarts < 1 or not relay_pids(gateway):
                 await trio.sleep(0.05)
         assert not alive(relay.process.pid) or relay.process.returncode is not None
+
+
+@pytest.mark.trio
+async def test_a_relay_that_cannot_start_is_one_plain_error_naming_why(monkeypatch):
+    # A session whose runner cannot start says why in one line (its reason), not "Exceptions
+    # from Trio nursery (1 sub-exception)".
+    from benchtui.runners.command.gateway import GatewayError, server
+
+    monkeypatch.setattr(server, "RELAY_MODULE", "benchtui.no_such_relay")
+    monkeypatch.setattr(server, "STARTUP_S", 2.0)
+    with pytest.raises(GatewayError, match="did not start: .*No module named benchtui.no_such_relay"):
+        async with open_gateway():
+            pass

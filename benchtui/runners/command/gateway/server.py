@@ -45,6 +45,7 @@ ANSWER_S = 10.0
 """A relay answers the engine's requests (bind, unbind, figures) within this, or is restarted."""
 RESTART_PAUSE_S = 0.5
 STARTUP_S = 30.0
+RELAY_MODULE = "benchtui.runners.command.gateway.relay"
 
 
 class GatewayError(Exception):
@@ -330,7 +331,7 @@ class Gateway:
                     [
                         sys.executable,
                         "-m",
-                        "benchtui.runners.command.gateway.relay",
+                        RELAY_MODULE,
                         str(theirs.fileno()),
                         orjson.dumps(settings).decode(),
                         *(str(s.fileno()) for s in listeners),
@@ -424,6 +425,7 @@ async def open_gateway(
     gateway = Gateway(f"http://{name[0]}:{name[1]}", socket_path)
     log = folder / "relays.log"
     others: list[socket.socket] = []
+    failed = ""
     try:
         async with trio.open_nursery() as nursery:
             if nodes:
@@ -441,11 +443,15 @@ async def open_gateway(
                     await ready.wait()
                 if not ready.is_set():
                     tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
-                    raise GatewayError(f"the gateway's relay did not start: {' '.join(tail) or 'no output'}")
+                    failed = f"the gateway's relay did not start: {' '.join(tail) or 'no output'}"
+                    break
             try:
-                yield gateway
+                if not failed:
+                    yield gateway
             finally:
                 nursery.cancel_scope.cancel()
+        if failed:  # outside the nursery: one plain error, not a group, for the session's reason
+            raise GatewayError(failed)
     finally:
         for sock in [*listeners, *others]:
             sock.close()
