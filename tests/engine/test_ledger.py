@@ -202,3 +202,37 @@ def test_the_saved_ledger_is_the_same_text_with_each_attempt_rendered_once_per_s
     assert tomllib.loads(ledger.to_toml().decode())["running"]["s-2"]["spent_usd"] == to_float(
         flights[2].spent
     )
+
+
+@pytest.mark.trio
+async def test_a_charge_not_yet_written_leaves_its_hold_on_disk_and_is_written_within_soon_s(tmp_path):
+    # F6/F7 with `mark_dirty_soon` (issue 25): a call's charge makes no commit of its own. Until
+    # it is written, ledger.toml still holds the call's worst case (a crash charges it in full:
+    # over, never under); it is written within SOON_S though nothing else commits.
+    import trio
+
+    from benchtui.engine import events as ev
+    from benchtui.engine.accounts import Accounts
+    from benchtui.engine.store import LEDGER, SOON_S, Store
+
+    ledger = Ledger(Decimal(100), {"m/a": Decimal(100)})
+    store = Store(tmp_path, ledger)
+    accounts = Accounts(ledger, store, ev.EventBus(), {})
+    flight = ledger.open("s-0", "m/a", 0, 1, "fake", Decimal(2))
+
+    def on_disk() -> dict:
+        return tomllib.loads((tmp_path / LEDGER).read_text())["running"]["s-0"]
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(store.serve)
+        hold = Decimal("0.5")
+        assert accounts.authorise(flight, hold)
+        await accounts.commit()
+        assert on_disk()["held_usd"] == 0.5
+        accounts.charge(flight, Decimal("0.1"), settles=hold)
+        assert on_disk()["held_usd"] == 0.5 and on_disk()["spent_usd"] == 0  # the hold stands
+        with trio.fail_after(SOON_S + 2):
+            while on_disk()["spent_usd"] == 0:
+                await trio.sleep(0.005)
+        assert on_disk()["held_usd"] == 0 and on_disk()["spent_usd"] == 0.1
+        nursery.cancel_scope.cancel()

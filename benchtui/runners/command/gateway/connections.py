@@ -14,16 +14,9 @@ the guard when a connection opens, starts a request, has its head, answers, and 
 from __future__ import annotations
 
 import asyncio
-import resource
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-
-def default_limit() -> int:
-    """A quarter of the descriptors a process may open (the rest for the provider side), 16..1024."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return max(16, min(1024, soft // 4))
 
 
 class Guarded(HttpToolsProtocol):

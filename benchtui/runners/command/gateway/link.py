@@ -18,10 +18,36 @@ session only after its relays answered "u", so every charge sent before the answ
 
 from __future__ import annotations
 
+import os
+import resource
 from collections.abc import Iterator
 from typing import Any
 
 import orjson
+
+RELAY_ENVIRONMENT = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "TMPDIR",
+    "PYTHONPATH",
+    "VIRTUAL_ENV",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+)
+"""All a relay inherits of its starter's environment: never the provider keys kept there (they
+reach a relay over its channel, one session's at a time)."""
+
+
+def relay_environment() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k in RELAY_ENVIRONMENT or k.startswith("LC_")}
+
+
+def default_limit() -> int:
+    """A relay's connections: a quarter of the descriptors a process may open (the rest for the
+    provider side), 16..1024."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(16, min(1024, soft // 4))
 
 
 def encode(*message: Any) -> bytes:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchtui.runners.command.gateway.link import encode
+from benchtui.runners.command.gateway.link import encode, relay_environment
 
 START_S = 20.0
 """A node's relay is listening within this, or the session fails (an infrastructure error)."""
@@ -75,7 +75,7 @@ class NodeGateway:
                 ["/bin/sh", "-c", relay, "relay", str(secrets_file), str(folder / "relay.log")],
                 check=True,
                 start_new_session=True,
-                env=_environment(),
+                env=relay_environment(),
             )
             deadline = time.monotonic() + START_S
             while time.monotonic() < deadline:
@@ -99,11 +99,6 @@ def _running(folder: Path) -> str:
     except (OSError, ValueError, IndexError):
         return ""
     return f"127.0.0.1:{port}"
-
-
-def _environment() -> dict[str, str]:
-    keep = ("PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "SSL_CERT_FILE", "SSL_CERT_DIR")
-    return {k: v for k, v in os.environ.items() if k in keep or k.startswith("LC_")}
 
 
 def read_settings(path: str) -> dict[str, Any]:

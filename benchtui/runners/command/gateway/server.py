@@ -31,9 +31,8 @@ import orjson
 import trio
 
 from benchtui.core.contract import Meter, ModelSpec, Usage
-from benchtui.runners.command.gateway.connections import default_limit
 from benchtui.runners.command.gateway.grant import PROMPT_OVERHEAD_TOKENS, Binding
-from benchtui.runners.command.gateway.link import Lines, encode
+from benchtui.runners.command.gateway.link import Lines, default_limit, encode, relay_environment
 from benchtui.runners.command.gateway.nodes import NodeGateway
 
 HEADER_TIMEOUT_S = 10.0
@@ -337,7 +336,7 @@ class Gateway:
                         *(str(s.fileno()) for s in listeners),
                     ],
                     pass_fds=fds,
-                    env=_relay_environment(),
+                    env=relay_environment(),
                     start_new_session=True,  # a Ctrl-C in the terminal is the engine's to handle
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
@@ -348,24 +347,6 @@ class Gateway:
         relay = _Relay(slot, process, trio.SocketStream(trio.socket.from_stdlib_socket(ours)))
         self._relays.append(relay)
         return relay
-
-
-RELAY_ENVIRONMENT = (
-    "PATH",
-    "HOME",
-    "LANG",
-    "TMPDIR",
-    "PYTHONPATH",
-    "VIRTUAL_ENV",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-)
-"""All a relay inherits of the engine's environment: never the provider keys kept there (they
-reach a relay over its channel, one session's at a time)."""
-
-
-def _relay_environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k in RELAY_ENVIRONMENT or k.startswith("LC_")}
 
 
 def _kill(relay: _Relay) -> None:
