@@ -183,9 +183,7 @@ def unenforced(campaign: Campaign) -> list[str]:
     if not limits:
         return []
     kind = campaign.runners[campaign.runner].kind
-    can = {"model_calls", *campaign.kind(campaign.runner).enforces}
-    if campaign.executor.remote:  # the tool gate is a unix socket of this machine
-        can.discard("tools")
+    can = {"model_calls", *campaign.kind(campaign.runner).enforces}  # on a Ray node too (its tool gate)
     named = [*limits.counters, *(["observation_chars"] if limits.observation_chars else [])]
     missing = [c for c in named if c not in can and not (c.startswith("tools.") and "tools" in can)]
     if not missing:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -86,3 +88,24 @@ def test_keys_added_since_the_release_leave_old_identities_alone():
     bounded = CommandProfile(command=["codex"], max_processes=20, max_disk_mb=5)
     assert CommandProfile(**bounded.model_dump()) == bounded
     assert bounded.model_dump()["max_processes"] == 20
+
+
+def test_an_unsandboxed_agent_keeps_its_path_under_the_lifeline_watcher(tmp_path):
+    """The watcher runs its own `cat` by path: the agent's PATH (its shims and pred first) reaches
+    the agent unchanged (it once became /usr/bin:/bin, so no counted tool or `submit` was found)."""
+    reader, writer = os.pipe()
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    try:
+        done = subprocess.run(
+            sandbox.watched(["/bin/sh", "-c", 'echo "$PATH"'], reader),
+            env={"PATH": f"{shims}:/usr/bin:/bin"},
+            pass_fds=(reader,),
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    finally:
+        os.close(writer)
+        os.close(reader)
+    assert done.stdout.strip() == f"{shims}:/usr/bin:/bin"

@@ -374,18 +374,71 @@ async def test_a_cluster_nobody_serves_ends_sessions_at_once_as_retryable_errors
     assert "cannot reach the Ray cluster at 127.0.0.1:" in record["reason"] and not up.calls
 
 
+SUBMIT_ON_NODE = (
+    "exec 2>&1; "
+    + MAKE_CERTIFICATE.split(" && printf")[0]
+    + ' && printf \'{"rule": "%s", "violation": "suboptimal_extraction", "source": %s, "bundle": %s, '
+    '"target_config": "0,1,0"}\' MaximumIndependentSetToMinimumVertexCover "$(cat source.json)" '
+    '"$(cat bundle.json)" > cert.json; for i in 1 2 3 4 5 6; do pred --version; done; '
+    "echo '{' > bad.json; submit bad.json; submit cert.json; sleep 60"
+)
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("environment", ["bubblewrap", "local"])
+async def test_counted_tools_and_submit_hold_for_an_agent_on_node_b(tmp_path, cluster, environment):
+    """The node's tool gate asks this engine's: `pred` counted exactly (create, reduce and four
+    --version granted, the last two refused), `submit` verified here (REJECTED, then ACCEPTED),
+    and the accepted one stops the agent on its node (it would sleep on); the evidence is this
+    engine's."""
+    from benchtui.engine import preflight
+    from benchtui.engine.campaign import load
+
+    def agent(call: Call) -> Answer:
+        if len(call.body["messages"]) == 1:
+            return Answer(text="RUN: " + SUBMIT_ON_NODE, input_tokens=1000, output_tokens=50)
+        return Answer(text="done", input_tokens=10, output_tokens=5)
+
+    limits = {"model_calls": 5, "submits": 2, "tools": {"pred": 6}}
+    with ScriptedUpstream(agent) as up:
+        path = write_campaign(
+            tmp_path,
+            up.url,
+            executor=on(cluster),
+            models=("openai/scripted-a",),
+            budget={"total_usd": 1.0, "per_session": limits},
+            environment=environment,
+        )
+        assert preflight.unenforced(load(path)) == []  # nothing said unenforced on a cluster
+        started = time.monotonic()
+        with trio.fail_after(120):
+            prep, _ = await run_campaign(path, tmp_path / "state")
+    assert time.monotonic() - started < 55  # stopped at ACCEPTED on node_b, not after its sleep
+    (record,) = journal(prep.run_dir).values()
+    assert (record["state"], record["result"]) == ("done", "bug_found"), record["reason"]
+    assert record["counters"] == {"model_calls": 1, "submits": 2, "tools": {"pred": 6}}
+    assert "tools.pred" in record["exhausted"]
+    session = prep.run_dir / "sessions" / record["session"]
+    evidence = [json.loads(line) for line in (session / "evidence.jsonl").read_text().splitlines()]
+    tools = [e["granted"] for e in evidence if e["kind"] == "tool"]
+    assert tools == [True] * 6 + [False] * 2
+    assert [e["verdict"] for e in evidence if e["kind"] == "submit"] == ["rejected", "accepted"]
+    (details,) = outcome_rows(prep.run_dir)
+    assert details["executor"] == "ray" and details["node"]["ip"]
+
+
 @pytest.mark.trio
 async def test_logical_budgets_hold_for_a_mini_session_on_node_b(tmp_path, cluster):
     """model_calls and shell_actions go through the channel to this engine's meter, submits and
-    observation_chars are applied here and in the worker; the tool gate is a unix socket of this
-    machine, so tool counters are named at start as not applied on a cluster."""
+    observation_chars are applied here and in the worker, and the worker's `pred` goes through
+    the tool gate on its node, which asks this engine's: nothing is said unenforced."""
     from support.mini import write_campaign as mini_campaign
     from support.scripted_llm import Reply, ScriptedLLM
 
     from benchtui.engine import preflight
     from benchtui.engine.campaign import load
 
-    steps = [Reply("echo one"), Reply("echo two"), Reply("echo three"), Reply("echo four")]
+    steps = [Reply("pred --version"), Reply("pred --version"), Reply("echo three"), Reply("echo four")]
     limits = {"model_calls": 4, "shell_actions": 2, "tools": {"pred": 1}}
     with ScriptedLLM(steps) as llm:
         path = mini_campaign(
@@ -395,13 +448,16 @@ async def test_logical_budgets_hold_for_a_mini_session_on_node_b(tmp_path, clust
             budget={"per_session": limits},
             executor=on(cluster),
         )
-        (warning,) = preflight.unenforced(load(path))
-        assert "on a Ray cluster cannot enforce tools.pred" in warning
+        assert preflight.unenforced(load(path)) == []
         with trio.fail_after(180):
             prep, _ = await run_campaign(path, tmp_path / "runs")
     (record,) = journal(prep.run_dir).values()
-    assert len(llm.requests) == 4 and record["exhausted"] == ["shell_actions", "model_calls"]
-    assert record["counters"] == {"model_calls": 4, "shell_actions": 2, "tools": {"pred": 0}}
-    last = str(llm.requests[-1].messages[-1]["content"])
+    assert len(llm.requests) == 4 and record["exhausted"] == ["tools.pred", "shell_actions", "model_calls"]
+    assert record["counters"] == {"model_calls": 4, "shell_actions": 2, "tools": {"pred": 1}}
+    second, last = (str(llm.requests[i].messages[-1]["content"]) for i in (1, -1))
+    assert "pred 0.5.0-stand-in" in second
+    assert "budget of 1 `pred` calls is spent (counter tools.pred)" in str(
+        llm.requests[2].messages[-1]["content"]
+    )
     assert "budget of 2 shell actions is spent" in last
     assert record["reason"] == "model_calls: the session's 4 model calls are spent"

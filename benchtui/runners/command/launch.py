@@ -88,4 +88,4 @@ class Ran:
     """Process or disk limits hit (then the agent was stopped)."""
     extra: dict[str, Any] = field(default_factory=dict)
     submitted: list[tuple[dict[str, Any] | None, Verdict]] | None = None
-    """What `submit FILE` verified while the agent ran (this machine only: the gate is local)."""
+    """What `submit FILE` verified while the agent ran (on this machine or, through its gate, a node)."""

@@ -3,8 +3,9 @@
 What stays here, on the engine's machine: the session's gateway token (the real key never
 leaves the gateway), its meter, the prompt file, and, once the node hands them back, the agent's
 log and its certificate lines (verified by the runner's one session flow). What goes to the node:
-the AgentCommand (built there, around the node's own copy of the target) and the gateway's
-address. The tool gate is not served to nodes (its socket is on this machine).
+the AgentCommand (built there, around the node's own copy of the target), the gateway's address,
+and, with counted tools or submits, where the node's tool gate asks this engine's (which keeps
+the units, the submits' verdicts and the evidence here: `kit.toolgate.remote`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from benchtui.core.contract import Meter, SessionSpec
 from benchtui.runners.command.launch import AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit.evidence import Evidence
+from benchtui.runners.kit.ray.callback import CallbackListener
 from benchtui.runners.kit.ray.node import Launch, NodeResult
+from benchtui.runners.kit.toolgate import counting
 
 if TYPE_CHECKING:
     from benchtui.runners.command.gateway import Gateway
@@ -26,10 +29,19 @@ if TYPE_CHECKING:
 
 
 class RayPlacement:
-    def __init__(self, profile: CommandProfile, gateway: Gateway, executor: RayExecutor) -> None:
+    def __init__(
+        self,
+        profile: CommandProfile,
+        gateway: Gateway,
+        executor: RayExecutor,
+        listener: CallbackListener,
+        pred: str | None,
+    ) -> None:
         self.profile = profile
         self.gateway = gateway
         self.executor = executor
+        self.listener = listener
+        self.pred = pred
 
     async def run_agent(
         self,
@@ -42,19 +54,34 @@ class RayPlacement:
         from benchtui.runners.kit.ray.cluster import RemoteFailed
 
         bwrap = self.profile.environment == "bubblewrap"
-        launch = Launch(
-            build=command,
-            prompt=await trio.to_thread.run_sync(prompt_file.read_text),
-            relay_to=self.gateway.url.removeprefix("http://") if bwrap else None,
-            needs=(str(command.argv0), *filter(None, [command.pred])),
-            gateway=self.gateway.nodes,
-        )
-        try:
-            found = await self.executor.run_agent(
-                launch, str(session.environment.resolve()), session.environment_fingerprint
+        async with counting.open_gate(
+            session,
+            meter,
+            self.profile.environment,
+            self.pred,
+            verify_timeout_s=self.profile.verify_timeout_s,
+            evidence=evidence,
+            remote=True,
+        ) as gate:
+            node_gate = counting.on_node(
+                gate, self.listener, sandboxed=bwrap, pred=self.pred, tmp_bytes=self.profile.max_disk_mb << 20
             )
-        except RemoteFailed as exc:
-            return Ran(error=str(exc))
+            async with node_gate as spec:
+                launch = Launch(
+                    build=command,
+                    prompt=await trio.to_thread.run_sync(prompt_file.read_text),
+                    relay_to=self.gateway.url.removeprefix("http://") if bwrap else None,
+                    needs=(str(command.argv0), *filter(None, [command.pred])),
+                    gateway=self.gateway.nodes,
+                    gate=spec,
+                )
+                try:
+                    found = await self.executor.run_agent(
+                        launch, str(session.environment.resolve()), session.environment_fingerprint
+                    )
+                except RemoteFailed as exc:
+                    return Ran(error=str(exc))
+            submitted = gate.submissions.checked if gate.submissions else None
         files = session.session_dir.resolve()
         await trio.to_thread.run_sync(_keep, found, files, files / f"attempt-{session.attempt}.agent.log")
         return Ran(
@@ -66,6 +93,7 @@ class RayPlacement:
             certificate_lines=found.certificate_lines,
             collect_problem=found.collect_problem,
             extra={"executor": "ray", "node": found.node},
+            submitted=submitted,
         )
 
 

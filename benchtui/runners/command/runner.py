@@ -108,8 +108,13 @@ class CommandRunner(RunnerKind):
         )
         if self.remote is not None:
             from benchtui.runners.command.remote import RayPlacement
+            from benchtui.runners.kit.ray.callback import CallbackListener
 
-            self.placement = RayPlacement(self.profile, self.gateway, self.remote)
+            nursery = await self._stack.enter_async_context(trio.open_nursery())
+            self._stack.callback(nursery.cancel_scope.cancel)  # runs first on exit
+            listener = CallbackListener()  # where the nodes' tool gates ask this engine's
+            await nursery.start(listener.serve, host)
+            self.placement = RayPlacement(self.profile, self.gateway, self.remote, listener, self.pred)
         else:
             from benchtui.runners.command.local import LocalPlacement
 

@@ -31,9 +31,9 @@ RELAY = (
 # dies in any way (even SIGKILL), `cat` sees the end and the watcher kills its process group;
 # bwrap (--die-with-parent: its parent is this one-thread shell) takes the sandbox along. It
 # first joins the session's pids cgroup ($1, when there is one), so all it starts is counted.
-WATCH = (
-    'PATH=/usr/bin:/bin; [ -z "$1" ] || echo $$ 2>/dev/null >"$1/cgroup.procs"; shift;'
-    ' "$@" {fd}<&- & agent=$!; cat <&{fd} >/dev/null {fd}<&- & exec {fd}<&-;'
+WATCH = (  # /bin/cat: the agent's PATH (its shims first) is its own, left as it is
+    '[ -z "$1" ] || echo $$ 2>/dev/null >"$1/cgroup.procs"; shift;'
+    ' "$@" {fd}<&- & agent=$!; /bin/cat <&{fd} >/dev/null {fd}<&- & exec {fd}<&-;'
     " wait -n $agent $!; status=$?; kill -0 $agent 2>/dev/null && kill -KILL 0; kill $! 2>/dev/null;"
     " exit $status"
 )

@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from benchtui.runners.kit.ray.node import MAX_FILE_BYTES, _read, start_janitor, where
+from benchtui.runners.kit.toolgate.node import NodeGate, NodeGateSpec
 from benchtui.runners.mini.forkserver import PROJECT_ROOT, SETTINGS
 
 CONNECT_TIMEOUT_S = 30.0
@@ -31,6 +32,7 @@ def run_worker(engine: tuple[str, int], token: str) -> dict[str, object]:
     here = where()
     folder = Path(tempfile.mkdtemp(prefix="benchtui-mini-"))
     lifeline, held = os.pipe()
+    gate: NodeGate | None = None
     try:
         with socket.create_connection(engine, timeout=CONNECT_TIMEOUT_S) as sock:
             sock.sendall(token.encode() + b"\n")
@@ -43,6 +45,13 @@ def run_worker(engine: tuple[str, int], token: str) -> dict[str, object]:
             # Processes counted in /proc, not in a pids cgroup: a cgroup would outlive a worker
             # whose task was force-cancelled (the engine removes local ones; it cannot reach these).
             request["env"]["BENCHTUI_PIDS_CGROUP"] = "0"
+            found = request.pop("node_gate", None)
+            if found is not None:  # counted tools, submits: the session's gate, here, asking the engine's
+                spec = NodeGateSpec(
+                    **{**found, "address": tuple(found["address"]), "tools": tuple(found["tools"])}
+                )
+                gate = NodeGate(spec, folder, folder / "workdir")
+                paths["gate"] = gate.open()
             (folder / "request.json").write_text(json.dumps(request))
             env = {
                 **SETTINGS,
@@ -67,6 +76,8 @@ def run_worker(engine: tuple[str, int], token: str) -> dict[str, object]:
         }
         return {"node": here, "exit": code, "files": files}
     finally:
+        if gate is not None:
+            gate.close()
         os.close(held)
         if lifeline >= 0:
             os.close(lifeline)

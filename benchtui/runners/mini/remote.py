@@ -1,6 +1,6 @@
 """The mini runner on a remote executor (`[executor] kind = "ray"`): the engine's side.
 
-The worker runs on a node (runners/executors/mini_node.py) and calls back: each session expects
+The worker runs on a node (`mini/node.py`) and calls back: each session expects
 one connection on the runner's channel listener, carrying its one-time token; the engine answers
 with the session's request and then serves the usual protocol on that connection, with the same
 handler as a local worker, so every model call is authorised by this engine's meter first.
@@ -11,8 +11,6 @@ watches the connection), and a cancelled attempt force-cancels its Ray task.
 from __future__ import annotations
 
 import json
-import secrets as tokens
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,62 +19,9 @@ import trio
 from benchtui.runners.mini.protocol import EngineChannel
 
 if TYPE_CHECKING:
+    from benchtui.runners.kit.ray.callback import CallbackListener
     from benchtui.runners.kit.ray.cluster import RayExecutor
     from benchtui.runners.mini.serving import WorkerSession
-
-HANDSHAKE_TIMEOUT_S = 10.0
-
-
-@dataclass
-class Arrival:
-    """A worker's connection, kept open by the listener's handler until the session is finished."""
-
-    stream: trio.SocketStream
-    finished: trio.Event = field(default_factory=trio.Event)
-
-
-class CallbackListener:
-    """A TCP listener (on the address the nodes reach this machine at) for workers calling back."""
-
-    def __init__(self) -> None:
-        self._waiting: dict[str, trio.MemorySendChannel[Arrival]] = {}
-        self.address: tuple[str, int] = ("", 0)
-
-    async def serve(
-        self, host: str, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        listeners = await trio.open_tcp_listeners(0, host=host)
-        self.address = (host, listeners[0].socket.getsockname()[1])
-        await trio.serve_listeners(self._arrived, listeners, task_status=task_status)
-
-    def expect(self) -> tuple[str, trio.MemoryReceiveChannel[Arrival]]:
-        token = tokens.token_urlsafe(24)
-        send, receive = trio.open_memory_channel[Arrival](1)
-        self._waiting[token] = send
-        return token, receive
-
-    def forget(self, token: str) -> None:
-        self._waiting.pop(token, None)
-
-    async def _arrived(self, stream: trio.SocketStream) -> None:
-        line = b""
-        with trio.move_on_after(HANDSHAKE_TIMEOUT_S):
-            while not line.endswith(b"\n") and len(line) < 100:
-                chunk = await stream.receive_some(100 - len(line))
-                if not chunk:
-                    break
-                line += chunk
-        waiting = self._waiting.pop(line.strip().decode(errors="replace"), None)
-        if waiting is None:  # a stranger, or a token already used: nothing to talk about
-            await stream.aclose()
-            return
-        arrival = Arrival(stream)
-        try:
-            waiting.send_nowait(arrival)
-        except (trio.WouldBlock, trio.BrokenResourceError):
-            await stream.aclose()
-            return
-        await arrival.finished.wait()  # trio closes the stream when this handler returns
 
 
 class RemoteWorker:

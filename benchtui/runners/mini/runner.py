@@ -8,6 +8,7 @@ the worker's whole process tree, including commands the agent left running.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -168,8 +169,8 @@ class MiniSweRunner(RunnerKind):
         self._services.callback(nursery.cancel_scope.cancel)  # runs first on exit: stops the zygote
         self._forkserver = forkserver.Forkserver(nursery)
         if self.executor is not None and self.executor.remote:  # workers run on nodes, calling back
+            from benchtui.runners.kit.ray.callback import CallbackListener
             from benchtui.runners.kit.ray.cluster import open_ray
-            from benchtui.runners.mini.remote import CallbackListener
 
             executor = await self._services.enter_async_context(open_ray(self.executor))
             listener = CallbackListener()
@@ -200,23 +201,31 @@ class MiniSweRunner(RunnerKind):
         evidence = Evidence(files.dir, session.attempt)
         submitted = None
         try:
-            # On a Ray node the gate's unix socket is out of reach: tools are not counted there
-            # (said at start, see preflight.unenforced).
-            gated = session if self.remote is None else None
+            tmp_bytes = self.profile.max_disk_mb * 1024 * 1024
             async with counting.open_gate(
-                gated,
+                session,
                 meter,
                 self.profile.environment,
                 self.pred,
                 workdir=files.dir / "workdir",
                 verify_timeout_s=self.profile.verify_timeout_s,
                 evidence=evidence,
-                tmp_bytes=self.profile.max_disk_mb * 1024 * 1024,
+                tmp_bytes=tmp_bytes,
                 tools_print_budget=False,  # every observation starts with the budget line
+                remote=self.remote is not None,  # on a Ray node: a gate there asks this one
             ) as gate:
                 request["paths"]["gate"] = gate.sandbox
                 served = WorkerSession(meter, report, self._worker(), gate, evidence, self.remote is not None)
-                await self._run_worker(request, served)
+                if self.remote is None:
+                    await self._run_worker(request, served)
+                else:
+                    sandboxed = self.profile.environment == "bubblewrap"
+                    node_gate = counting.on_node(
+                        gate, self.remote[1], sandboxed=sandboxed, pred=self.pred, tmp_bytes=tmp_bytes
+                    )
+                    async with node_gate as spec:
+                        request["node_gate"] = dataclasses.asdict(spec) if spec is not None else None
+                        await self._run_worker(request, served)
                 submitted = gate.submissions.checked if gate.submissions else None
             committed = None
             if session.triage is not None:  # read before the workdir is cleaned up

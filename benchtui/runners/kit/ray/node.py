@@ -31,6 +31,7 @@ from benchtui.core import workspace
 from benchtui.runners.kit import collect
 from benchtui.runners.kit.agentlog import MAX_LOG_BYTES, CappedLog, pump
 from benchtui.runners.kit.collect import MAX_FILE_BYTES
+from benchtui.runners.kit.toolgate.node import NodeGate, NodeGateSpec
 
 DRAIN_S = 5.0
 """How long the output of an ended agent is still read once its group is killed."""
@@ -64,6 +65,8 @@ class Launch:
     """Executables the agent needs on the node (absolute paths), checked before the copy."""
     gateway: NodeGateway | None = None
     """The gateway's relay on the node, which the agent calls instead of the engine's machine."""
+    gate: NodeGateSpec | None = None
+    """The session's tool gate (counted tools, `submit`): served on the node, decided by the engine."""
 
 
 @dataclass
@@ -82,6 +85,8 @@ class NodeResult:
     """What was wrong with certificates.jsonl (a link, a FIFO, too large…): the model's outcome."""
     agent_started: float = 0.0
     """time.time() on the node when the agent's process started."""
+    accepted: bool = False
+    """The engine's gate ended the session (an accepted submit): the agent was stopped."""
 
 
 def run_agent(launch: Launch, target: str, expected: str) -> NodeResult:
@@ -92,7 +97,8 @@ def run_agent(launch: Launch, target: str, expected: str) -> NodeResult:
     folder = Path(tempfile.mkdtemp(prefix="benchtui-node-"))  # short: it holds a unix socket
     reader, writer = os.pipe()
     try:
-        return _run(launch, Path(target), expected, folder, reader, here)
+        with contextlib.ExitStack() as stack:  # the tool gate's end, once the agent ended
+            return _run(launch, Path(target), expected, folder, reader, here, stack)
     finally:
         os.close(writer)  # the janitor and the sandbox's watcher see the end: all of it dies
         with contextlib.suppress(OSError):
@@ -100,7 +106,13 @@ def run_agent(launch: Launch, target: str, expected: str) -> NodeResult:
 
 
 def _run(
-    launch: Launch, target: Path, expected: str, folder: Path, lifeline: int, here: dict[str, str]
+    launch: Launch,
+    target: Path,
+    expected: str,
+    folder: Path,
+    lifeline: int,
+    here: dict[str, str],
+    stack: contextlib.ExitStack,
 ) -> NodeResult:
     workdir, prompt_file, socket_dir = folder / "workdir", folder / "prompt.md", folder / "gw"
     workspace.make_session_copy(target, workdir)
@@ -118,7 +130,19 @@ def _run(
         relay_to = address if relay_to else None
         extra = {"gateway": f"http://{address}"}
         here["gateway"] = address  # the node's relay served this session's calls
-    argv, env = launch.build(workdir, prompt_file, socket_dir / "gateway.sock", lifeline, **extra)
+    gate, sandbox = None, None
+    if launch.gate is not None:
+        gate = NodeGate(launch.gate, folder, workdir)
+        try:
+            sandbox = gate.open()
+        except OSError as exc:
+            return NodeResult(
+                here, found, error=f"the engine's tool gate is out of reach from {here['host']}: {exc}"
+            )
+        stack.callback(gate.close)
+    argv, env = launch.build(
+        workdir, prompt_file, socket_dir / "gateway.sock", lifeline, gate=sandbox, **extra
+    )
     if relay_to:
         argv = ["/bin/bash", "-c", RELAY, "relay", str(socket_dir / "gateway.sock"), relay_to, *argv]
     log = folder / "agent.log"
@@ -128,27 +152,37 @@ def _run(
         cwd=workdir, start_new_session=True, pass_fds=(lifeline,),
     )  # fmt: skip
     start_janitor(lifeline, agent.pid, folder)
+    if gate is not None:
+        gate.on_end = lambda: _kill_group(agent.pid)  # an accepted submit: the session ends there
+        if gate.ended:
+            gate.on_end()
     assert agent.stdout is not None
     with CappedLog(log) as out, agent.stdout:  # bounded on the node's disk and in its memory
         # In a thread: the relay (and what the agent left behind) hold the pipe open until killed.
         reader = threading.Thread(target=pump, args=(agent.stdout.fileno(), out), daemon=True)
         reader.start()
-        code = agent.wait()
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(agent.pid, signal.SIGKILL)  # the relay, and what the agent left in its group
+        code: int | None = agent.wait()
+        _kill_group(agent.pid)  # the relay, and what the agent left in its group
         reader.join(DRAIN_S)
+    accepted = gate is not None and gate.ended
     certificates = collect.certificate_lines(workdir)
     return NodeResult(
         here,
         found,
-        status=f"exit {code}",
-        code=code,
+        status="Accepted" if accepted else f"exit {code}",
+        code=None if accepted else code,
+        accepted=accepted,
         log=_read(log, MAX_LOG_BYTES),
         files=collect.top_files(folder, MAX_FILE_BYTES, skip=(log.name,)),
         certificate_lines=certificates.lines,
         collect_problem=certificates.problem,
         agent_started=started,
     )
+
+
+def _kill_group(group: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
 
 
 def start_janitor(lifeline: int, group: int, folder: Path) -> None:

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -26,9 +26,14 @@ from benchtui.core.contract import (
 from benchtui.runners.kit import bubblewrap
 from benchtui.runners.kit import toolgate as gate
 from benchtui.runners.kit.evidence import Evidence
+from benchtui.runners.kit.toolgate.node import NodeGateSpec
+from benchtui.runners.kit.toolgate.remote import NodeTools
 from benchtui.runners.kit.toolgate.submit import Submissions
 from benchtui.runners.kit.verdict import verify_certificate
 from benchtui.targets.problem_reductions import Verdict
+
+if TYPE_CHECKING:
+    from benchtui.runners.kit.ray.callback import CallbackListener
 
 
 def refusal(limits: LogicalLimits, counter: str | None) -> str:
@@ -73,6 +78,10 @@ class Gate:
     sandbox: dict[str, Any] | None = None
     server: gate.ToolGate | None = None
     submissions: Submissions | None = None
+    tools: tuple[str, ...] = ()
+    """The shimmed names (counted tools' first words, and `submit`)."""
+    node: NodeTools | None = None
+    """With `open_gate(remote=True)`: the engine's end of a gate on the agent's node."""
 
     @property
     def ended(self) -> bool:
@@ -113,11 +122,14 @@ async def open_gate(
     evidence: Evidence | None = None,
     tmp_bytes: int | None = None,
     tools_print_budget: bool = True,
+    remote: bool = False,
 ) -> AsyncIterator[Gate]:
     """Serve the session's tool gate while the agent runs: its counted tools and, with `submits`
     limited, `submit FILE`. An empty Gate without either (or without a session: its agent runs
     where the gate cannot be reached). `tools_print_budget`: a gated tool prints the budget line
-    after its output (for agent CLIs; the mini runner's observations start with it anyway)."""
+    after its output (for agent CLIs; the mini runner's observations start with it anyway).
+    `remote`: the agent runs on a Ray node, whose gate (`toolgate.node`) asks this one through
+    `Gate.node` (nothing is served here; `Gate.tools` are the names the node shims)."""
     limits = session.limits if session is not None else LogicalLimits()
     names = gate.tool_names(limits)
     if session is None or not (names or limits.submits):
@@ -134,11 +146,24 @@ async def open_gate(
 
         submissions = Submissions(meter, limits, check, record=record, budget_line=line)
     shimmed = names + ([gate.SUBMIT] if submissions is not None else [])
+    sandboxed = environment == "bubblewrap"
+    server = gate.ToolGate(
+        meter,
+        limits,
+        {name: name for name in names} if remote else gate.real_tools(names, pred),  # found on the node
+        free=limits.free,
+        submit=submissions,
+        budget_line=line if tools_print_budget else (lambda: ""),
+        record=record,
+        remote=NodeTools() if remote else None,
+    )
+    if isinstance(server.remote, NodeTools):
+        yield Gate(None, server, submissions, tuple(shimmed), server.remote)
+        return
     folder = Path(tempfile.mkdtemp(prefix="benchtui-gate-"))  # short: a unix socket path is <108 bytes
     socket = folder / "gate"
     shims = session.session_dir.resolve() / "shims"
     interpreter, prefix = gate.python()
-    sandboxed = environment == "bubblewrap"
     await trio.to_thread.run_sync(
         lambda: gate.install(
             shims,
@@ -149,16 +174,7 @@ async def open_gate(
         )
     )
     copy = workdir or session.session_dir.resolve() / "workdir"
-    server = gate.ToolGate(
-        meter,
-        limits,
-        gate.real_tools(names, pred),
-        launch=bubblewrap.tool_launch(copy, tmp_bytes) if sandboxed else gate.run_here,
-        free=limits.free,
-        submit=submissions,
-        budget_line=line if tools_print_budget else (lambda: ""),
-        record=record,
-    )
+    server.launch = bubblewrap.tool_launch(copy, tmp_bytes) if sandboxed else gate.run_here
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(server.serve, socket)
@@ -172,6 +188,7 @@ async def open_gate(
                 },
                 server,
                 submissions,
+                tuple(shimmed),
             )
             nursery.cancel_scope.cancel()
     finally:
@@ -200,6 +217,50 @@ async def until_accepted(opened: Gate, run: Callable[[], Awaitable[str]]) -> str
         nursery.start_soon(agent)
         nursery.start_soon(watch)
     return result
+
+
+async def serve_node(opened: Gate, stream: trio.abc.Stream) -> None:
+    """Serve a node's gate (`open_gate(remote=True)`) on its connection until it ends; tell the
+    node when an accepted submit ends the session (it stops the agent there)."""
+    assert opened.node is not None and opened.server is not None
+    node, submissions = opened.node, opened.submissions
+    async with trio.open_nursery() as nursery:
+        if submissions is not None and not submissions.limits.keep_hunting:
+
+            async def watch() -> None:
+                await submissions.accepted.wait()
+                await node.end()
+
+            nursery.start_soon(watch)
+        await node.serve(opened.server, stream)
+        nursery.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def on_node(
+    opened: Gate, listener: CallbackListener, *, sandboxed: bool, pred: str | None, tmp_bytes: int | None
+) -> AsyncIterator[NodeGateSpec | None]:
+    """What a node needs to serve `opened` (`open_gate(remote=True)`; None: no gate), and, while
+    the block runs, this engine's end: the node's gate calls in once with the spec's token."""
+    if opened.node is None:
+        yield None
+        return
+    token, arrivals = listener.expect()
+
+    async def serve() -> None:
+        arrival = await arrivals.receive()
+        try:
+            await serve_node(opened, arrival.stream)
+        finally:
+            arrival.finished.set()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(serve)
+            yield NodeGateSpec(listener.address, token, opened.tools, sandboxed, pred, tmp_bytes)
+            nursery.cancel_scope.cancel()
+    finally:
+        listener.forget(token)
 
 
 @asynccontextmanager

@@ -22,7 +22,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -79,11 +79,14 @@ class Answer:
     raw_out: bytes = b""
     raw_err: bytes = b""
 
-    def wire(self) -> bytes:
+    def fields(self) -> dict[str, Any]:
         answer: dict[str, Any] = {"exit": self.exit, "stdout": self.stdout, "stderr": self.stderr}
         if self.raw_out or self.raw_err:  # a cached answer: the tool's bytes, as they were
             answer |= {"out": self.raw_out.decode("latin-1"), "err": self.raw_err.decode("latin-1")}
-        return json.dumps(answer).encode() + b"\n"
+        return answer
+
+    def wire(self) -> bytes:
+        return json.dumps(self.fields()).encode() + b"\n"
 
 
 @dataclass
@@ -96,6 +99,8 @@ class Call:
     file: str | None = None
     file_error: str | None = None
     request_id: str = ""
+    ref: int = 0
+    """The node's number for the call (a gate on a Ray node, see `remote`)."""
 
 
 @dataclass
@@ -105,9 +110,19 @@ class Cached:
     exit: int
 
 
+class Tools(Protocol):
+    """Where a granted call runs when not here: a gate on a Ray node (`remote.NodeTools`)."""
+
+    async def run(self, call: Call) -> int | None: ...
+
+    async def capture(self, call: Call) -> Cached: ...
+
+
 @dataclass
 class ToolGate:
-    """Serves one session; `tools` maps a shimmed command name to the real executable's path."""
+    """Serves one session; `tools` maps a shimmed command name to the real executable's path.
+    With `remote`, the calls come from a gate on a Ray node and run there (`remote.py`): the
+    decisions — units, the free cache, submits, the evidence — stay here, with the meter."""
 
     meter: Meter
     limits: LogicalLimits
@@ -117,6 +132,7 @@ class ToolGate:
     submit: Callable[[Call], Awaitable[Answer]] | None = None
     budget_line: Callable[[], str] = field(default=lambda: "")
     record: Record = field(default=lambda kind, **fields: None)
+    remote: Tools | None = None
     granted: int = 0
     refused: int = 0
     ran: int = 0
@@ -143,23 +159,24 @@ class ToolGate:
         with client:
             try:
                 with trio.move_on_after(CLIENT_TIMEOUT_S) as waited:
-                    data, fds = await _receive(client)
+                    data, fds = await receive(client)
                 if waited.cancelled_caught or data is None:
                     return
-                call = _parse(data, fds)
+                call = parse(data, fds)
                 if isinstance(call, str):
-                    return await _send(client, Answer(126, stderr=call))
-                self._calls += 1
-                call.request_id = f"g{self._calls}"
-                answer = await self._dispatch(call, client)
+                    return await send(client, Answer(126, stderr=call))
+                answer = await self.dispatch(call, client)
                 if answer is not None:
-                    await _send(client, answer)
+                    await send(client, answer)
             finally:
                 for fd in fds:
                     with contextlib.suppress(OSError):
                         os.close(fd)
 
-    async def _dispatch(self, call: Call, client: trio.socket.SocketType) -> Answer | None:
+    async def dispatch(self, call: Call, client: trio.socket.SocketType | None) -> Answer | None:
+        """The answer to one call (None: its shim is gone, nothing to tell)."""
+        self._calls += 1
+        call.request_id = f"g{self._calls}"
         if call.argv[0] == SUBMIT and self.submit is not None:
             return await self.submit(call)
         executable = self.tools.get(call.argv[0])
@@ -226,47 +243,63 @@ class ToolGate:
         line = self.budget_line()
         return f"\n{line}" if line else ""
 
-    async def _run(self, executable: str, call: Call, client: trio.socket.SocketType) -> int | None:
-        """Run the tool with the shim's stdio; stop it if the shim goes away first."""
-        argv, cwd = self.launch(call.argv[0], executable, call.argv[1:], call.cwd)
-        stdin, stdout, stderr = call.fds
-        process = await trio.lowlevel.open_process(
-            argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, start_new_session=True, env=_tool_env()
-        )
+    async def _run(self, executable: str, call: Call, client: trio.socket.SocketType | None) -> int | None:
         self.ran += 1
-        gone = False
-        async with trio.open_nursery() as nursery:
-
-            async def watch() -> None:
-                nonlocal gone
-                with contextlib.suppress(OSError):
-                    await client.recv(1)  # the shim never sends more: EOF means it is gone
-                gone = True
-                _kill(process)
-
-            nursery.start_soon(watch)
-            try:
-                await process.wait()
-            finally:
-                _kill(process)
-                nursery.cancel_scope.cancel()
-        return None if gone else _status(process.returncode)
+        if self.remote is not None:
+            return await self.remote.run(call)
+        assert client is not None
+        argv, cwd = self.launch(call.argv[0], executable, call.argv[1:], call.cwd)
+        return await run_tool(argv, cwd, call.fds, client)
 
     async def _capture(self, executable: str, call: Call) -> Cached:
-        argv, cwd = self.launch(call.argv[0], executable, call.argv[1:], call.cwd)
-        done = await trio.run_process(
-            argv,
-            cwd=cwd,
-            stdin=b"",
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-            start_new_session=True,
-            env=_tool_env(),
-            deliver_cancel=_deliver_cancel,
-        )
         self.ran += 1
-        return Cached(done.stdout[:MAX_FREE_OUTPUT], done.stderr[:MAX_FREE_OUTPUT], _status(done.returncode))
+        if self.remote is not None:
+            return await self.remote.capture(call)
+        argv, cwd = self.launch(call.argv[0], executable, call.argv[1:], call.cwd)
+        return await capture_tool(argv, cwd)
+
+
+async def run_tool(
+    argv: list[str], cwd: str | None, fds: list[int], client: trio.socket.SocketType
+) -> int | None:
+    """Run a tool with the shim's stdio (`fds`); stop it if the shim goes away first (None)."""
+    stdin, stdout, stderr = fds
+    process = await trio.lowlevel.open_process(
+        argv, stdin=stdin, stdout=stdout, stderr=stderr, cwd=cwd, start_new_session=True, env=_tool_env()
+    )
+    gone = False
+    async with trio.open_nursery() as nursery:
+
+        async def watch() -> None:
+            nonlocal gone
+            with contextlib.suppress(OSError):
+                await client.recv(1)  # the shim never sends more: EOF means it is gone
+            gone = True
+            _kill(process)
+
+        nursery.start_soon(watch)
+        try:
+            await process.wait()
+        finally:
+            _kill(process)
+            nursery.cancel_scope.cancel()
+    return None if gone else _status(process.returncode)
+
+
+async def capture_tool(argv: list[str], cwd: str | None) -> Cached:
+    """Run a free call once, its output captured (bounded) to be replayed."""
+    done = await trio.run_process(
+        argv,
+        cwd=cwd,
+        stdin=b"",
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        start_new_session=True,
+        env=_tool_env(),
+        deliver_cancel=_deliver_cancel,
+    )
+    return Cached(done.stdout[:MAX_FREE_OUTPUT], done.stderr[:MAX_FREE_OUTPUT], _status(done.returncode))
 
 
 def _tool_env() -> dict[str, str]:
@@ -288,7 +321,7 @@ async def _deliver_cancel(process: trio.Process) -> None:
     _kill(process)
 
 
-async def _receive(client: trio.socket.SocketType) -> tuple[bytes | None, list[int]]:
+async def receive(client: trio.socket.SocketType) -> tuple[bytes | None, list[int]]:
     """The request line and the descriptors that came with it (the shim's stdin, stdout, stderr)."""
     data, fds = b"", []
     while not data.endswith(b"\n") and len(data) < MAX_REQUEST:
@@ -304,7 +337,8 @@ async def _receive(client: trio.socket.SocketType) -> tuple[bytes | None, list[i
     return data, fds
 
 
-def _parse(data: bytes, fds: list[int]) -> Call | str:
+def parse(data: bytes, fds: list[int], *, stdio: bool = True) -> Call | str:
+    """A shim's request (`stdio`: it must pass its stdin, stdout and stderr), or why it is refused."""
     try:
         request: Any = json.loads(data)
         argv = request["argv"]
@@ -320,7 +354,7 @@ def _parse(data: bytes, fds: list[int]) -> Call | str:
             raise ValueError
     except (ValueError, KeyError, TypeError, RecursionError):
         return "benchtui: a malformed tool request"
-    if argv[0] != SUBMIT and (len(fds) != STDIO or not all(_usable(fd) for fd in fds)):
+    if stdio and argv[0] != SUBMIT and (len(fds) != STDIO or not all(_usable(fd) for fd in fds)):
         return "benchtui: a tool request must pass its stdin, stdout and stderr"
     return Call(argv, cwd, fds[:STDIO], file, file_error)
 
@@ -333,7 +367,7 @@ def _usable(fd: int) -> bool:
     return True
 
 
-async def _send(client: trio.socket.SocketType, answer: Answer) -> None:
+async def send(client: trio.socket.SocketType, answer: Answer) -> None:
     with contextlib.suppress(OSError):  # the shim is gone (killed with its command): nothing to tell
         data = memoryview(answer.wire())
         while data:
