@@ -239,12 +239,14 @@ async def _relay_stream(
             size += len(chunk)
             if size > MAX_ANSWER_BYTES:
                 raise EventTooLarge(f"the stream passed {MAX_ANSWER_BYTES} bytes")
+            kept = []  # the events this chunk made whole, relayed together (one write, not one each)
             for event in events.feed(chunk):
-                keep = seen.observe(event.data, event.done)
+                if seen.observe(event.data, event.done):
+                    kept.append(event.raw)
                 if seen.complete:
                     settle(seen.usage)
-                if keep:
-                    await reply.body(event.raw)
+            if kept:
+                await reply.body(b"".join(kept))
     except aiohttp.ClientError:
         pass  # a broken stream: unless its final usage came, the worst case is charged
     except EventTooLarge as exc:
