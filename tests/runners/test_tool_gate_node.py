@@ -73,6 +73,14 @@ def opened_gate(server, submissions=None, tools=("pred",)):
     return counting.Gate(None, server, submissions, tuple(tools), server.remote)
 
 
+def counting_tool(tmp_path):
+    """A tool that adds a line to its marker file each time it runs."""
+    marker, tool = tmp_path / "runs", tmp_path / "tool"
+    tool.write_text(f"#!/bin/sh\necho x >> {marker}\n")
+    tool.chmod(0o755)
+    return tool, marker
+
+
 async def shell(script: str, env: dict[str, str], cwd=None):
     return await trio.run_process(
         ["bash", "-c", script], env=env, capture_stdout=True, capture_stderr=True, cwd=cwd
@@ -151,10 +159,7 @@ async def test_a_submit_on_a_node_is_verified_here_and_an_accepted_one_ends_the_
 
 @pytest.mark.trio
 async def test_with_the_engine_gone_a_node_refuses_every_call_and_runs_nothing(tmp_path):
-    marker = tmp_path / "ran"
-    tool = tmp_path / "tool"
-    tool.write_text(f"#!/bin/sh\ntouch {marker}\n")
-    tool.chmod(0o755)
+    tool, marker = counting_tool(tmp_path)
     limits = LogicalLimits(tools=(("pred", 5),))
     meter, server = engine_gate(limits)
     async with on_a_node(tmp_path, opened_gate(server), real_pred=tool) as (node, env):
@@ -170,10 +175,7 @@ async def test_with_the_engine_gone_a_node_refuses_every_call_and_runs_nothing(t
 
 @pytest.mark.trio
 async def test_a_node_runs_a_grant_once_and_nothing_it_did_not_ask_about(tmp_path):
-    marker = tmp_path / "runs"
-    tool = tmp_path / "tool"
-    tool.write_text(f"#!/bin/sh\necho x >> {marker}\n")
-    tool.chmod(0o755)
+    tool, marker = counting_tool(tmp_path)
     listener = await trio.open_tcp_listeners(0, host="127.0.0.1")
     address = listener[0].socket.getsockname()
     spec = NodeGateSpec(address, "t0", ("pred",), False, str(tool))

@@ -12,7 +12,6 @@ every call is refused, never run. `{"end": true}` calls `on_end` (the task stops
 from __future__ import annotations
 
 import contextlib
-import os
 import socket
 import threading
 from collections.abc import Callable
@@ -26,17 +25,14 @@ from benchtui.runners.kit import bubblewrap
 from benchtui.runners.kit import toolgate as gate
 from benchtui.runners.kit.toolgate.remote import Channel
 from benchtui.runners.kit.toolgate.server import (
-    CLIENT_TIMEOUT_S,
     SUBMIT,
     Answer,
     Call,
     Launch,
+    answer_shim,
     capture_tool,
-    parse,
-    receive,
     run_here,
     run_tool,
-    send,
 )
 
 CONNECT_S = 10.0
@@ -169,23 +165,7 @@ class NodeGate:
         real: dict[str, str],
         launch: Launch,
     ) -> None:
-        fds: list[int] = []
-        with client:
-            try:
-                with trio.move_on_after(CLIENT_TIMEOUT_S) as waited:
-                    data, fds = await receive(client)
-                if waited.cancelled_caught or data is None:
-                    return
-                call = parse(data, fds)
-                if isinstance(call, str):
-                    return await send(client, Answer(126, stderr=call))
-                answer = await self._ask(client, ref, call, channel, waiting, real, launch)
-                if answer is not None:
-                    await send(client, answer)
-            finally:
-                for fd in fds:
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
+        await answer_shim(client, lambda call: self._ask(client, ref, call, channel, waiting, real, launch))
 
     async def _ask(
         self,

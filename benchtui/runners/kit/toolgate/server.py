@@ -155,23 +155,7 @@ class ToolGate:
                     nursery.start_soon(self._answer, client)
 
     async def _answer(self, client: trio.socket.SocketType) -> None:
-        fds: list[int] = []
-        with client:
-            try:
-                with trio.move_on_after(CLIENT_TIMEOUT_S) as waited:
-                    data, fds = await receive(client)
-                if waited.cancelled_caught or data is None:
-                    return
-                call = parse(data, fds)
-                if isinstance(call, str):
-                    return await send(client, Answer(126, stderr=call))
-                answer = await self.dispatch(call, client)
-                if answer is not None:
-                    await send(client, answer)
-            finally:
-                for fd in fds:
-                    with contextlib.suppress(OSError):
-                        os.close(fd)
+        await answer_shim(client, lambda call: self.dispatch(call, client))
 
     async def dispatch(self, call: Call, client: trio.socket.SocketType | None) -> Answer | None:
         """The answer to one call (None: its shim is gone, nothing to tell)."""
@@ -257,6 +241,30 @@ class ToolGate:
             return await self.remote.capture(call)
         argv, cwd = self.launch(call.argv[0], executable, call.argv[1:], call.cwd)
         return await capture_tool(argv, cwd)
+
+
+async def answer_shim(
+    client: trio.socket.SocketType, decide: Callable[[Call], Awaitable[Answer | None]]
+) -> None:
+    """One shim's connection: its request (with its stdio), `decide`'s answer (None: the shim
+    is gone, nothing to tell), the descriptors it passed closed whatever happens."""
+    fds: list[int] = []
+    with client:
+        try:
+            with trio.move_on_after(CLIENT_TIMEOUT_S) as waited:
+                data, fds = await receive(client)
+            if waited.cancelled_caught or data is None:
+                return
+            call = parse(data, fds)
+            if isinstance(call, str):
+                return await send(client, Answer(126, stderr=call))
+            answer = await decide(call)
+            if answer is not None:
+                await send(client, answer)
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 async def run_tool(
