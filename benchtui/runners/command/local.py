@@ -174,9 +174,9 @@ async def _watch(
     DISK_POLL_S the disk the copy grew by; past a limit, the agent's tree is killed."""
     count = resources.ProcessCount(profile.max_processes, cgroup, root=process.pid)
     limit = profile.max_disk_mb << 20
-    baseline = await trio.to_thread.run_sync(resources.disk_used, workdir)
-    next_disk = trio.current_time() + DISK_POLL_S
-    with scope:
+    with contextlib.closing(count), scope:
+        baseline = await trio.to_thread.run_sync(resources.disk_used, workdir)
+        next_disk = trio.current_time() + DISK_POLL_S
         while True:
             await trio.sleep(POLL_S)
             why = count.over()
