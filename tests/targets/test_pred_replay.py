@@ -103,7 +103,12 @@ def test_the_two_pred_0_5_0_builds_print_one_version_and_are_two_fingerprints(tm
 
 
 # -- every expected verdict holds (per build), with no call that was not recorded --------------
-@pytest.mark.parametrize(("name", "build"), EXPECTED or [pytest.param("-", "-", marks=pytest.mark.skip)])
+NO_EXPECTED = pytest.mark.skip(
+    reason="the real pred's transcripts (expected verdicts) are not here: a fresh clone has none"
+)
+
+
+@pytest.mark.parametrize(("name", "build"), EXPECTED or [pytest.param("-", "-", marks=NO_EXPECTED)])
 def test_every_expected_verdict_holds_on_the_replay(name, build, tmp_path, misses):
     entry = _entry(name, build)
     verdict = verify(public_certificate(name), pred=str(replaying_pred(tmp_path / "bin", build)))
