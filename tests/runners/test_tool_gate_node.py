@@ -257,3 +257,30 @@ async def test_a_node_speaking_nonsense_is_cut_off_without_a_unit_or_a_crash(tmp
                 assert b'"do"' not in data or line.count(b"call") == 2, data
         nursery.cancel_scope.cancel()
     assert meter.used("tools.pred") <= 1  # the one good call of a number used twice, at most
+
+
+@pytest.mark.trio
+async def test_a_node_runs_nothing_until_the_engine_has_its_unit_on_disk(tmp_path):
+    """F7 on a node: the grant goes out only once the meter's `use` has returned (its unit
+    durable). Here `use` is held open: the tool must not run until it is let go."""
+    tool, marker = counting_tool(tmp_path)
+    limits = LogicalLimits(tools=(("pred", 5),))
+    meter, server = engine_gate(limits)
+    release, entered = trio.Event(), trio.Event()
+    durable = meter.use
+
+    async def slow_use(*counters):
+        entered.set()
+        await release.wait()
+        return await durable(*counters)
+
+    meter.use = slow_use
+    async with on_a_node(tmp_path, opened_gate(server), real_pred=tool) as (_, env):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(shell, "pred --version", env)
+            with trio.fail_after(20):
+                await entered.wait()
+            await trio.sleep(0.5)  # time enough for a grant sent too early to run the tool
+            assert not marker.exists()
+            release.set()
+        assert marker.read_text() == "x\n" and meter.used("tools.pred") == 1

@@ -85,8 +85,6 @@ class NodeResult:
     """What was wrong with certificates.jsonl (a link, a FIFO, too large…): the model's outcome."""
     agent_started: float = 0.0
     """time.time() on the node when the agent's process started."""
-    accepted: bool = False
-    """The engine's gate ended the session (an accepted submit): the agent was stopped."""
 
 
 def run_agent(launch: Launch, target: str, expected: str) -> NodeResult:
@@ -169,9 +167,8 @@ def _run(
     return NodeResult(
         here,
         found,
-        status="Accepted" if accepted else f"exit {code}",
+        status="Accepted" if accepted else f"exit {code}",  # stopped at an accepted submit
         code=None if accepted else code,
-        accepted=accepted,
         log=_read(log, MAX_LOG_BYTES),
         files=collect.top_files(folder, MAX_FILE_BYTES, skip=(log.name,)),
         certificate_lines=certificates.lines,
