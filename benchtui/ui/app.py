@@ -1,7 +1,7 @@
 """The Textual app: runs the campaign as a Trio guest and turns keys into control calls.
 
-Events fold into a `ViewModel` as they come; the screen redraws on a timer (`REDRAW_HZ`), so a
-fast campaign costs one redraw per tick, never one per event. Control calls go to the Trio
+Events fold into a `ViewModel` as they come; the screen redraws on a timer (`REDRAW_HZ`; the
+events pane at `LOG_HZ`), so a fast campaign costs one redraw per tick, never one per event. Control calls go to the Trio
 side through the guest's token and take effect at its next tick.
 """
 
@@ -32,7 +32,9 @@ from benchtui.ui.screens.quit import QuitChoice, QuitScreen
 from benchtui.ui.screens.runner_picker import RunnerPicker
 from benchtui.ui.screens.summary import SummaryScreen
 
-REDRAW_HZ = 15
+REDRAW_HZ = 10
+LOG_HZ = 2
+"""How often new lines reach the events pane (each write lays the screen out again)."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STOP_GRACE_S = 10.0
 KILL_CONFIRM_S = 3.0  # a second press of the kill key within this kills
@@ -86,7 +88,8 @@ class BenchApp(App[bool]):
         self.set_keymap(self.prep.campaign.ui.keys)
         self.main = MainScreen(self.view, self.prep.run_dir)
         self.push_screen(self.main)
-        self.set_interval(1 / REDRAW_HZ, self.redraw)
+        self.set_interval(1 / REDRAW_HZ, self._redraw_view)
+        self.set_interval(1 / LOG_HZ, self._write_log)
         loop = asyncio.get_running_loop()  # its handlers wake the loop (and so the Trio guest)
         for signum in STOP_SIGNALS:
             loop.add_signal_handler(signum, self.action_interrupt)
@@ -140,8 +143,17 @@ class BenchApp(App[bool]):
         await self.guest.wait()
 
     def redraw(self) -> None:
+        """Everything on screen up to date now, the events pane included."""
+        self._redraw_view()
+        self._write_log()
+
+    def _redraw_view(self) -> None:
         if self.is_running and self.main.is_mounted:
             self.main.redraw()
+
+    def _write_log(self) -> None:
+        if self.is_running and self.main.is_mounted:
+            self.main.write_log()
 
     def _urgent(self, event: ev.Event) -> None:
         """The answer to a key (pause, resume, …) is drawn at once, so keys feel instant."""
@@ -149,7 +161,10 @@ class BenchApp(App[bool]):
             self.post_message(RedrawNow())
 
     def on_redraw_now(self, _: RedrawNow) -> None:
-        self.redraw()
+        """Only the status line: the frame that answers a key paints one line, not every widget
+        the campaign changed since the last tick (those follow on the timer)."""
+        if self.is_running and self.main.is_mounted:
+            self.main.status.sync()
 
     # -- actions (keys, command palette) ------------------------------------------------------
     def _control(self, name: str, *args: Any, **kwargs: Any) -> bool:

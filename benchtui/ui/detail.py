@@ -25,11 +25,21 @@ def find_certificate(run_dir: Path, session: str, model: str) -> dict[str, Any] 
 
 
 class SessionDetail(Static):
-    """What the selected session is doing: state, money, its latest progress notes, certificate."""
+    """What the selected session is doing: state, money, its latest progress notes, certificate.
+
+    The selected session changes with every call it makes, so `show` runs on most redraws: it
+    repaints only when the text changed, and asks for a layout (a reflow and repaint of the
+    whole screen) only when the text's height did, for the pane's scrollbar.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._shown: tuple[str, tuple[Any, ...], int] | None = None
+        """What is on screen: the text, its styles, its height in lines."""
 
     def show(self, view: SessionRow | None, row: dict[str, Any] | None = None) -> None:
         if view is None:
-            self.update(Text("no session selected", style="dim"))
+            self._update(Text("no session selected", style="dim"))
             return
         text = Text.assemble(
             (view.id, "bold"),
@@ -57,7 +67,16 @@ class SessionDetail(Static):
             text.append("progress\n", style="bold")
             for note in view.notes:
                 text.append(f"  • {note}\n")
-        self.update(text)
+        self._update(text)
+
+    def _update(self, text: Text) -> None:
+        width = self.content_size.width
+        height = len(text.wrap(self.app.console, width)) if width else -1
+        shown = (text.plain, tuple(text.spans), height)
+        if shown != self._shown:
+            layout = self._shown is None or self._shown[2] != height
+            self._shown = shown
+            self.update(text, layout=layout)
 
     @staticmethod
     def _certificate(row: dict[str, Any] | None) -> Text:

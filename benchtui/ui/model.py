@@ -23,6 +23,14 @@ from benchtui.engine.records import JournalRecord, run_state
 UNLIMITED = LogicalLimits()
 LOG_LINES = 500
 NOTES_PER_SESSION = 12
+_CONTROLS = (*range(0x20), 0x7F, *range(0x80, 0xA0))
+PRINTABLE = str.maketrans({c: " " if chr(c) in "\t\n\r" else "\ufffd" for c in _CONTROLS})
+"""Control characters (an escape sequence in an agent's note, a newline in a reason) shown as
+a space or �: what reaches the screen is only text, one line per cell."""
+
+
+def printable(text: str) -> str:
+    return text.translate(PRINTABLE)
 
 
 @dataclass(slots=True)
@@ -53,7 +61,7 @@ class SessionRow:
         self.cost = record.cost_usd
         self.calls = record.calls
         self.outcome = record.result or ""
-        self.reason = record.reason
+        self.reason = printable(record.reason)
         self.certificate = record.certificate
         self.ended_counters(record.counters, record.exhausted, limits)
 
@@ -140,7 +148,7 @@ class ViewModel:
                     if event.counters:
                         view.counters = event.counters
                     if event.note:
-                        view.notes.append(event.note)
+                        view.notes.append(printable(event.note))
                     self._changed.add(view.id)
             case ev.AccountsCommitted():
                 self.accounts = event
@@ -184,7 +192,7 @@ class ViewModel:
         self._set_state(view, event.state)
         view.attempt, view.cost = event.attempt, event.cost_usd
         view.outcome = event.result or ""
-        view.reason, view.certificate = event.reason, event.certificate
+        view.reason, view.certificate = printable(event.reason), event.certificate
         view.ended_counters(event.counters, event.exhausted, self.limits)
         self._changed.add(view.id)
 

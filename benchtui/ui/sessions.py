@@ -6,11 +6,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import set_cell_size
 from rich.segment import Segment
-from rich.text import Text
+from rich.style import Style
 from textual import events
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -31,6 +32,13 @@ LABELS = {"skipped_budget": "skipped"}  # keeps the state column narrow
 COLUMNS = (("session", None), ("model", None), ("state", 7), ("cost", 7), ("calls", 5), ("outcome", 14))
 SEPARATOR = "│"  # visible: text read out of a screenshot keeps its columns apart
 CHROME = 3 * len(COLUMNS) - 1  # a space each side of every cell, a separator between cells
+LABEL_STYLES = {LABELS.get(state, state): Style.parse(style) for state, style in STATE_STYLES.items()}
+SEPARATOR_STYLE = Style.parse("grey35")
+HEADER = tuple(key for key, _ in COLUMNS)
+CACHED_LINES = 1024
+"""Lines kept drawn (a row whose cells did not change since the last frame is not drawn again)."""
+
+Cells = tuple[str, str, str, str, str, str]
 
 
 def outcome_text(view: SessionRow) -> str:
@@ -74,44 +82,74 @@ class SessionsTable(ScrollView, can_focus=True):
         }
         self.widths = [max(width or longest[key], len(key)) for key, width in COLUMNS]
         self.virtual_size = Size(sum(self.widths) + CHROME, len(self.ids) + 1)
+        self._lines: dict[tuple[Any, ...], Strip] = {}
+        self._frame: tuple[int, int, int, Style] = (0, 0, 0, Style.null())
 
     # -- drawing ------------------------------------------------------------------------------
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._lines.clear()  # a new theme: the kept lines have the old colours
+
     def on_resize(self) -> None:
         """The outcome column takes the width the others leave."""
         fixed = sum(self.widths[:-1]) + CHROME
         self.widths[-1] = max(COLUMNS[-1][1] or 0, self.size.width - fixed)
         self.virtual_size = Size(fixed + self.widths[-1], len(self.ids) + 1)
 
-    def _line(self, cells: tuple[str | Text, ...]) -> Text:
-        line = Text()
-        for i, (cell, width) in enumerate(zip(cells, self.widths, strict=True)):
-            cell = cell if isinstance(cell, Text) else Text(cell)
-            cell.truncate(width, pad=True)
-            if i:
-                line.append(SEPARATOR, style="grey35")
-            line.append(" ").append_text(cell).append(" ")
-        return line
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # What every line of this frame shares, looked up once (each is a walk of the DOM).
+        self._frame = (self.size.width, int(self.scroll_offset.x), int(self.scroll_offset.y), self.rich_style)
+        return super().render_lines(crop)
 
     def render_line(self, y: int) -> Strip:
-        width, scroll_x = self.size.width, int(self.scroll_offset.x)
-        base = self.rich_style
-        style: str | None
+        width, scroll_x, top, base = self._frame
+        component: str | None
         if y == 0:  # the header stays put; rows scroll under it
-            text, style = self._line(tuple(key for key, _ in COLUMNS)), "sessions-table--header"
+            cells, component = HEADER, "sessions-table--header"
         else:
-            row = int(self.scroll_offset.y) + y - 1
+            row = top + y - 1
             if row >= len(self.ids):
                 return Strip.blank(width, base)
-            text = self._line(self._cells(self.view.sessions[self.ids[row]]))
-            style = "sessions-table--cursor" if row == self.cursor and self.has_focus else None
-        segments = list(text.render(self.app.console))
-        if style:
-            segments = list(Segment.apply_style(segments, post_style=self.get_component_rich_style(style)))
-        return Strip(segments).apply_style(base).crop_extend(scroll_x, scroll_x + width, base)
+            cells = self._cells(self.view.sessions[self.ids[row]])
+            component = "sessions-table--cursor" if row == self.cursor and self.has_focus else None
+        key = (cells, component, tuple(self.widths), scroll_x, width, base)
+        strip = self._lines.get(key)
+        if strip is None:
+            if len(self._lines) >= CACHED_LINES:
+                self._lines.clear()
+            overlay = self.get_component_rich_style(component) if component else None
+            strip = self._lines[key] = self._line(cells, base, overlay).crop_extend(
+                scroll_x, scroll_x + width, base
+            )
+        return strip
+
+    def _line(self, cells: tuple[str, ...], base: Style, overlay: Style | None) -> Strip:
+        """One row's segments: each cell cut or padded to its column, a space each side."""
+
+        def styled(style: Style | None) -> Style:
+            style = base + style if style is not None else base
+            return style + overlay if overlay is not None else style
+
+        plain, separator = styled(None), styled(SEPARATOR_STYLE)
+        label = LABEL_STYLES.get(cells[2]) if cells is not HEADER else None
+        state = styled(label) if label is not None else plain
+        segments: list[Segment] = []
+        for i, (cell, width) in enumerate(zip(cells, self.widths, strict=True)):
+            if i:
+                segments.append(Segment(SEPARATOR, separator))
+            if i == 2 and state is not plain:
+                segments += [
+                    Segment(" ", plain),
+                    Segment(set_cell_size(cell, width), state),
+                    Segment(" ", plain),
+                ]
+            else:
+                segments.append(Segment(f" {set_cell_size(cell, width)} ", plain))
+        return Strip(segments, sum(self.widths) + CHROME)
 
     @staticmethod
-    def _cells(view: SessionRow) -> tuple[str | Text, ...]:
-        state = Text(LABELS.get(view.state, view.state), style=STATE_STYLES.get(view.state, ""))
+    def _cells(view: SessionRow) -> Cells:
+        state = LABELS.get(view.state, view.state)
         return view.id, view.model, state, fmt(view.cost), str(view.calls), outcome_text(view)
 
     def sync(self, ids: Iterable[str]) -> None:

@@ -66,20 +66,38 @@ class StatusLine(Widget):
     def __init__(self, view: ViewModel, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.view = view
+        self._shown: tuple[Any, ...] = ()
 
-    def render(self) -> Text:
+    def says(self) -> tuple[Any, ...]:
         view = self.view
         ended = len(view.sessions) - view.states["pending"] - view.states["running"]
+        return (
+            view.campaign,
+            view.runner,
+            view.state,
+            view.parallelism,
+            ended,
+            len(view.sessions),
+            int(view.elapsed),
+        )
+
+    def sync(self) -> None:
+        """Repaint if what the line says changed (its clock ticks once a second)."""
+        if self.says() != self._shown:
+            self.refresh()
+
+    def render(self) -> Text:
+        self._shown = campaign, runner, state, parallelism, ended, planned, elapsed = self.says()
         # Visible separators, and one style per part: text read out of a screenshot (an SVG draws
         # each styled run on its own, spaces at its edges dropped) keeps its words apart.
         parts = [
             Text(" benchtui ", "bold reverse"),
-            Text(view.campaign, "bold"),
-            Text(f"runner {view.runner}", "bold"),
-            Text(f"● {view.state}", STATE_STYLES[view.state]),
-            Text(f"parallelism {view.parallelism}"),
-            Text(f"sessions {ended}/{len(view.sessions)} ended"),
-            Text(f"elapsed {clock_text(view.elapsed)}"),
+            Text(campaign, "bold"),
+            Text(f"runner {runner}", "bold"),
+            Text(f"● {state}", STATE_STYLES[state]),
+            Text(f"parallelism {parallelism}"),
+            Text(f"sessions {ended}/{planned} ended"),
+            Text(f"elapsed {clock_text(elapsed)}"),
         ]
         return Text(" · ", style="dim").join(parts)
 

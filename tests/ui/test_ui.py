@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import time
 from decimal import Decimal
 
 import pytest
-from support import benchtui, check_accounts, journal, last_states, ledger, money, write_campaign
+from support import benchtui, check_accounts, journal, last_states, ledger, money
+from support.tui import SIZE, open_app, until
 from textual.widgets import OptionList, Static
 
 from benchtui.core.bindings import BINDING_IDS
-from benchtui.engine import run as engine
 from benchtui.ui import app as app_module
-from benchtui.ui.app import BenchApp, make_app
+from benchtui.ui.app import BenchApp
 from benchtui.ui.screens.main import MainScreen
 from benchtui.ui.screens.quit import QuitScreen
 from benchtui.ui.screens.runner_picker import RunnerPicker
@@ -21,26 +20,11 @@ from benchtui.ui.sessions import SessionsTable
 from benchtui.ui.widgets import ModelPanel, StatusLine, bar_cells
 
 pytestmark = pytest.mark.anyio
-SIZE = (140, 40)
 
 
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
-
-
-def open_app(tmp_path, **kw) -> BenchApp:
-    app_options = {k: kw.pop(k) for k in ("start_paused", "clock") if k in kw}
-    path = write_campaign(tmp_path, **kw)
-    return make_app(engine.prepare(engine.Options(path, tmp_path / "runs")), **app_options)
-
-
-async def until(pilot, predicate, timeout: float = 10.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        await pilot.pause(0.02)
 
 
 async def open_dialog(pilot, app: BenchApp, key: str, dialog: type, part: str) -> None:

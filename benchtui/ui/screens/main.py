@@ -15,7 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Log
 
 from benchtui.ui.detail import SessionDetail, find_certificate
-from benchtui.ui.model import ViewModel
+from benchtui.ui.model import LOG_LINES, ViewModel
 from benchtui.ui.sessions import SessionsTable
 from benchtui.ui.widgets import ModelPanel, StatusLine
 
@@ -51,6 +51,8 @@ class MainScreen(Screen[None]):
         self.view = view
         self.run_dir = run_dir
         self.certificates: dict[str, dict[str, Any] | None] = {}
+        self._log: list[str] = []
+        """Lines for the events pane not written yet (see `write_log`)."""
 
     def compose(self) -> ComposeResult:
         yield StatusLine(self.view, id="status")
@@ -74,17 +76,17 @@ class MainScreen(Screen[None]):
         self.table.focus()
 
     def redraw(self) -> None:
-        """Apply what changed since the last redraw (called on the app's timer)."""
+        """Apply what changed since the last redraw (called on the app's timer, and at once for
+        the answer to a key). New lines for the events pane wait for `write_log`."""
         changes = self.view.take_changes()
-        self.status.refresh()
+        self.status.sync()
         if changes.accounts is not None:
             self.models.refresh(layout=self.models.shown is None)  # its height is set by the first
         if changes.sessions:
             self.table.sync(changes.sessions)
             if self.table.selected in changes.sessions:
                 self.show_selected()
-        if changes.log:
-            self.log_view.write_lines(changes.log)
+        self._log = (self._log + changes.log)[-LOG_LINES:]
         for notice in changes.notices:
             severity: SeverityLevel = (
                 "warning"
@@ -94,6 +96,14 @@ class MainScreen(Screen[None]):
                 else "information"
             )
             self.app.notify(notice.message, severity=severity, timeout=8)
+
+    def write_log(self) -> None:
+        """Write the new lines to the events pane. Textual's log lays the whole screen out again
+        when its lines grow (twice: its width is measured in a thread), so it is written on a
+        slower timer than the rest, and never in the frame that answers a key."""
+        if self._log:
+            self.log_view.write_lines(self._log)
+            self._log = []
 
     @on(SessionsTable.Highlighted)
     def show_selected(self) -> None:
