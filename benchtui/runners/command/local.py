@@ -24,6 +24,10 @@ from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.toolgate import counting
 
 POLL_S = 0.2
+CGROUP_POLL_S = 1.0
+"""With a pids cgroup the kernel refuses forks past the limit; the poll only notices them and
+ends the session, so it can be slower (64 sessions polling 5 times a second took ~10% of the
+loop the TUI shares)."""
 DISK_POLL_S = 5.0
 CGROUP_OVERHEAD = 16
 """Tasks of the watcher, bwrap, the relay and their shells, beyond the agent's own."""
@@ -170,15 +174,16 @@ async def _watch(
     ran: Ran,
     scope: trio.CancelScope,
 ) -> None:
-    """Every POLL_S the processes (a pids cgroup's refused forks, else a /proc count), every
-    DISK_POLL_S the disk the copy grew by; past a limit, the agent's tree is killed."""
+    """The processes (every CGROUP_POLL_S a pids cgroup's refused forks, else every POLL_S a
+    /proc count), every DISK_POLL_S the disk the copy grew by; past a limit, the agent's tree is
+    killed."""
     count = resources.ProcessCount(profile.max_processes, cgroup, root=process.pid)
     limit = profile.max_disk_mb << 20
     with contextlib.closing(count), scope:
         baseline = await trio.to_thread.run_sync(resources.disk_used, workdir)
         next_disk = trio.current_time() + DISK_POLL_S
         while True:
-            await trio.sleep(POLL_S)
+            await trio.sleep(POLL_S if cgroup is None else CGROUP_POLL_S)
             why = count.over()
             if not why and trio.current_time() >= next_disk:
                 grown = await trio.to_thread.run_sync(
