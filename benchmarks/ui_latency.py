@@ -12,7 +12,8 @@ the session's meter (a durable ledger commit) in the same process and loop as th
 Runs the real app (Textual's headless driver, the engine as a Trio guest) on a fake campaign,
 posts key events the way the terminal driver does, and times each key to
   - engine: the scheduler's ControlChanged event (the pause / resume / parallelism change is made),
-  - screen: the status line painted with the new state (its render for the next frame).
+  - screen: the status line painted with the new state (its render for the next frame; for
+    + and -, the app shows the new parallelism before the engine's answer, as the user sees it).
 Keys alternate p, r, +, - so the campaign keeps launching throughout. Prints the event rate
 measured while keys were pressed, then median and p95 of both latencies. Goal: ≤ 100 ms.
 """
@@ -121,7 +122,7 @@ async def measure(app: BenchApp, presses: int) -> tuple[list[float], list[float]
 
     def render_and_check():  # called when the compositor paints the status line
         text = render()
-        if "engine" in pending and "screen" not in pending and pending["text"] in text.plain:
+        if "text" in pending and "screen" not in pending and pending["text"] in text.plain:
             pending["screen"] = time.perf_counter()
         return text
 
@@ -141,7 +142,7 @@ async def measure(app: BenchApp, presses: int) -> tuple[list[float], list[float]
         )
         start = time.perf_counter()
         app.post_message(events.Key(key, "+" if key == "plus" else "-" if key == "minus" else key))
-        while "screen" not in pending:
+        while "screen" not in pending or "engine" not in pending:
             if time.perf_counter() - start > 5:
                 raise RuntimeError(f"no effect of {key!r} within 5 s")
             await asyncio.sleep(0.001)
