@@ -123,6 +123,7 @@ async def test_a_campaign_on_ray_runs_end_to_end_like_a_local_one(tmp_path, clus
     assert len(logs) == 4 and all("CERTIFICATE_START" in p.read_text() for p in logs)
 
 
+@pytest.mark.slow
 @pytest.mark.trio
 async def test_the_hard_cap_holds_at_parallelism_64_on_node_b(tmp_path, cluster):
     # Each session's one call fits its $0.03 reservation (worst case ~$0.028) and costs $0.0165:

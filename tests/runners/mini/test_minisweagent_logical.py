@@ -121,6 +121,7 @@ async def test_model_calls_end_the_session_at_exactly_the_limit(tmp_path, monkey
     )
 
 
+@pytest.mark.slow
 @pytest.mark.trio
 async def test_sixteen_greedy_agents_at_once_each_stop_at_exactly_every_limit(tmp_path, monkeypatch):
     pred_on_path(tmp_path, monkeypatch)
