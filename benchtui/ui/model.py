@@ -1,7 +1,7 @@
 """The UI's view model: events folded into a small state the widgets render on a timer.
 
 Listeners run once per event (possibly thousands a second), so `apply` only updates fields and
-notes what changed; the screen redraws at most ~15 times a second from `take_changes`.
+notes what changed; the screen redraws at most 10 times a second from `take_changes`.
 No Textual here: the model is plain data, testable without a terminal.
 """
 
