@@ -34,8 +34,8 @@ class SessionDetail(Static):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._shown: tuple[str, tuple[Any, ...], int] | None = None
-        """What is on screen: the text, its styles, its height in lines."""
+        self._shown: tuple[Text, int] | None = None
+        """What is on screen: the text (Rich compares its characters and styles), its height."""
 
     def show(self, view: SessionRow | None, row: dict[str, Any] | None = None) -> None:
         if view is None:
@@ -72,10 +72,9 @@ class SessionDetail(Static):
     def _update(self, text: Text) -> None:
         width = self.content_size.width
         height = len(text.wrap(self.app.console, width)) if width else -1
-        shown = (text.plain, tuple(text.spans), height)
-        if shown != self._shown:
-            layout = self._shown is None or self._shown[2] != height
-            self._shown = shown
+        if (text, height) != self._shown:
+            layout = self._shown is None or self._shown[1] != height
+            self._shown = text, height
             self.update(text, layout=layout)
 
     @staticmethod

@@ -3,10 +3,9 @@ fairness verdict, from the same function, at the end of a campaign and on `s` mi
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from support.report import prepare
+from support.tui import SIZE, until
 from textual.widgets import DataTable, Static
 
 from benchtui.report import build
@@ -15,7 +14,6 @@ from benchtui.ui.app import make_app
 from benchtui.ui.screens.summary import SHOWN, SummaryScreen
 
 pytestmark = pytest.mark.anyio
-SIZE = (140, 40)
 
 
 @pytest.fixture
@@ -23,12 +21,8 @@ def anyio_backend():
     return "asyncio"
 
 
-async def until(pilot, predicate, timeout: float = 20.0, what: str = "") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        await pilot.pause(0.02)
+CAMPAIGN_S = 20.0
+"""A whole campaign to its summary."""
 
 
 def shown(screen: SummaryScreen) -> tuple[list[tuple[str, ...]], str]:
@@ -42,7 +36,10 @@ async def test_the_summary_shows_the_reports_leaderboard_and_verdict(tmp_path):
     app = make_app(prep)
     async with app.run_test(size=SIZE) as pilot:
         await until(
-            pilot, lambda: isinstance(app.screen, SummaryScreen) and app.screen.report, what="summary"
+            pilot,
+            timeout=CAMPAIGN_S,
+            predicate=lambda: isinstance(app.screen, SummaryScreen) and app.screen.report,
+            what="summary",
         )
         rows, verdict = shown(app.screen)
     report = build([prep.run_dir])
@@ -72,16 +69,26 @@ async def test_s_mid_run_after_a_runner_switch_shows_unfair(tmp_path):
     app = make_app(prep)
     async with app.run_test(size=SIZE) as pilot:
         await until(
-            pilot, lambda: app.scheduler is not None and app.view.states["done"] >= 1, what="a session"
+            pilot,
+            timeout=CAMPAIGN_S,
+            predicate=lambda: app.scheduler is not None and app.view.states["done"] >= 1,
+            what="a session",
         )
         app._control("set_runner", "alt")
         await until(
-            pilot, lambda: any(s.runner == "alt" and s.state == "done" for s in app.view.sessions.values())
+            pilot,
+            timeout=CAMPAIGN_S,
+            predicate=lambda: any(
+                s.runner == "alt" and s.state == "done" for s in app.view.sessions.values()
+            ),
         )
         assert app.view.ended is None and not isinstance(app.screen, SummaryScreen)
         await pilot.press("s")
         await until(
-            pilot, lambda: isinstance(app.screen, SummaryScreen) and app.screen.report, what="summary"
+            pilot,
+            timeout=CAMPAIGN_S,
+            predicate=lambda: isinstance(app.screen, SummaryScreen) and app.screen.report,
+            what="summary",
         )
         _, verdict = shown(app.screen)
     assert "Fairness: UNFAIR" in verdict and "runner: switched mid-run" in verdict and "alt" in verdict

@@ -7,6 +7,7 @@ from __future__ import annotations
 from decimal import Decimal as D
 
 import pytest
+from rich.cells import cell_len
 from support.tui import SIZE, open_app, until
 from textual.geometry import Region
 from textual.theme import Theme
@@ -16,7 +17,7 @@ from benchtui.engine import events as ev
 from benchtui.ui import app as app_module
 from benchtui.ui.detail import SessionDetail
 from benchtui.ui.model import printable
-from benchtui.ui.sessions import SessionsTable
+from benchtui.ui.sessions import SEPARATOR, SessionsTable
 from benchtui.ui.widgets import StatusLine
 
 pytestmark = pytest.mark.anyio
@@ -141,3 +142,25 @@ async def test_unchanged_rows_are_not_drawn_again_and_a_new_theme_redraws_them(t
         again = table.render_line(0)
         assert again.text == header.text
         assert [s.style for s in again] != [s.style for s in header]  # the new theme's colour
+
+
+async def test_a_note_of_wide_and_combining_characters_keeps_the_row_its_width(tmp_path, no_timers):
+    """Each cell is cut or padded by terminal cells, not characters: a note of CJK, emoji and
+    combining accents (the outcome column) neither pushes the row past the pane nor leaves a gap."""
+    app = open_app(tmp_path, sessions=3, start_paused=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        started = ev.SessionStarted(
+            session=FIRST, model="fake/model-a", index=0, task=None, attempt=1, runner="fake"
+        )
+        app.view.apply(started)
+        app.view.apply(
+            ev.SessionProgress(session=FIRST, note="漢字😀e\u0301 " * 40, calls=1, cost_usd=D("0.1"))
+        )
+        table = app.main.table
+        table.render_lines(Region(0, 0, table.size.width, table.size.height))
+        row, header = table.render_line(1), table.render_line(0)
+        assert cell_len(row.text) == cell_len(header.text) == table.size.width
+        columns = [cell_len(cell) for cell in row.text.split(SEPARATOR)]
+        assert columns == [cell_len(cell) for cell in header.text.split(SEPARATOR)]  # aligned
+        assert "漢字" in row.text

@@ -33,8 +33,8 @@ class ProcessCount:
         self.root = root
         """Whose descendants are counted without a cgroup (default: this process, a subreaper)."""
         self._events: int | None = None
-        """pids.events, open: each poll is one pread (an engine polls every session 5 times a
-        second, on the TUI's loop; opening the file each time cost 14% of that loop at 64)."""
+        """pids.events, open: each poll is one pread (an engine polls every session's count on
+        the TUI's loop; opening the file each time cost 14% of that loop at 64 sessions)."""
         if cgroup is not None:
             with contextlib.suppress(OSError):
                 self._events = os.open(cgroup / "pids.events", os.O_RDONLY | os.O_CLOEXEC)
