@@ -7,8 +7,12 @@ session starts another."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import shutil
 import socket
+import threading
 import time
 from decimal import Decimal
 from functools import partial
@@ -21,7 +25,7 @@ from support.gateway import REAL_KEY, cost, kill_mid_call, model_at, open_meter
 from support.gateway_clients import call
 from support.scripted_upstream import Answer, ScriptedUpstream
 
-from benchtui.runners.command.gateway import open_gateway
+from benchtui.runners.command.gateway import nodes, open_gateway
 from benchtui.runners.command.gateway.link import encode
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 100}
@@ -78,6 +82,7 @@ async def test_a_nodes_relay_serves_its_sessions_and_ends_with_the_engine():
                 )
                 assert r.status_code == 401
         assert await trio.to_thread.run_sync(gone, pid, 10), "the node's relay outlived its engine"
+        assert not node.folder.exists(), "the node's relay left its folder behind"
     flight = ledger.running["m-0"]
     assert flight.held == 0 and flight.spent == 3 * cost(70, 9)
     assert other_ledger.running["m-1"].spent == 0  # its key never had a call: nothing asked for it
@@ -125,3 +130,40 @@ async def test_a_nodes_relay_killed_mid_call_charges_the_worst_case_and_the_next
             assert cost(sent + 2048 - 64, 100) <= flight.spent <= cost(sent + 2048 + 64, 100)
             again = await trio.to_thread.run_sync(node.start)  # the next session on that node
             assert again != address and relay_pid(node.folder) != pid
+
+
+def test_an_ending_relay_leaves_the_folder_to_a_relay_that_took_it_over(tmp_path):
+    folder = tmp_path / "relay"
+    folder.mkdir()
+    (folder / "lock").touch()
+    (folder / "port").write_text(f"{os.getpid() + 1} 5000\n")  # another relay listens there now
+    nodes.leave(folder)
+    assert (folder / "port").exists()
+    (folder / "port").write_text(f"{os.getpid()} 5000\n")  # still ours
+    nodes.leave(folder)
+    assert not folder.exists()
+
+
+def test_a_starter_that_waited_for_an_ending_relay_makes_the_folder_again(tmp_path):
+    # The ending relay removes the folder while a starter waits for its lock: the starter must
+    # not start a relay in a folder that no longer exists.
+    folder = tmp_path / "relay"
+    folder.mkdir()
+    (folder / "port").write_text(f"{os.getpid()} 5000\n")
+    lock = (folder / "lock").open("a")
+    fcntl.flock(lock, fcntl.LOCK_EX)  # as `leave` holds it
+    entered = threading.Event()
+
+    def start() -> None:
+        with nodes._locked(folder):
+            (folder / "settings.json").write_text("{}")  # what `start` writes first
+            entered.set()
+
+    starter = threading.Thread(target=start)
+    starter.start()
+    time.sleep(0.2)
+    assert not entered.is_set()
+    shutil.rmtree(folder)  # what `leave` does, under the lock
+    lock.close()
+    starter.join(5)
+    assert entered.is_set() and (folder / "settings.json").exists()

@@ -69,7 +69,7 @@ ENGINE = textwrap.dedent(
 
     async def main():
         async with open_gateway(relays=2) as gateway:
-            print(" ".join(str(r.process.pid) for r in gateway._relays), flush=True)
+            print(gateway.socket_path.parent, *(r.process.pid for r in gateway._relays), flush=True)
             await trio.sleep_forever()
 
     trio.run(main)
@@ -85,23 +85,41 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_relays_end_with_the_engine_even_when_it_is_killed():
+def test_relays_end_with_the_engine_even_when_it_is_killed_and_remove_the_folder_it_left():
     engine = subprocess.Popen(
         [sys.executable, "-c", ENGINE.format(root=str(ROOT), tests=str(ROOT / "tests"))],
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
-        pids = [int(p) for p in engine.stdout.readline().split()]  # type: ignore[union-attr]
+        folder, *pids = engine.stdout.readline().split()  # type: ignore[union-attr]
+        pids = [int(p) for p in pids]
         assert len(pids) == 2 and all(alive(p) for p in pids)
+        assert (Path(folder) / "gateway.sock").exists()
         engine.send_signal(signal.SIGKILL)
         engine.wait(10)
         deadline = time.monotonic() + 5
         while any(alive(p) for p in pids) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not any(alive(p) for p in pids), "a relay outlived its engine"
+        assert not Path(folder).exists(), "the gateway's folder outlived its engine"
     finally:
         engine.kill()
+
+
+@pytest.mark.trio
+async def test_a_relay_whose_engine_lives_leaves_the_engines_folder_alone(tmp_path):
+    # A relay's channel closing while the engine lives (the engine ending it its own way) must
+    # not take the socket other relays and sandboxes use.
+    from benchtui.runners.command.gateway import relay
+
+    folder = tmp_path / "gw"
+    folder.mkdir()
+    started = time.monotonic()
+    relay._leave({"folder": str(folder), "engine": os.getppid()})  # "the engine" is our parent: alive
+    assert folder.exists() and time.monotonic() - started >= relay.ORPHAN_WAIT_S
+    relay._leave({"folder": str(folder), "engine": -1})  # not our parent: gone
+    assert not folder.exists()
 
 
 @pytest.mark.trio

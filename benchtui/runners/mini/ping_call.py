@@ -11,14 +11,23 @@ import json
 import os
 import sys
 import tempfile
+from typing import Any
 
 
 def main() -> int:
     request = json.loads(sys.stdin.read())
-    # mini-swe-agent's import side effects go to a private dir (model_kwargs lives beside MeteredModel).
-    os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
-    os.environ.setdefault("MSWEA_GLOBAL_CONFIG_DIR", tempfile.mkdtemp(prefix="benchtui-ping-"))
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # mini-swe-agent's import side effects go to a private dir (model_kwargs lives beside
+    # MeteredModel), removed when the call is done.
+    with tempfile.TemporaryDirectory(prefix="benchtui-ping-") as config:
+        os.environ.setdefault("MSWEA_SILENT_STARTUP", "1")
+        os.environ.setdefault("MSWEA_GLOBAL_CONFIG_DIR", config)
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        answer = _call(request)
+    print(json.dumps(answer), flush=True)
+    return 0
+
+
+def _call(request: dict[str, Any]) -> dict[str, Any]:
     import litellm
     import openai
 
@@ -47,8 +56,7 @@ def main() -> int:
             "output_tokens": getattr(usage, "completion_tokens", None) or 0,
             "reply": reply.strip(),
         }
-    print(json.dumps(answer), flush=True)
-    return 0
+    return answer
 
 
 if __name__ == "__main__":

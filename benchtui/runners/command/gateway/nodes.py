@@ -19,11 +19,13 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,9 +53,7 @@ class NodeGateway:
     def start(self) -> str:
         """On the node: the address (`127.0.0.1:port`) of its relay, started if none is running."""
         folder = self.folder
-        folder.mkdir(mode=0o700, exist_ok=True)
-        with (folder / "lock").open("w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one starter per node; the others wait, then find it
+        with _locked(folder):  # one starter per node; the others wait, then find it
             found = _running(folder)
             if found:
                 return found
@@ -85,6 +85,48 @@ class NodeGateway:
                 time.sleep(0.02)
             tail = (folder / "relay.log").read_text(errors="replace").strip().splitlines()[-1:]
             raise OSError(f"the gateway's relay on this node did not start: {' '.join(tail) or 'no output'}")
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """Hold the lock of `folder` (made if missing) while it is still the folder's: a relay that
+    ends removes the folder under this lock (`leave`), so a starter that waited for it tries again."""
+    while True:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        try:
+            lock = (folder / "lock").open("a")
+        except FileNotFoundError:  # removed since the mkdir
+            continue
+        with lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                current = os.stat(folder / "lock").st_ino == os.fstat(lock.fileno()).st_ino
+            except FileNotFoundError:
+                current = False
+            if current:
+                yield
+                return
+
+
+def leave(folder: Path) -> None:
+    """In a node's relay whose connection to the engine closed: the node's folder for this run
+    goes, unless another relay has taken it over (its pid in `port`)."""
+    deadline = time.monotonic() + START_S + 5  # a starter holds the lock at most START_S
+    with contextlib.suppress(OSError), (folder / "lock").open("a") as lock:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.05)
+        try:
+            owner = int((folder / "port").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            owner = os.getpid()  # not listening yet, or its file gone: no one else's
+        if owner == os.getpid():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _running(folder: Path) -> str:

@@ -6,7 +6,9 @@ relay opens its own on the node's loopback) with uvicorn on uvloop and httptools
 to the provider with aiohttp (connections reused), and asks the engine's meter, over its channel
 (`link`: a socket pair, or a node's TCP connection to the engine), for each call's hold and then
 its charge. It never runs on the engine's loop or the TUI's: HTTP parsing costs them nothing.
-When the channel closes (the engine is gone, even by SIGKILL) the relay exits at once.
+When the channel closes (the engine is gone, even by SIGKILL) the relay exits at once, and the
+folder it was started for goes with it (`_leave`): the engine's, if the engine died without
+removing it; a node's, unless another relay has taken it over.
 """
 
 from __future__ import annotations
@@ -14,8 +16,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import socket
 import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -27,6 +33,10 @@ from benchtui.runners.command.gateway.call import Used
 from benchtui.runners.command.gateway.connections import Guard
 from benchtui.runners.command.gateway.grant import Grant
 from benchtui.runners.command.gateway.link import Lines, encode
+
+ORPHAN_WAIT_S = 2.0
+"""How long a relay whose channel closed waits to see its engine gone before it leaves the
+engine's folder alone."""
 
 
 class EngineLink:
@@ -44,6 +54,8 @@ class EngineLink:
         self._out: list[bytes] = []
         self._loop = asyncio.get_running_loop()
         self._writer: asyncio.StreamWriter | None = None
+        self.on_end: Callable[[], None] = lambda: None
+        """Run as the channel closes, just before the process exits."""
 
     async def open(self) -> asyncio.StreamReader:
         if self._sock.family == socket.AF_UNIX:
@@ -109,7 +121,10 @@ class EngineLink:
                 for message in lines.feed(data):
                     self._handle(message)
         finally:  # the engine is gone (or speaks nonsense): no hold can be granted, nothing to finish
-            os._exit(0)
+            try:
+                self.on_end()
+            finally:
+                os._exit(0)
 
     def _handle(self, message: list[Any]) -> None:
         kind = message[0]
@@ -140,6 +155,7 @@ async def main(channel: socket.socket, settings: dict[str, Any], listeners: list
     if "engine" in settings:
         orphaned = asyncio.create_task(_orphaned(settings["engine"]))  # noqa: F841 (runs until the end)
     link = EngineLink(channel)
+    link.on_end = lambda: _leave(settings)
     reader = await link.open()
     timeout = aiohttp.ClientTimeout(total=None, connect=min(30.0, settings["request_timeout_s"]))
     # Idle connections are dropped well before a provider's own keep-alive timeout (often 5 s), so
@@ -183,6 +199,28 @@ async def _orphaned(engine: int) -> None:
     while os.getppid() == engine:
         await asyncio.sleep(1.0)
     os._exit(0)
+
+
+def _leave(settings: dict[str, Any]) -> None:
+    """The channel closed. A node's relay removes its folder (if no other relay has taken it
+    over: see `nodes.leave`). Beside the engine, the engine removes the gateway's folder when it
+    closes, after killing its relays; a relay that sees its channel close is one whose engine
+    died (SIGKILL) and left the folder: once this process is no longer its child (the kernel
+    reparents it as the engine's exit ends), the folder goes."""
+    folder = settings.get("folder")
+    if not folder:
+        return
+    if settings.get("node"):
+        from benchtui.runners.command.gateway import nodes
+
+        nodes.leave(Path(folder))
+        return
+    deadline = time.monotonic() + ORPHAN_WAIT_S
+    while os.getppid() == settings["engine"]:
+        if time.monotonic() > deadline:  # the engine lives and closed the channel: its folder
+            return
+        time.sleep(0.005)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def run() -> None:

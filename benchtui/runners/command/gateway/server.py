@@ -401,6 +401,7 @@ async def open_gateway(
         "max_connections": max_connections or default_limit(),
         "header_timeout_s": header_timeout_s,
         "idle_timeout_s": idle_timeout_s,
+        "folder": str(folder),  # a relay removes it if the engine dies (SIGKILL) without doing so
     }
     name = listeners[0].getsockname()
     gateway = Gateway(f"http://{name[0]}:{name[1]}", socket_path)
@@ -413,7 +414,7 @@ async def open_gateway(
                 meter_socket = socket.create_server((host, 0), backlog=128)
                 others.append(meter_socket)
                 secret = secrets.token_urlsafe(32)
-                node_settings = {k: v for k, v in settings.items() if k != "engine"}
+                node_settings = {k: v for k, v in settings.items() if k not in ("engine", "folder")}
                 gateway.nodes = NodeGateway(host, meter_socket.getsockname()[1], secret, node_settings)
                 meter_listener = trio.SocketListener(trio.socket.from_stdlib_socket(meter_socket))
                 nursery.start_soon(gateway._accept_nodes, meter_listener, secret)
