@@ -96,6 +96,9 @@ PING = Reply("echo OK", prompt_tokens=21, completion_tokens=3)
 def test_ping_makes_one_tiny_metered_call_per_model_and_reports_its_cost(tmp_path, capsys, monkeypatch):
     pred_on_path(tmp_path, monkeypatch)
     monkeypatch.setenv("SCRIPTED_API_KEY", "sk-test-ping-0000")
+    children_tmp = tmp_path / "children-tmp"  # where the ping's child makes its temporary files
+    children_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(children_tmp))
     with ScriptedLLM([PING]) as llm:
         path = write_campaign(
             tmp_path, llm.url, models=("openai/ping-a", "openai/ping-b"), sessions_per_model=1
@@ -108,6 +111,7 @@ def test_ping_makes_one_tiny_metered_call_per_model_and_reports_its_cost(tmp_pat
     cost = token_cost(21, Decimal(3)) + token_cost(3, Decimal(15))  # the campaign's prices
     assert out.count(f"(ledger: ${cost.normalize():f})") == 2, out
     assert "21 + 3 tokens" in out and "sk-test" not in out
+    assert list(children_tmp.iterdir()) == []  # nothing left behind
 
 
 def test_ping_reports_a_refused_key_and_a_missing_one(tmp_path, capsys, monkeypatch):
