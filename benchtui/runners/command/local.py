@@ -35,6 +35,11 @@ DRAIN_S = 2.0
 """How long the output of an ended agent is still read (what it left behind may hold the pipe)."""
 
 
+def cgroup_name(session: str, attempt: int) -> str:
+    """The agent's pids cgroup: its owner's pid last, as `resources` sweeps groups whose owner is gone."""
+    return f"benchtui-agent-{session}-{attempt}-{os.getpid()}"
+
+
 class LocalPlacement:
     def __init__(self, profile: CommandProfile, gateway: Gateway, pred: str | None) -> None:
         self.profile = profile
@@ -53,9 +58,10 @@ class LocalPlacement:
         workdir, log = files / "workdir", files / f"attempt-{session.attempt}.agent.log"
         try:
             fingerprint = await trio.to_thread.run_sync(_copy, session.environment.resolve(), workdir)
-            name = f"benchtui-agent-{os.getpid()}-{session.id}-{session.attempt}"
             cgroup = await trio.to_thread.run_sync(
-                resources.new_pids_cgroup, self.profile.max_processes + CGROUP_OVERHEAD, name
+                resources.new_pids_cgroup,
+                self.profile.max_processes + CGROUP_OVERHEAD,
+                cgroup_name(session.id, session.attempt),
             )
             try:
                 async with counting.open_gate(
