@@ -7,14 +7,22 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-HANG_GUARD_S = 300
+HANG_GUARD_S = float(os.environ.get("BENCHTUI_HANG_GUARD_S", 300))
+_stderr = sys.stderr
+
+
+def pytest_sessionstart(session):
+    """The terminal's stderr as pytest found it, kept for the hang guard: during a test, fd 2 is
+    pytest's capture file, and a traceback written there is lost when the guard ends the process."""
+    global _stderr
+    _stderr = open(os.dup(2), "w")  # noqa: SIM115 (kept open for the whole run)
 
 
 @pytest.fixture(autouse=True)
 def hang_guard():
     """A test that hangs (a deadlock in the engine, a child that never exits) ends the run with
     every thread's traceback after HANG_GUARD_S of real time, instead of hanging CI for 90 min."""
-    faulthandler.dump_traceback_later(HANG_GUARD_S, exit=True)
+    faulthandler.dump_traceback_later(HANG_GUARD_S, exit=True, file=_stderr)
     yield
     faulthandler.cancel_dump_traceback_later()
 
