@@ -1,4 +1,6 @@
+import contextlib
 import faulthandler
+import fcntl
 import os
 import sys
 from pathlib import Path
@@ -25,6 +27,30 @@ def hang_guard():
     faulthandler.dump_traceback_later(HANG_GUARD_S, exit=True, file=_stderr)
     yield
     faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.fixture(autouse=True)
+def heavy_tests_alone(request, tmp_path_factory):
+    """With xdist workers (pyproject's addopts), a test marked `slow` (it spawns many processes:
+    hundreds of sandboxes, a SIGKILL loop) runs while no other test does, as in a serial run;
+    the others share. A fair readers-writer lock over two flock files shared by the workers: every
+    test passes the turnstile, so a waiting heavy test is not starved by a stream of light ones."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        yield
+        return
+    root = tmp_path_factory.getbasetemp().parent  # the same for every worker of this run
+    heavy = request.node.get_closest_marker("slow") is not None
+    with open(root / "turnstile.lock", "a") as turnstile, open(root / "tests.lock", "a") as tests:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(tests, fcntl.LOCK_EX if heavy else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                fcntl.flock(tests, fcntl.LOCK_UN)
 
 
 @pytest.fixture(autouse=True, scope="session")
