@@ -153,7 +153,7 @@ class EngineLink:
 
 async def main(channel: socket.socket, settings: dict[str, Any], listeners: list[socket.socket]) -> None:
     if "engine" in settings:
-        orphaned = asyncio.create_task(_orphaned(settings["engine"]))  # noqa: F841 (runs until the end)
+        orphaned = asyncio.create_task(_orphaned(settings))  # noqa: F841 (runs until the end)
     link = EngineLink(channel)
     link.on_end = lambda: _leave(settings)
     reader = await link.open()
@@ -193,12 +193,15 @@ async def main(channel: socket.socket, settings: dict[str, Any], listeners: list
             reading.cancel()
 
 
-async def _orphaned(engine: int) -> None:
+async def _orphaned(settings: dict[str, Any]) -> None:
     """Ends the relay if its engine is gone, whatever state the channel is in (prctl's
     PDEATHSIG would not do: Trio starts processes from a worker thread, whose end would fire it)."""
-    while os.getppid() == engine:
+    while os.getppid() == settings["engine"]:
         await asyncio.sleep(1.0)
-    os._exit(0)
+    try:
+        _leave(settings)
+    finally:
+        os._exit(0)
 
 
 def _leave(settings: dict[str, Any]) -> None:
