@@ -34,6 +34,7 @@ from benchtui.core.contract import Meter, ModelSpec, Usage
 from benchtui.runners.command.gateway.grant import PROMPT_OVERHEAD_TOKENS, Binding
 from benchtui.runners.command.gateway.link import Lines, default_limit, encode, relay_environment
 from benchtui.runners.command.gateway.nodes import NodeGateway
+from benchtui.runners.kit.handshakes import Handshakes
 
 HEADER_TIMEOUT_S = 10.0
 """A request's headers are whole within this of their first byte (a slow sender is closed)."""
@@ -120,6 +121,8 @@ class Gateway:
         self.restarts = 0
         """Relays started again after they died."""
         self.nodes: NodeGateway | None = None
+        self.node_handshakes = Handshakes()
+        """Connections to the meter port that have not shown the run's secret yet, bounded."""
         """Where relays on Ray nodes reach the engine (`open_gateway(nodes=True)`)."""
         self._bindings: dict[str, Binding] = {}
         self._relays: list[_Relay] = []
@@ -242,7 +245,7 @@ class Gateway:
 
     async def _serve_node(self, stream: trio.SocketStream, secret: str) -> None:
         lines, first = Lines(), b""
-        with trio.move_on_after(ANSWER_S):
+        with self.node_handshakes.pending(ANSWER_S):
             while b"\n" not in first and len(first) < 4096:
                 data = await stream.receive_some(4096)
                 if not data:

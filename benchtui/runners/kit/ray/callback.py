@@ -2,7 +2,8 @@
 connection from its node: the mini runner's worker calling back, a node's tool gate.
 
 `expect()` makes a one-time token and the channel its connection arrives on; the node sends the
-token as its first line. A stranger, or a token already used, is closed unanswered.
+token as its first line. A stranger, or a token already used, is closed unanswered; at most
+`handshakes.MAX_PENDING` connections wait to show their token at once (`Handshakes`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import secrets as tokens
 from dataclasses import dataclass, field
 
 import trio
+
+from benchtui.runners.kit.handshakes import Handshakes
 
 HANDSHAKE_TIMEOUT_S = 10.0
 
@@ -29,6 +32,7 @@ class CallbackListener:
     def __init__(self) -> None:
         self._waiting: dict[str, trio.MemorySendChannel[Arrival]] = {}
         self.address: tuple[str, int] = ("", 0)
+        self.handshakes = Handshakes()
 
     async def serve(
         self, host: str, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -48,7 +52,7 @@ class CallbackListener:
 
     async def _arrived(self, stream: trio.SocketStream) -> None:
         line = b""
-        with trio.move_on_after(HANDSHAKE_TIMEOUT_S):
+        with self.handshakes.pending(HANDSHAKE_TIMEOUT_S):
             while not line.endswith(b"\n") and len(line) < 100:
                 chunk = await stream.receive_some(100 - len(line))
                 if not chunk:
