@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from benchtui.runners.command.gateway.link import encode, relay_environment
+from benchtui.runners.kit import reaper
 
 START_S = 20.0
 """A node's relay is listening within this, or the session fails (an infrastructure error)."""
@@ -122,8 +123,8 @@ def leave(folder: Path) -> None:
                     return
                 time.sleep(0.05)
         try:
-            owner = int((folder / "port").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
+            owner, _ = _port_file(folder)
+        except (OSError, ValueError):
             owner = os.getpid()  # not listening yet, or its file gone: no one else's
         if owner == os.getpid():
             shutil.rmtree(folder, ignore_errors=True)
@@ -132,15 +133,20 @@ def leave(folder: Path) -> None:
 def _running(folder: Path) -> str:
     """The address of the folder's relay if it is alive and listening, else ""."""
     try:
-        pid, port = (folder / "port").read_text().split()
-        state = Path(f"/proc/{int(pid)}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        if state in ("Z", "X"):  # killed, not yet reaped
+        pid, port = _port_file(folder)
+        if not reaper.is_alive(pid):  # gone, or killed and not yet reaped
             return ""
-        with socket.create_connection(("127.0.0.1", int(port)), timeout=2):
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
             pass
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError):
         return ""
     return f"127.0.0.1:{port}"
+
+
+def _port_file(folder: Path) -> tuple[int, int]:
+    """The pid and port of the relay listening for `folder` (its `port` file, written by `connect`)."""
+    pid, port = (folder / "port").read_text().split()
+    return int(pid), int(port)
 
 
 def read_settings(path: str) -> dict[str, Any]:
