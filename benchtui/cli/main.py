@@ -83,7 +83,15 @@ def main_run(argv: list[str], stops: StopSignals) -> int:
             printer = headless.LinePrinter()
             ended: CampaignEnded | None
             with stops.trio_owns_sigint():
-                ended = trio.run(headless.main, prep, printer, headless.keys_available())
+                # At a checkpoint, not in whatever frame runs (a weakref callback would swallow it),
+                # until the headless front end's signal receiver takes over.
+                ended = trio.run(
+                    headless.main,
+                    prep,
+                    printer,
+                    headless.keys_available(),
+                    restrict_keyboard_interrupt_to_checkpoints=True,
+                )
             accounts = printer.accounts
         else:
             from benchtui.ui.app import run_app

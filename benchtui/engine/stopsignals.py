@@ -10,17 +10,25 @@ Two CPython quirks shape this: a KeyboardInterrupt that went through some import
 the interpreter kill itself with SIGINT at exit (rc -2, not 130) even if it was caught later, so
 we raise our own exception; and an exception raised inside class creation comes out wrapped as
 a RuntimeError ("Error calling __set_name__"), so once a stop signal arrived, any exception counts
-as the interruption (`explains`).
+as the interruption (`explains`). A third: raised inside a weakref callback or a `__del__` (the
+import system's module locks use one), the exception is only printed ("Exception ignored in")
+and the program goes on. Such a stop is kept (`sys.unraisablehook`) and acted on at the next
+hand-over point: before the Trio loop it is raised there, before the TUI it counts as an early one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from benchtui.core.errors import Interrupted
+
+if TYPE_CHECKING:
+    from sys import UnraisableHookArgs
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -30,10 +38,24 @@ class StopSignals:
         self.received = False
         self.early = 0
         """Stop signals that arrived while handed over, before the TUI's own handlers."""
+        self.swallowed = False
+        """A raised stop that a weakref callback or `__del__` swallowed: not acted on yet."""
 
     def install(self) -> None:
         for signum in STOP_SIGNALS:
             signal.signal(signum, self.handle)
+        sys.unraisablehook = self._unraisable(sys.unraisablehook)
+
+    def _unraisable(
+        self, hook: Callable[[UnraisableHookArgs], object]
+    ) -> Callable[[UnraisableHookArgs], None]:
+        def keep_swallowed_stops(unraisable: UnraisableHookArgs) -> None:
+            if isinstance(unraisable.exc_value, Interrupted):
+                self.swallowed = True
+            else:
+                hook(unraisable)
+
+        return keep_swallowed_stops
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         self.received = True
@@ -46,6 +68,9 @@ class StopSignals:
     @contextlib.contextmanager
     def trio_owns_sigint(self) -> Iterator[None]:
         """Trio installs its own SIGINT handling only over Python's default handler."""
+        if self.swallowed:
+            self.swallowed = False
+            raise Interrupted
         signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             yield
@@ -56,6 +81,9 @@ class StopSignals:
         """The TUI handles keys and signals its own way (its event loop's handlers, once it runs).
         Until then, and after it closed, a stop signal is only counted: the TUI acts on those it
         missed as it starts (`early`), and a late one must not kill the closing lines."""
+        if self.swallowed:
+            self.swallowed = False
+            self.early += 1
         for signum in STOP_SIGNALS:
             signal.signal(signum, self._count)
 

@@ -206,6 +206,7 @@ def test_a_stop_signal_wrapped_by_the_code_it_interrupted_still_counts_as_the_st
     from benchtui.engine.stopsignals import STOP_SIGNALS, StopSignals
 
     saved = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    unraisable = sys.unraisablehook
     stops = StopSignals()
     stops.install()
 
@@ -220,11 +221,81 @@ def test_a_stop_signal_wrapped_by_the_code_it_interrupted_still_counts_as_the_st
                 x = Trigger()
 
     finally:
+        sys.unraisablehook = unraisable
         for signum, handler in saved.items():
             signal.signal(signum, handler)
     assert not isinstance(caught.value, KeyboardInterrupt)  # CPython would exit -2 after one
     assert stops.explains(caught.value)
     assert not StopSignals().explains(RuntimeError("a real bug"))
+
+
+SWALLOWING_CALLBACK = """
+import os, signal, weakref
+
+def noop():
+    pass
+
+class Doomed:
+    pass
+
+def swallow(ref):  # the import system's module locks end with such a callback
+    os.kill(os.getpid(), {signum})
+    noop()  # the handler runs here, inside the callback: CPython only prints what it raises
+
+doomed = Doomed()
+ref = weakref.ref(doomed, swallow)
+del doomed
+"""
+
+
+@pytest.mark.parametrize("front", ["headless", "tui"])
+def test_a_stop_raised_inside_a_weakref_callback_is_kept_not_printed_and_lost(front, tmp_path):
+    """Seen in CI at a random instant: SIGTERM inside an import's module-lock callback printed
+    "Exception ignored in ... Traceback ... Interrupted" and the run went on as if never stopped."""
+    script = (
+        "from benchtui.core.errors import Interrupted\n"
+        "from benchtui.engine.stopsignals import StopSignals\n"
+        "stops = StopSignals()\n"
+        "stops.install()\n"
+        + SWALLOWING_CALLBACK.format(signum="signal.SIGTERM")
+        + "assert stops.swallowed\n"
+        + (
+            "try:\n"
+            "    with stops.trio_owns_sigint():\n"
+            "        print('went on')\n"
+            "except Interrupted:\n"
+            "    print('stopped before the loop')\n"
+            if front == "headless"
+            else "stops.hand_over()\nprint('early stops:', stops.early)\n"
+        )
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.strip() == ("stopped before the loop" if front == "headless" else "early stops: 1")
+
+
+def test_ctrl_c_inside_a_weakref_callback_in_the_trio_loop_still_stops_the_run(tmp_path):
+    """Before the headless front end's signal receiver opens, Trio raises KeyboardInterrupt
+    where the program is unless told to wait for a checkpoint: inside a weakref callback it was
+    printed and lost."""
+    write_campaign(tmp_path)
+    script = (
+        "import sys, trio\n"
+        "from benchtui.cli import headless, main\n"
+        "async def early(prep, printer, keys):\n"
+        + "".join(
+            "    " + line + "\n" for line in SWALLOWING_CALLBACK.format(signum="signal.SIGINT").splitlines()
+        )
+        + "    await trio.sleep(1)\n"
+        "    print('went on')\n"
+        "headless.main = early\n"
+        "sys.exit(main.main(['t.toml', '--no-ui', '--fresh']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert done.returncode == 130, (done.returncode, done.stdout, done.stderr)
+    assert done.stderr == "benchtui: interrupted\n" and "went on" not in done.stdout
 
 
 def test_ctrl_c_inside_a_trio_nursery_counts_as_the_stop():
