@@ -85,4 +85,7 @@ class AppendLog:
         os.fsync(self.fd)
 
     def close(self) -> None:
-        os.close(self.fd)
+        """Once: a second close must not close whatever file has since been given this number."""
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
