@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from benchtui.core.money import fmt
+from benchtui.core.text import printable
 from benchtui.engine.records import JournalRecord, RunState, SessionState, run_state
 
 
@@ -177,10 +178,10 @@ def describe(event: Event) -> str | None:
             return f"start {event.session} (attempt {event.attempt}, runner {event.runner})"
         case SessionEnded():
             what = f"done {event.result}" if event.state == "done" else event.state
-            why = f" - {event.reason}" if event.reason and event.state != "done" else ""
+            why = f" - {printable(event.reason)}" if event.reason and event.state != "done" else ""
             return f"end   {event.session} {what} {fmt(event.cost_usd)}{why}"
         case Notice():
-            return f"{event.level}: {event.message}"
+            return f"{event.level}: {printable(event.message)}"
         case ControlChanged():
             return f"control: {event.state}, runner {event.runner}, parallelism {event.parallelism}"
         case CampaignEnded():

@@ -21,6 +21,7 @@ from typing import Any
 from benchtui.core import bounds
 from benchtui.core.contract import RunnerProfile
 from benchtui.core.errors import BadInput
+from benchtui.core.text import BIDI_CONTROLS
 from benchtui.engine.campaign import Campaign, slug
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.records import JournalRecord
@@ -100,10 +101,14 @@ def judge(committed: Any, inventory: Iterable[str], size: int) -> Verdict:
     return Verdict(tuple(kept), tuple(refused), size)
 
 
+BIDI = frozenset(BIDI_CONTROLS)
+
+
 def _one_line(text: str) -> str:
-    """A hypothesis as one printable line (no escape codes for a terminal), bounded."""
-    printable = "".join(c if unicodedata.category(c) not in ("Cc", "Cs") else " " for c in text)
-    return " ".join(printable.split())[:HYPOTHESIS_MAX_CHARS]
+    """A hypothesis as one printable line (no escape codes for a terminal, nothing that reorders
+    it on screen), bounded."""
+    shown = "".join(" " if unicodedata.category(c) in ("Cc", "Cs") or ord(c) in BIDI else c for c in text)
+    return " ".join(shown.split())[:HYPOTHESIS_MAX_CHARS]
 
 
 def episode_id(model: str, position: int) -> str:

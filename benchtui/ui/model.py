@@ -16,6 +16,7 @@ from typing import Any
 from benchtui.core.contract import LogicalLimits
 from benchtui.core.counters import Usage, flat, usage
 from benchtui.core.money import ZERO
+from benchtui.core.text import printable
 from benchtui.engine import events as ev
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.records import JournalRecord, run_state
@@ -23,14 +24,6 @@ from benchtui.engine.records import JournalRecord, run_state
 UNLIMITED = LogicalLimits()
 LOG_LINES = 500
 NOTES_PER_SESSION = 12
-_CONTROLS = (*range(0x20), 0x7F, *range(0x80, 0xA0))
-PRINTABLE = str.maketrans({c: " " if chr(c) in "\t\n\r" else "\ufffd" for c in _CONTROLS})
-"""Control characters (an escape sequence in an agent's note, a newline in a reason) shown as
-a space or �: what reaches the screen is only text, one line per cell."""
-
-
-def printable(text: str) -> str:
-    return text.translate(PRINTABLE)
 
 
 @dataclass(slots=True)

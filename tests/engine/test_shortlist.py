@@ -85,7 +85,7 @@ def lines_of(run: Path, session: str) -> list[dict]:
 def test_unknown_duplicate_and_surplus_rules_are_refused_with_the_reason_in_order():
     verdict = judge(
         [
-            {"rule": "R3 -> T3", "hypothesis": "one\nline \x1b[2J  only"},
+            {"rule": "R3 -> T3", "hypothesis": "one\nline \x1b[2J  only\u202e"},
             {"rule": "R9 -> T9", "hypothesis": "not a rule"},
             {"rule": "R3 ->  T3", "hypothesis": "the same rule, spaced"},
             "garbage",
@@ -97,7 +97,7 @@ def test_unknown_duplicate_and_surplus_rules_are_refused_with_the_reason_in_orde
         3,
     )
     assert [e.rule for e in verdict.shortlist] == ["R3 -> T3", "R1 -> T1", "R2 -> T2"]
-    assert verdict.shortlist[0].hypothesis == "one line [2J only"  # no escape character left
+    assert verdict.shortlist[0].hypothesis == "one line [2J only"  # no escape or bidi character left
     assert len(verdict.shortlist[2].hypothesis) == 300
     reasons = {(r["rule"], r["reason"]) for r in verdict.refused}
     assert reasons == {

@@ -13,10 +13,10 @@ from textual.geometry import Region
 from textual.theme import Theme
 from textual.widgets import Log
 
+from benchtui.core.text import printable
 from benchtui.engine import events as ev
 from benchtui.ui import app as app_module
 from benchtui.ui.detail import SessionDetail
-from benchtui.ui.model import printable
 from benchtui.ui.sessions import SEPARATOR, SessionsTable
 from benchtui.ui.widgets import StatusLine
 
@@ -53,6 +53,28 @@ def spy(monkeypatch, cls, name):
 def test_control_characters_of_an_agent_become_text():
     assert printable("a\x1b[2Jb\nc\td\r\x07\x9b5m\x7f") == "a\ufffd[2Jb c d \ufffd\ufffd5m\ufffd"
     assert printable("ünïcode → fine") == "ünïcode → fine"
+
+
+def test_bidi_controls_of_an_agent_cannot_reorder_what_the_screen_shows():
+    """U+202E (right-to-left override) would show "done 0.10$" for a reason written "$01.0 enod";
+    marks, embeddings, overrides and isolates become �, joiners of emoji stay."""
+    assert (
+        printable("ok \u202edecnalab\u202c \u2067x\u2069 \u200f")
+        == "ok \ufffddecnalab\ufffd \ufffdx\ufffd \ufffd"
+    )
+    assert printable("👩\u200d💻 café") == "👩\u200d💻 café"
+
+
+def test_the_headless_line_of_an_ended_session_shows_its_reason_as_text():
+    """The headless front end prints `describe`'s line to a terminal: an agent's escape codes in a
+    reason would run there (clear the screen, retitle the window)."""
+    ended = ev.SessionEnded(
+        session="m-0000", model="m", index=0, attempt=1, state="error", result=None, cost_usd=D("0.1"),
+        reason="agent said \x1b]0;owned\x07\x1b[2J\u202eok", certificate=False,
+    )  # fmt: skip
+    line = ev.describe(ended)
+    assert line is not None and "\x1b" not in line and "\x07" not in line and "\u202e" not in line
+    assert line.endswith("agent said \ufffd]0;owned\ufffd\ufffd[2J\ufffdok")
 
 
 async def test_a_keys_frame_paints_the_status_line_and_nothing_the_campaign_changed(
