@@ -19,6 +19,7 @@ from typing import Any
 
 import trio
 
+from benchtui.core import tempdirs
 from benchtui.core.errors import BadInput, StorageFailed, first_error
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine import checkpoint, control, preflight, results, rundir, shortlist
@@ -93,6 +94,7 @@ def prepare(opts: Options) -> PreparedRun:
     if campaign.protocol is not None:  # the triage chooses among these: the same for every model
         inventory = shortlist.inventory_of(campaign)
         digest["inventory"] = shortlist.inventory_digest(inventory)
+    tempdirs.remove_stale()  # what killed campaigns' gates, gateways and workers left
     plan = build_plan(campaign)
     runner = campaign.runner
     if opts.resume and (run_dir / rundir.CAMPAIGN).exists():

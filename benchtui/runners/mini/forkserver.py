@@ -16,13 +16,13 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import trio
 
 import benchtui
+from benchtui.core import tempdirs
 from benchtui.runners.mini.zygote import MAX_REQUEST
 
 #: Set before the zygote imports litellm and mini-swe-agent (they act on import otherwise).
@@ -96,7 +96,7 @@ class Forkserver:
 async def _serve(zygote: _Zygote, env: dict[str, str], startup_timeout: float) -> None:
     """Run the zygote until it exits or its nursery is cancelled (never raises: a failed zygote
     fails the sessions that wait for it, not the campaign)."""
-    config_dir = Path(tempfile.mkdtemp(prefix="benchtui-mswea-"))  # mini-swe-agent's, at import
+    config_dir = tempdirs.make("mswea")  # mini-swe-agent's, at import
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     # A SEQPACKET message must fit the sender's buffer (212,992 bytes by default): a request that
     # carries a large environment failed with EMSGSIZE, for every session.

@@ -17,9 +17,9 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+from benchtui.core import tempdirs
 from benchtui.runners.kit.ray.node import MAX_FILE_BYTES, _read, start_janitor, where
 from benchtui.runners.kit.toolgate.node import NodeGate, NodeGateSpec
 from benchtui.runners.mini.forkserver import PROJECT_ROOT, SETTINGS
@@ -30,7 +30,7 @@ CONNECT_TIMEOUT_S = 30.0
 def run_worker(engine: tuple[str, int], token: str) -> dict[str, object]:
     """Run one session's worker to its end; returns where it ran and the files it wrote."""
     here = where()
-    folder = Path(tempfile.mkdtemp(prefix="benchtui-mini-"))
+    folder = tempdirs.make("mini")
     lifeline, held = os.pipe()
     gate: NodeGate | None = None
     try:

@@ -20,7 +20,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -30,6 +29,7 @@ from typing import Any
 import orjson
 import trio
 
+from benchtui.core import tempdirs
 from benchtui.core.contract import Meter, ModelSpec, Usage
 from benchtui.runners.command.gateway.grant import PROMPT_OVERHEAD_TOKENS, Binding
 from benchtui.runners.command.gateway.link import Lines, default_limit, encode, relay_environment
@@ -395,7 +395,7 @@ async def open_gateway(
     relay) defaults to a quarter of the descriptor limit. `relays`: processes serving the
     listeners. `nodes`: also accept relays of Ray nodes (`gateway.nodes` says where, with the
     run's secret): each node's agents then call a relay on their own node."""
-    folder = Path(tempfile.mkdtemp(prefix="benchtui-gw-"))  # short: a socket path has 107 bytes
+    folder = tempdirs.make("gw")  # short: a socket path has 107 bytes
     socket_path = folder / "gateway.sock"
     listeners = _listeners(host, socket_path)
     settings = {

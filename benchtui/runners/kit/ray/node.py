@@ -19,7 +19,6 @@ import os
 import signal
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from benchtui.core import workspace
+from benchtui.core import tempdirs, workspace
 from benchtui.runners.kit import collect
 from benchtui.runners.kit.agentlog import MAX_LOG_BYTES, CappedLog, pump
 from benchtui.runners.kit.collect import MAX_FILE_BYTES
@@ -92,7 +91,7 @@ def run_agent(launch: Launch, target: str, expected: str) -> NodeResult:
     missing = [path for path in launch.needs if not os.access(path, os.X_OK)]
     if missing:
         return NodeResult(here, error=f"not on node {here['host']}: {', '.join(missing)}")
-    folder = Path(tempfile.mkdtemp(prefix="benchtui-node-"))  # short: it holds a unix socket
+    folder = tempdirs.make("node")  # short: it holds a unix socket
     reader, writer = os.pipe()
     try:
         with contextlib.ExitStack() as stack:  # the tool gate's end, once the agent ended

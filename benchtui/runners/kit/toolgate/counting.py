@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from benchtui.core import counters
+from benchtui.core import counters, tempdirs
 from benchtui.core.contract import (
     MODEL_CALLS,
     TOOLS,
@@ -160,7 +159,7 @@ async def open_gate(
     if isinstance(server.remote, NodeTools):
         yield Gate(None, server, submissions, tuple(shimmed), server.remote)
         return
-    folder = Path(tempfile.mkdtemp(prefix="benchtui-gate-"))  # short: a unix socket path is <108 bytes
+    folder = tempdirs.make("gate")  # short: a unix socket path is <108 bytes
     socket = folder / "gate"
     shims = session.session_dir.resolve() / "shims"
     interpreter, prefix = gate.python()
