@@ -15,6 +15,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from benchtui.core import processes
+
 KINDS = ("gate", "mswea", "gw", "node", "mini")
 _NAME = re.compile(rf"benchtui-(?:{'|'.join(KINDS)})-(\d+)-")
 
@@ -37,7 +39,7 @@ def remove_stale(root: Path | None = None) -> list[Path]:
     uid = os.getuid()
     for entry in entries:
         found = _NAME.match(entry.name)
-        if found is None or _alive(int(found.group(1))):
+        if found is None or processes.alive(int(found.group(1))):
             continue
         try:
             info = entry.stat(follow_symlinks=False)
@@ -47,15 +49,3 @@ def remove_stale(root: Path | None = None) -> list[Path]:
             shutil.rmtree(entry.path, ignore_errors=True)
             removed.append(Path(entry.path))
     return removed
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return True  # not a name `make` gives: leave it
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True

@@ -11,7 +11,7 @@ import stat
 import time
 from pathlib import Path
 
-from benchtui.core import inputs
+from benchtui.core import inputs, processes
 from benchtui.core.atomic import atomic_write
 from benchtui.core.errors import BadInput, RunDirBusy
 
@@ -142,7 +142,11 @@ def remove_stale_staging(run_dir: Path) -> None:
         pid = staging.name[len(prefix) :]
         if not pid.isdigit() or staging.is_symlink():
             continue
-        if int(pid) == os.getpid() or not _alive(int(pid)) or (_lock_is_free(staging) and _old(staging)):
+        if (
+            int(pid) == os.getpid()
+            or not processes.alive(int(pid))
+            or (_lock_is_free(staging) and _old(staging))
+        ):
             shutil.rmtree(staging, ignore_errors=True)
 
 
@@ -165,16 +169,6 @@ def _lock_is_free(staging: Path) -> bool:
         return False
     finally:
         os.close(fd)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def state_dir(given: Path | None = None) -> Path:
@@ -224,7 +218,7 @@ def running(state_dir: Path) -> list[Path]:
         dirs = [p for p in state_dir.iterdir() if RUN_NAME.fullmatch(p.name) and (p / CAMPAIGN).is_file()]
     except OSError:
         return []
-    live = [d for d in dirs if (pid := owner(d)) and _alive(pid) and (d / CONTROL_SOCKET).exists()]
+    live = [d for d in dirs if (pid := owner(d)) and processes.alive(pid) and (d / CONTROL_SOCKET).exists()]
     return sorted(live, key=lambda d: (d / LOCK).stat().st_mtime, reverse=True)
 
 

@@ -31,12 +31,19 @@ def test_only_real_folders_of_dead_owners_are_removed(tmp_path):
     (tmp_path / f"benchtui-other-{dead}-abc").mkdir()  # not a kind benchtui makes
     (tmp_path / "benchtui-mini-0-abc").mkdir()  # pid 0: not a name make() gives
     (tmp_path / f"benchtui-mini-{2**80}-abc").mkdir()  # no such pid can exist: still not ours
+    others = tmp_path / f"benchtui-gate-{dead}-theirs"  # another user's (made so as root): kept
+    others.mkdir()
+    if os.getuid() == 0:
+        os.chown(others, 65534, 65534)
+    else:
+        others.rmdir()
 
     assert tempdirs.remove_stale(tmp_path) == [stale]
     assert not stale.exists() and live.is_dir() and (victim / "precious").exists()
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == sorted([live.name, "victim", f"benchtui-mswea-{dead}-link", f"benchtui-node-{dead}-file",
-                           f"benchtui-other-{dead}-abc", "benchtui-mini-0-abc", f"benchtui-mini-{2**80}-abc"])  # fmt: skip
+                           f"benchtui-other-{dead}-abc", "benchtui-mini-0-abc", f"benchtui-mini-{2**80}-abc",
+                           *([others.name] if os.getuid() == 0 else [])])  # fmt: skip
 
 
 def test_make_names_the_folder_by_its_owner_and_keeps_it_private(tmp_path, monkeypatch):
