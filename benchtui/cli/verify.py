@@ -1,22 +1,39 @@
-"""`benchtui verify CERT.json`: re-check certificates from a file and say the verdict in the exit status."""
+"""`benchtui verify FILE`: re-check certificates from a file and say the verdict in the exit status."""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
+import trio
+
+from benchtui.core import registry
+from benchtui.core.certificates import NoCertificate, certificates_in
 from benchtui.core.errors import BadInput
 from benchtui.core.inputs import read_text
-from benchtui.targets.problem_reductions.certificate import Verdict, parse_block
-from benchtui.targets.problem_reductions.drivers import resolve_pred, verify
-from benchtui.targets.problem_reductions.sources import NoCertificate, certificates_in
+from benchtui.core.target import TargetKind, TargetTools, Verdict, locate, malformed
+from benchtui.runners.kit.bubblewrap import bwrap_executable
+from benchtui.runners.kit.oneshot import OneShot
 
 # -- CLI: benchtui verify CERT.json [--pred PATH] ---------------------------------------------------
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 4
 MAX_BYTES = 256 << 20
 """Of the file to verify: a long session's trajectory is some MB; a larger file is not ours."""
+NO_PRED = (
+    "pred not found ({pred!r}): install it with `cargo install --locked --path problemreductions-cli` "
+    "from a problem-reductions checkout, or give --pred PATH"
+)
+
+
+def _target(campaign: Path | None) -> TargetKind:
+    """The target to verify against: the campaign's `[target]` (a run dir's frozen campaign.toml
+    too), else problem-reductions."""
+    if campaign is None:
+        return registry.create_target(registry.validate_target({}))
+    from benchtui.engine import campaign as campaign_file  # the front end may read a campaign
+
+    return registry.create_target(campaign_file.load(campaign, require_target=False).target)
 
 
 def main_verify(argv: list[str]) -> int:
@@ -36,40 +53,43 @@ def main_verify(argv: list[str]) -> int:
     )
     p.add_argument("--pred", default="pred", help="the pred executable (default: pred on PATH)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per pred call (default 60)")
+    p.add_argument(
+        "--campaign",
+        type=Path,
+        help="verify against this campaign's [target] (a run dir's campaign.toml too; default: "
+        "problem-reductions)",
+    )
     p.add_argument("--json", action="store_true", help="print verdicts as JSON lines")
     args = p.parse_args(argv)
     try:  # a regular file only (a FIFO would block, a device never end), bounded
         text = read_text(args.certificate, MAX_BYTES, "the file to verify")
-    except FileNotFoundError:
-        print(f"benchtui verify: {args.certificate}: no such file", file=sys.stderr)
+        target = _target(args.campaign)
+    except FileNotFoundError as exc:
+        print(f"benchtui verify: {exc.filename or args.certificate}: no such file", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except BadInput as exc:
+    except (BadInput, registry.UnknownKind) as exc:
         print(f"benchtui verify: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        found = certificates_in(text)
+        found = certificates_in(text, target.looks_like)
     except NoCertificate as exc:
         print(f"benchtui verify: {args.certificate}: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except RecursionError:
         print(f"benchtui verify: {args.certificate}: JSON nested too deeply to read", file=sys.stderr)
         return EXIT_BAD_INPUT
-    pred = resolve_pred(args.pred)
-    if not (os.path.isabs(pred) and os.access(pred, os.X_OK)):
-        print(
-            f"benchtui verify: pred not found ({args.pred!r}): install it with `cargo install --locked "
-            "--path problemreductions-cli` from a problem-reductions checkout, or give --pred PATH",
-            file=sys.stderr,
-        )
+    programs = {
+        name: path for name in target.programs if (path := locate(args.pred if name == "pred" else name))
+    }
+    missing = [name for name in target.programs if name not in programs]
+    if missing:
+        print(f"benchtui verify: {NO_PRED.format(pred=args.pred)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    verdicts = []
+    tools = TargetTools(programs, args.timeout, OneShot(sandboxed=bwrap_executable() is not None))
+    verdicts: list[Verdict] = []
     for item in found:
-        cert, problem = (item, "") if isinstance(item, dict) else parse_block(item)
-        verdict = (
-            verify(cert, pred=pred, timeout=args.timeout)
-            if cert is not None
-            else Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
-        )
+        cert, problem = (item, "") if isinstance(item, dict) else target.parse(item)
+        verdict = trio.run(target.verify, cert, tools) if cert is not None else malformed(problem)
         verdicts.append(verdict)
         if args.json:
             print(json.dumps(verdict.to_json(), default=str))

@@ -1,6 +1,7 @@
 """The runner boundary: what the engine hands an agent runner and what it gets back.
 
-A runner is constructed once per campaign runner profile (`Runner(profile, run_dir=...)`) and
+A runner is constructed once per campaign runner profile (`Runner(profile, run_dir=...,
+target=...)`), against the campaign's target (core/target.py: its verifier, its inventory), and
 then asked to `run` sessions (concurrently, from many Trio tasks). It must spend money only
 through the `Meter`: `await meter.authorise(worst_case)` before every model call (the hold is
 durable when it returns True), then `meter.charge(usage, settles=worst_case)` with the call's
@@ -9,20 +10,37 @@ real token usage (`settles=None` settles every open hold of the session).
 A runner that owns services (a pre-warmed process, a gateway) may also be an async context
 manager: the engine enters it once, in a task of the campaign that lives until the campaign
 ends, before the first session runs on it, and exits it at the end. This module imports
-nothing of the engine: it is the whole contract between the two.
+nothing of the engine or of any target's package: it is the whole contract between the two.
 """
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-#: Per-session results, as in the target benchmark's results schema.
-Result = Literal["bug_found", "known_issue", "no_certificate", "rejected", "no_bug", "error"]
+from benchtui.core.checks import Check
+from benchtui.core.outcome import Result, SessionOutcome
+from benchtui.core.target import TargetKind, TargetTools
+
+__all__ = [
+    "AgentRunner",
+    "Check",
+    "LogicalLimits",
+    "Meter",
+    "ModelSpec",
+    "Result",
+    "RunnerKind",
+    "RunnerProfile",
+    "SessionOutcome",
+    "SessionSpec",
+    "Triage",
+    "Usage",
+]
 
 
 class RunnerProfile(BaseModel):
@@ -60,11 +78,6 @@ class ModelSpec:
     api_key_env: str | None = None
     litellm: dict[str, Any] = field(default_factory=dict)
 
-
-PROBLEM_REDUCTIONS = "problem-reductions"
-TARGET_KINDS = (PROBLEM_REDUCTIONS, "none")
-"""`[target] kind`: what the campaign's target brings. `problem-reductions`: its verifier, its
-task inventory and its `pred` CLI; `none`: nothing (certificates are recorded unverified)."""
 
 MODEL_CALLS = "model_calls"
 COUNTERS = (MODEL_CALLS, "shell_actions", "submits")
@@ -135,7 +148,7 @@ class Triage:
     """Rules to commit, in priority order; fewer is the model's outcome (fewer episodes)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionSpec:
     """Everything a runner needs to run one session."""
 
@@ -152,8 +165,6 @@ class SessionSpec:
     environment_fingerprint: str
     limits: LogicalLimits = LogicalLimits()
     """The campaign's logical budget (`[budget.per_session]`); empty when it sets none."""
-    target: str = PROBLEM_REDUCTIONS
-    """The campaign's `[target] kind` (TARGET_KINDS): whether sessions have a verifier and pred."""
     triage: Triage | None = None
     """Set for the triage session of a shortlist campaign (`task` is None then)."""
     hypothesis: str = ""
@@ -167,22 +178,6 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     flat_usd: Decimal = Decimal(0)
-
-
-@dataclass(frozen=True, slots=True)
-class SessionOutcome:
-    """What a session produced. `infra_error` marks failures of the machinery, retried on resume."""
-
-    result: Result
-    reason: str = ""
-    steps: int = 0
-    certificate: dict[str, Any] | None = None
-    verify_details: dict[str, Any] | None = None
-    infra_error: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-    shortlist: list[Any] | None = None
-    """A triage session's commit, as the model wrote it: `{"rule": ..., "hypothesis": ...}`
-    objects in priority order (the engine validates them against the rule inventory)."""
 
 
 @runtime_checkable
@@ -240,20 +235,6 @@ class Meter(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class Check:
-    """One preflight check (`benchtui check`): what was checked, and the problem ("" when ok)."""
-
-    what: str
-    problem: str = ""
-    detail: str = ""
-    """What was found when it is ok (a version, a verdict, a cost)."""
-
-    @property
-    def ok(self) -> bool:
-        return not self.problem
-
-
 @runtime_checkable
 class AgentRunner(Protocol):
     """A runner kind, as the engine uses it. `Profile` validates its `[runners.*]` table;
@@ -263,17 +244,20 @@ class AgentRunner(Protocol):
     Profile: ClassVar[type[RunnerProfile]]
     enforces: ClassVar[frozenset[str]]
     executors: ClassVar[tuple[str, ...]]
-    targets: ClassVar[tuple[str, ...]]
+    targets: ClassVar[tuple[str, ...] | None]
+    uses_target: ClassVar[bool]
 
-    def __init__(self, profile: Any, *, run_dir: Path, executor: Any = None) -> None:
-        """`profile` is an instance of `Profile`; `run_dir` the campaign's run dir; `executor`
-        the campaign's `[executor]` (an `ExecutorConfig`; None or local: this machine)."""
+    def __init__(self, profile: Any, *, run_dir: Path, target: TargetKind, executor: Any = None) -> None:
+        """`profile` is an instance of `Profile`; `run_dir` the campaign's run dir; `target` the
+        campaign's target; `executor` the campaign's `[executor]` (an `ExecutorConfig`; None or
+        local: this machine)."""
         ...
 
     @classmethod
-    def preflight(
-        cls, profile: Any, *, tasks: list[str] | None, full: bool, target: str = PROBLEM_REDUCTIONS
-    ) -> list[Check]: ...
+    def preflight(cls, profile: Any, *, tasks: list[str] | None, full: bool) -> list[Check]: ...
+
+    @classmethod
+    def target_tools(cls, profile: Any, target: type[TargetKind]) -> TargetTools: ...
 
     @classmethod
     def ping_profile(cls, profile: Any) -> dict[str, Any] | None: ...
@@ -296,35 +280,47 @@ class RunnerKind:
     """Logical budgets it applies besides `model_calls` (the meter applies that one for every kind)."""
     executors: ClassVar[tuple[str, ...]] = ("local",)
     """`[executor]` kinds it can run its agents on (every kind runs on this machine)."""
-    targets: ClassVar[tuple[str, ...]] = TARGET_KINDS
-    """`[target]` kinds its sessions can work on (the mini-swe-agent runner needs pred's)."""
+    targets: ClassVar[tuple[str, ...] | None] = None
+    """`[target]` kinds its sessions can work on (None: any; the mini-swe-agent runner's prompts
+    hunt in problem-reductions)."""
+    uses_target: ClassVar[bool] = False
+    """Whether its sessions use the target (its programs, its verifier): then the target's
+    preflight must pass before they start (mini-swe-agent, command). A kind that scripts its
+    claims (fake, demo) does not."""
 
-    def __init__(self, profile: Any, *, run_dir: Path, executor: Any = None) -> None:
+    def __init__(self, profile: Any, *, run_dir: Path, target: TargetKind, executor: Any = None) -> None:
         self.profile = profile
         self.run_dir = run_dir
+        self.target = target
         self.executor = executor
 
     @classmethod
-    def preflight(
-        cls, profile: Any, *, tasks: list[str] | None, full: bool, target: str = PROBLEM_REDUCTIONS
-    ) -> list[Check]:
-        """Checks of what its sessions need on this machine (`full`: also the slow ones) for a
-        campaign on a target of kind `target` (what that target brings, e.g. its `pred`)."""
+    def preflight(cls, profile: Any, *, tasks: list[str] | None, full: bool) -> list[Check]:
+        """Checks of what its sessions need on this machine (`full`: also the slow ones); what the
+        target needs is the target's preflight, run with this kind's `target_tools`."""
         return []
+
+    @classmethod
+    def target_tools(cls, profile: Any, target: type[TargetKind]) -> TargetTools:
+        """What its sessions give the target's verifier on this machine: the target's programs as
+        found on PATH (kinds whose profiles name them, e.g. `pred`, override this)."""
+        found = {name: shutil.which(name) for name in target.programs}
+        return TargetTools({name: path for name, path in found.items() if path})
 
     @classmethod
     def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
         return None
 
     runs_triage: ClassVar[bool] = False
-    """Whether it can run a shortlist campaign's triage (`[protocol] kind = "shortlist"`): then
-    `rule_inventory` gives the rules it chooses from, the session's `SessionSpec.triage` says so,
-    and the triage's commit comes back as `SessionOutcome.shortlist`."""
+    """Whether it can run a shortlist campaign's triage (`[protocol] kind = "shortlist"`): the
+    session's `SessionSpec.triage` says so (with the target's rule inventory), and the triage's
+    commit comes back as `SessionOutcome.shortlist`."""
 
     @classmethod
-    def rule_inventory(cls, profile: Any, environment: Path) -> list[str]:
-        """The rules a triage chooses from (ValueError with the problem)."""
-        raise ValueError(f"runner kind {cls.__name__} has no rule inventory")
+    def scripted_inventory(cls, profile: Any) -> list[str] | None:
+        """A rule inventory the profile scripts in place of the target's (the fake runner's
+        `rules`, for tests and demos); None: the target's own."""
+        return None
 
     @classmethod
     def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:

@@ -17,6 +17,7 @@ import trio
 from benchtui.core import counters
 from benchtui.core.contract import Result, SessionOutcome, SessionSpec
 from benchtui.core.errors import StorageFailed
+from benchtui.core.outcome import Judgement, OutcomeDetails, SessionFacts
 from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.ledger import InFlight
@@ -48,6 +49,8 @@ def ending_of(outcome: Any) -> Ending:
         or outcome.result not in RESULTS
         or not isinstance(outcome.reason, str)
         or not (outcome.certificate is None or isinstance(outcome.certificate, dict))
+        or not (outcome.judgement is None or isinstance(outcome.judgement, Judgement))
+        or not isinstance(outcome.facts, SessionFacts)
     ):
         return Ending("error", "error", f"runner returned garbage: {outcome!r:.200}", retryable=True)
     if outcome.infra_error:
@@ -143,17 +146,9 @@ class Attempt:
         outcome, meter = ending.outcome, self.meter
         certificate = bool(outcome and outcome.certificate)
         cost = self.accounts.close(self.flight, ending.state, certificate=certificate, tokens=meter.tokens)
-        if outcome and (outcome.certificate or outcome.verify_details or outcome.extra):
-            self.accounts.record_details(
-                self.spec.model.name,
-                {
-                    "session": self.spec.id,
-                    "attempt": self.flight.attempt,
-                    "certificate": outcome.certificate,
-                    "verify_details": outcome.verify_details,
-                    **outcome.extra,
-                },
-            )
+        details = OutcomeDetails.of(self.spec.id, self.flight.attempt, outcome) if outcome else None
+        if details is not None and details.worth_keeping:
+            self.accounts.record_details(self.spec.model.name, details.to_json())
         end = self._line(
             ending.state,
             cost_usd=cost,

@@ -26,10 +26,11 @@ from pydantic_settings import (
 from benchtui.core import bounds, inputs, registry
 from benchtui.core.billable import model_kwargs_problem
 from benchtui.core.bindings import BINDING_IDS
-from benchtui.core.contract import PROBLEM_REDUCTIONS, LogicalLimits, ModelSpec, RunnerKind, RunnerProfile
+from benchtui.core.contract import LogicalLimits, ModelSpec, RunnerKind, RunnerProfile
 from benchtui.core.errors import BadInput
 from benchtui.core.executor import ExecutorConfig
 from benchtui.core.money import fmt_exact, usd_floor
+from benchtui.core.target import TargetKind, TargetProfile
 
 # The TOML file's data while a Campaign is being built (the lowest-precedence settings source).
 _toml_data: ContextVar[dict[str, Any] | None] = ContextVar("_toml_data", default=None)
@@ -191,11 +192,9 @@ class Environment(Strict):
         return [bounds.check_text(tool, "a tool name") for tool in value]
 
 
-class Target(Strict):
-    kind: Literal["problem-reductions", "none"] = "problem-reductions"
-    """What the target brings. `problem-reductions` (the default: campaigns before this key had
-    it): its verifier, its task inventory, its `pred` CLI. `none`: a target without them; the
-    sessions' certificates are recorded unverified."""
+def default_target() -> TargetProfile:
+    """`[target]` when a campaign has none: problem-reductions (every campaign before the table)."""
+    return registry.validate_target({"kind": registry.DEFAULT_TARGET})
 
 
 class Ui(Strict):
@@ -246,8 +245,10 @@ class Campaign(BaseSettings):
     """The models compared; each gets the same sessions, prompt and budget."""
     environment: Environment
     """The target every session works on (a fresh copy each, for real runners)."""
-    target: Target = Field(default_factory=Target)
-    """What kind of target `environment.path` is (part of the identity when not the default)."""
+    target: TargetProfile = Field(default_factory=default_target)
+    """What kind of target `environment.path` is: its verifier, its inventory (`kind`:
+    `problem-reductions`, `none`, `command`, an installed kind; part of the identity when not
+    the default)."""
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     """Where the agents run: this machine (default) or a Ray cluster (not part of the identity)."""
     ui: Ui = Field(default_factory=Ui)
@@ -293,6 +294,18 @@ class Campaign(BaseSettings):
                 raise ValueError(f"runners.{name}: {_first_errors(exc, _profile_class(table))}") from None
         return out
 
+    @field_validator("target", mode="before")
+    @classmethod
+    def _target(cls, value: Any) -> Any:
+        if isinstance(value, TargetProfile) or not isinstance(value, dict):
+            return value
+        try:
+            return registry.validate_target(value)
+        except registry.UnknownKind as exc:
+            raise ValueError(str(exc)) from None
+        except ValidationError as exc:
+            raise ValueError(_first_errors(exc, _target_class(value))) from None
+
     @model_validator(mode="after")
     def _consistent(self) -> Campaign:
         if self.protocol is not None:
@@ -321,7 +334,7 @@ class Campaign(BaseSettings):
         if self.runner not in self.runners:
             raise ValueError(f"runner {self.runner!r} is not one of [runners.*]: {', '.join(self.runners)}")
         active = self.kind(self.runner)
-        if self.target.kind not in active.targets:
+        if active.targets is not None and self.target.kind not in active.targets:
             raise ValueError(
                 f"runner {self.runner!r} (kind {self.runners[self.runner].kind!r}) needs a target of kind "
                 f"{' or '.join(map(repr, active.targets))}, not [target] kind = {self.target.kind!r}"
@@ -351,6 +364,10 @@ class Campaign(BaseSettings):
         """The runner kind of a profile, resolved when the campaign was validated (its class is
         imported once: every later ask is a lookup)."""
         return registry.runner_class(self.runners[profile].kind)  # cached since validation
+
+    def target_kind(self) -> type[TargetKind]:
+        """The target's kind (resolved when the campaign was validated)."""
+        return registry.target_class(self.target.kind)
 
     @property
     def logical_limits(self) -> LogicalLimits:
@@ -393,8 +410,10 @@ class Campaign(BaseSettings):
         data = self.model_dump(mode="python", exclude_none=True)
         if not self.executor.remote:
             data.pop("executor")  # the default: frozen copies stay as they were
-        if self.target.kind == PROBLEM_REDUCTIONS:
-            data.pop("target")
+        if self.target == default_target():
+            data.pop("target")  # the default: frozen copies stay as they were
+        else:
+            data["target"] = self.target.model_dump(exclude_none=True)
         data["runners"] = {n: p.model_dump(exclude_none=True) for n, p in self.runners.items()}
         return tomli_w.dumps(_plain(data))
 
@@ -420,8 +439,10 @@ class Campaign(BaseSettings):
                 "environment": environment_fingerprint,
             }
         )
-        if self.target.kind != PROBLEM_REDUCTIONS:  # the identity of older campaigns stays what it was
-            parts["target"] = self.target.kind
+        if self.target != default_target():  # the identity of older campaigns stays what it was
+            table = self.target.model_dump()
+            # A kind with no key of its own is named alone (as `none` always was).
+            parts["target"] = table["kind"] if len(table) == 1 else _canonical(table)
         if self.protocol is not None:  # campaigns without one keep the identity they had
             parts["protocol"] = _canonical(self.protocol.model_dump())
         return parts
@@ -492,6 +513,13 @@ def _profile_class(table: dict[str, Any]) -> type[BaseModel] | None:
         return None
 
 
+def _target_class(table: dict[str, Any]) -> type[BaseModel] | None:
+    try:
+        return registry.target_class(str(table.get("kind", registry.DEFAULT_TARGET))).Profile
+    except registry.UnknownKind:
+        return None
+
+
 def _did_you_mean(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
     """` (did you mean `key`?)` for the known key of the table at `loc` closest to its last part."""
     table: type[BaseModel] | None = model
@@ -547,6 +575,15 @@ def _resolve_paths(data: dict[str, Any], base: Path) -> None:
             except (registry.UnknownRunner, AttributeError):
                 continue  # reported by validation
             tables += [(table, key) for key in keys]
+    target = data.get("target")
+    if isinstance(target, dict) and isinstance(target.get("kind", registry.DEFAULT_TARGET), str):
+        try:
+            keys = registry.target_class(target.get("kind", registry.DEFAULT_TARGET)).Profile.path_keys
+        except registry.UnknownKind:
+            keys = ()  # reported by validation
+        for key in keys:  # a target's folder defaults to the campaign file's
+            target.setdefault(key, ".")
+        tables += [(target, key) for key in keys]
     for table, key in tables:
         if isinstance(table, dict) and isinstance(table.get(key), str):
             table[key] = str((base / table[key]).expanduser().resolve())

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-JudgedBy = Literal["verifier", "runner"]
+from benchtui.core.outcome import Judgement
+from benchtui.core.target import JudgedBy
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,18 +24,12 @@ class Counted:
     result: str | None
     task: str | None
     certificate: Mapping[str, Any] | None
-    verify_details: Mapping[str, Any] | None
+    judgement: Judgement | None
 
 
-def judged_by(verify_details: Mapping[str, Any] | None) -> JudgedBy:
-    """`verifier` when a verifier re-derived the verdict, else `runner` (a claim)."""
-    details = verify_details or {}
-    said = details.get("judged_by")
-    if said in ("verifier", "runner"):
-        return said  # type: ignore[no-any-return]
-    # Run dirs written before `judged_by`: the pred verifier names itself "benchtui…(pred round trip)".
-    verifier = details.get("verifier")
-    return "verifier" if isinstance(verifier, str) and "pred round trip" in verifier else "runner"
+def judged_by(judgement: Judgement | None) -> JudgedBy:
+    """`verifier` when a verifier re-derived the verdict, else `runner` (a claim, or nothing)."""
+    return judgement.verdict.judged_by if judgement is not None else "runner"
 
 
 def bug_rule(session: Counted) -> str | None:
@@ -53,7 +48,7 @@ def distinct_bug_rules(sessions: Iterable[Counted], *, by: JudgedBy | None = "ve
     rules = {
         rule
         for s in sessions
-        if (rule := bug_rule(s)) is not None and (by is None or judged_by(s.verify_details) == by)
+        if (rule := bug_rule(s)) is not None and (by is None or judged_by(s.judgement) == by)
     }
     return tuple(sorted(rules))
 
@@ -61,7 +56,7 @@ def distinct_bug_rules(sessions: Iterable[Counted], *, by: JudgedBy | None = "ve
 def basis(sessions: Iterable[Counted]) -> JudgedBy:
     """What bugs are counted by: `verifier` when any certificate was judged by one, else `runner`
     (a runner without a verifier: its claims are all there is, and are labelled as claims)."""
-    judged = (judged_by(s.verify_details) for s in sessions if s.verify_details)
+    judged = (judged_by(s.judgement) for s in sessions if s.judgement)
     return "verifier" if any(j == "verifier" for j in judged) else "runner"
 
 

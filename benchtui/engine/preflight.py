@@ -16,17 +16,22 @@ from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from benchtui.core import workspace
+from benchtui.core import registry, workspace
 from benchtui.core.contract import Check, RunnerProfile
 from benchtui.core.errors import BadInput
 from benchtui.engine.campaign import Campaign
 
 
 def runner_checks(campaign: Campaign, name: str, tasks: list[str] | None, *, full: bool) -> list[Check]:
-    """The checks the kind of runner profile `name` asks for (its `preflight`)."""
-    kind = campaign.kind(name)
-    found = kind.preflight(campaign.runners[name], tasks=tasks, full=full, target=campaign.target.kind)
-    return [Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in found]
+    """The checks the kind of runner profile `name` asks for (its `preflight`), then what the
+    campaign's target needs with the tools that profile gives it (the target's `preflight`)."""
+    kind, profile = campaign.kind(name), campaign.runners[name]
+    found = kind.preflight(profile, tasks=tasks, full=full)
+    if kind.uses_target and not any(not c.ok for c in found):
+        target = registry.create_target(campaign.target)
+        tools = kind.target_tools(profile, type(target))
+        found += target.preflight(tools, tasks=tasks, full=full)
+    return [c.named(f"runner {name}") for c in found]
 
 
 def limit_checks(campaign: Campaign, name: str) -> list[Check]:
@@ -35,7 +40,7 @@ def limit_checks(campaign: Campaign, name: str) -> list[Check]:
     if not campaign.logical_limits:
         return []
     found = campaign.kind(name).check_limits(campaign.runners[name], campaign.logical_limits)
-    return [Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in found]
+    return [c.named(f"runner {name}") for c in found]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +69,7 @@ def at_start(campaign: Campaign, *, network: bool = True) -> Start:
     fingerprint = workspace.fingerprint(
         path, campaign.environment.tools, cache=workspace.default_cache(), stats=size
     )
+    fingerprint += target_fingerprint(campaign)
     if size.files > HUGE_FILES or size.bytes > HUGE_BYTES:
         notes.append(
             f"{path} is large ({size.files} files, {size.bytes / 1e6:.0f} MB) and is copied whole into "
@@ -199,6 +205,15 @@ def worst_case(campaign: Campaign) -> dict[str, Decimal]:
     """What each model can spend at most: its sessions' full reservations, within its cap."""
     sessions = campaign.per_session_usd * campaign.sessions_per_model_count
     return {m.name: min(sessions, campaign.per_model_usd) for m in campaign.models}
+
+
+def target_fingerprint(campaign: Campaign) -> str:
+    """What of the target's verifier is part of the environment (a checker's version), as a
+    suffix of the fingerprint ("" for targets with none: old runs' fingerprints stay as they were)."""
+    target = registry.create_target(campaign.target)
+    kind = campaign.kind(campaign.runner)
+    found = target.fingerprint(kind.target_tools(campaign.runners[campaign.runner], type(target)))
+    return f" {found}" if found else ""
 
 
 def target_check(campaign: Campaign) -> Check:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 from benchtui.core import inputs
 from benchtui.core.errors import BadInput
+from benchtui.core.outcome import OutcomeDetails
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine import checkpoint, rundir, shortlist
 from benchtui.engine.campaign import Campaign, slug
@@ -71,7 +71,7 @@ class RunDir:
         attempts ended as the errors `--resume` will record."""
         return checkpoint.load(self.path, self.campaign, self.plan)
 
-    def details(self, model: str) -> dict[tuple[str, int], dict[str, Any]]:
+    def details(self, model: str) -> dict[tuple[str, int], OutcomeDetails]:
         """The outcome details of a model's attempts by (session, attempt): `outcomes/<model>.jsonl`,
         or the single `outcomes.jsonl` of runs saved before results were split by model."""
         path = self.path / OUTCOMES / f"{slug(model)}.jsonl"
@@ -81,17 +81,17 @@ class RunDir:
             lines = inputs.read_bytes(path, DETAILS_MAX_BYTES, "the outcome details").split(b"\n")
         except FileNotFoundError:
             return {}
-        details: dict[tuple[str, int], dict[str, Any]] = {}
+        details: dict[tuple[str, int], OutcomeDetails] = {}
         for line in lines:
             try:
-                rec = json.loads(line)
-                if rec.get("model", model) == model:
-                    details[rec["session"], rec["attempt"]] = rec
-            except (ValueError, KeyError, TypeError, RecursionError):
+                rec = OutcomeDetails.from_json(json.loads(line))
+            except (ValueError, RecursionError):
                 continue  # a torn last line
+            if rec.model in (None, model):  # the single file of old runs holds every model's
+                details[rec.session, rec.attempt] = rec
         return details
 
-    def latest_detail(self, session: str, model: str) -> dict[str, Any] | None:
+    def latest_detail(self, session: str, model: str) -> OutcomeDetails | None:
         """The outcome details of the latest ended attempt of `session` (the TUI's detail pane)."""
         found = [(attempt, rec) for (sid, attempt), rec in self.details(model).items() if sid == session]
         return max(found, key=lambda pair: pair[0])[1] if found else None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from benchtui.core.atomic import atomic_write, gc_paused
+from benchtui.core.outcome import OutcomeDetails
 from benchtui.core.workspace import library_commit
 from benchtui.engine.counting import Counted, counted_bugs
 from benchtui.engine.ledger import Ledger
@@ -67,7 +68,7 @@ def up_to_date(run_dir: Path, models: list[str]) -> bool:
         return False
 
 
-def read_details(run_dir: Path, model: str) -> dict[tuple[str, int], dict[str, Any]]:
+def read_details(run_dir: Path, model: str) -> dict[tuple[str, int], OutcomeDetails]:
     """The outcome details of a model's attempts (the run dir's one reader: engine.reader)."""
     from benchtui.engine.reader import RunDir
 
@@ -86,9 +87,11 @@ def is_schema_certificate(cert: Any) -> bool:
     )
 
 
-def _row(rec: JournalRecord, detail: dict[str, Any] | None) -> dict[str, Any]:
+def _row(rec: JournalRecord, detail: OutcomeDetails | None) -> tuple[dict[str, Any], Counted]:
+    """A results row, and what the one count needs of it."""
     result = rec.result or "error"
-    cert = (detail or {}).get("certificate")
+    cert = detail.certificate if detail else None
+    judgement = detail.judgement if detail else None
     row = {
         "rule": rec.task or (cert or {}).get("rule") or "library",
         "result": result,
@@ -102,19 +105,19 @@ def _row(rec: JournalRecord, detail: dict[str, Any] | None) -> dict[str, Any]:
     }
     if result in ("bug_found", "rejected") and is_schema_certificate(cert):
         row["certificate"] = cert
-    if detail and detail.get("verify_details"):
-        row["verify_details"] = detail["verify_details"]
+    if judgement is not None:
+        row["verify_details"] = judgement.to_json()
     if result == "rejected":
-        row["reject_reason"] = (detail or {}).get("reject_reason") or rec.reason
-    return row
+        row["reject_reason"] = (detail.facts.reject_reason if detail else None) or rec.reason
+    return row, Counted(result, str(row["rule"]), None, judgement)
 
 
 def build(
-    model: str, rows: list[dict[str, Any]], spent: Decimal, tokens: int, fingerprint: str
+    model: str, rows: list[tuple[dict[str, Any], Counted]], spent: Decimal, tokens: int, fingerprint: str
 ) -> dict[str, Any]:
     # The one count (engine.counting): distinct rules, a tasked session's bug counted for its task;
     # verified bugs, or the runner's claims where it has no verifier (fake, demo).
-    bugs, _ = counted_bugs(Counted(r["result"], r["rule"], None, r.get("verify_details")) for r in rows)
+    bugs, _ = counted_bugs(counted for _, counted in rows)
     cost, tokens_k = float(spent), tokens / 1000
     return {
         "model": model,
@@ -124,8 +127,8 @@ def build(
         "total_tokens_k": tokens_k,
         "efficiency_bugs_per_ktok": len(bugs) / tokens_k if tokens_k else 0.0,
         "efficiency_bugs_per_dollar": len(bugs) / cost if cost else 0.0,
-        "rules_tested": len({r["rule"] for r in rows}),
-        "results": rows,
+        "rules_tested": len({r["rule"] for r, _ in rows}),
+        "results": [r for r, _ in rows],
     }
 
 

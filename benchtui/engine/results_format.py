@@ -15,8 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchtui.core.contract import Result
 
-VIOLATIONS = ("unsound_extraction", "incomplete_reduction", "suboptimal_extraction")
-
 
 class Certificate(BaseModel):
     """A counterexample to a reduction rule (present only when the result is bug_found or rejected)."""
@@ -26,7 +24,7 @@ class Certificate(BaseModel):
     rule: str
     """The rule it claims a bug in."""
     violation: str
-    """What the rule gets wrong (the problem-reductions target names three: VIOLATIONS)."""
+    """What the rule gets wrong (its names are the target's: `TargetKind.certificate_schema`)."""
     source: dict[str, Any]
     """The source problem instance."""
     bundle: dict[str, Any]

@@ -19,7 +19,7 @@ from typing import Any
 
 import trio
 
-from benchtui.core import tempdirs
+from benchtui.core import registry, tempdirs
 from benchtui.core.errors import BadInput, StorageFailed, first_error
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine import checkpoint, control, preflight, results, rundir, shortlist
@@ -261,7 +261,10 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[OpenRun
         try:
             async with trio.open_nursery() as services:
                 await services.start(store.serve)
-                runners = RunnerPool(campaign.runners, prep.run_dir, services, campaign.executor)
+                target = registry.create_target(campaign.target)  # one per campaign, for every runner
+                runners = RunnerPool(
+                    campaign.runners, prep.run_dir, services, campaign.executor, target=target
+                )
                 scheduler = Scheduler(
                     campaign,
                     prep.run_dir,

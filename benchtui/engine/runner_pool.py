@@ -16,6 +16,7 @@ import trio
 from benchtui.core import registry
 from benchtui.core.contract import AgentRunner, RunnerProfile
 from benchtui.core.executor import ExecutorConfig
+from benchtui.core.target import TargetKind
 
 
 class RunnerPool:
@@ -25,8 +26,11 @@ class RunnerPool:
         run_dir: Path,
         nursery: trio.Nursery,
         executor: ExecutorConfig | None = None,
+        *,
+        target: TargetKind,
     ) -> None:
         self._profiles = profiles
+        self._target = target
         self._executor = executor
         self._run_dir = run_dir
         self._nursery = nursery
@@ -44,7 +48,9 @@ class RunnerPool:
         return self._open[profile]
 
     async def _keep(self, profile: str, *, task_status: trio.TaskStatus[AgentRunner]) -> None:
-        runner = registry.create(self._profiles[profile], run_dir=self._run_dir, executor=self._executor)
+        runner = registry.create(
+            self._profiles[profile], run_dir=self._run_dir, target=self._target, executor=self._executor
+        )
         if not isinstance(runner, AbstractAsyncContextManager):
             task_status.started(runner)
             await trio.sleep_forever()

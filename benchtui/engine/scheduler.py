@@ -224,19 +224,20 @@ class Scheduler:
         protocol = campaign.protocol
         triage = protocol is not None and session.triage
         spec = SessionSpec(
-            session.id,
-            campaign.models_by_name[session.model].spec(),
-            session.index,
-            session.task,
-            flight.attempt,
-            campaign.per_session_usd,
-            self.run_dir / "sessions" / session.id,
-            campaign.environment.path,
-            self.fingerprint,
-            protocol.triage.limits() if protocol is not None and triage else self.limits,
-            campaign.target.kind,
-            Triage(self.inventory, protocol.shortlist_size) if protocol is not None and triage else None,
-            session.hypothesis,
+            id=session.id,
+            model=campaign.models_by_name[session.model].spec(),
+            index=session.index,
+            task=session.task,
+            attempt=flight.attempt,
+            budget_usd=campaign.per_session_usd,
+            session_dir=self.run_dir / "sessions" / session.id,
+            environment=campaign.environment.path,
+            environment_fingerprint=self.fingerprint,
+            limits=protocol.triage.limits() if protocol is not None and triage else self.limits,
+            triage=Triage(self.inventory, protocol.shortlist_size)
+            if protocol is not None and triage
+            else None,
+            hypothesis=session.hypothesis,
         )
         wall = campaign.runners[flight.runner].wall_time_s
         conclude = self._conclude_triage if triage else None

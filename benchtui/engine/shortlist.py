@@ -18,8 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from benchtui.core import bounds
-from benchtui.core.contract import RunnerProfile
+from benchtui.core import bounds, registry
 from benchtui.core.errors import BadInput
 from benchtui.core.text import BIDI_CONTROLS
 from benchtui.engine.campaign import Campaign, slug
@@ -157,29 +156,39 @@ def pending_line(session: PlannedSession, runner: str, t: float) -> JournalRecor
 
 # -- the rule inventory -------------------------------------------------------------------------
 def can_triage(campaign: Campaign, runner: str) -> bool:
-    """Whether the profile's runner kind can run a triage (it has a rule inventory to give)."""
+    """Whether the profile's runner kind can run a triage session (the inventory is the target's)."""
     return campaign.kind(runner).runs_triage
 
 
 def inventory_of(campaign: Campaign) -> list[str]:
-    """The target's rule inventory (`rule_inventory(profile, environment)`), from the active
-    runner's kind, else the first profile's whose kind has one (episodes may run on a runner that
-    cannot triage); one clear BadInput line when none can give one."""
-    able = [campaign.runner] if can_triage(campaign, campaign.runner) else []
-    able += [name for name in campaign.runners if name not in able and can_triage(campaign, name)]
-    if not able:
-        kind = campaign.runners[campaign.runner].kind
+    """The rule inventory a triage chooses from: the one the active runner's profile scripts (the
+    fake runner's `rules`), else the target's (`rule_inventory`, with the tools the active
+    profile gives it); one clear BadInput line when there is none."""
+    kind, profile = campaign.kind(campaign.runner), campaign.runners[campaign.runner]
+    target = registry.create_target(campaign.target)
+    names = [campaign.runner, *(n for n in campaign.runners if n != campaign.runner)]
+    scripted = next(
+        (
+            rules
+            for n in names
+            if (rules := campaign.kind(n).scripted_inventory(campaign.runners[n])) is not None
+        ),
+        None,
+    )
+    if scripted is None and not target.has_inventory:
         raise BadInput(
-            f"runner {campaign.runner!r} (kind {kind!r}) cannot run a shortlist campaign: "
-            "it has no rule inventory"
+            f"[target] kind = {campaign.target.kind!r} has no rule inventory: a shortlist campaign needs one"
         )
-    profile: RunnerProfile = campaign.runners[able[0]]
     try:
-        rules = campaign.kind(able[0]).rule_inventory(profile, campaign.environment.path)
+        rules = (
+            scripted
+            if scripted is not None
+            else target.rule_inventory(campaign.environment.path, kind.target_tools(profile, type(target)))
+        )
     except ValueError as exc:
         raise BadInput(f"the rule inventory: {exc}") from None
     if not isinstance(rules, list) or not all(isinstance(r, str) and r for r in rules):
-        raise BadInput(f"runner {campaign.runner!r} gave no rule inventory (a list of rule names)")
+        raise BadInput("the rule inventory is not a list of rule names")
     for rule in rules:
         try:
             bounds.check_text(rule, "a rule name")

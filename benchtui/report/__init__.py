@@ -87,7 +87,7 @@ class CampaignReport:
             for run in self.runs
             for v in run.sessions
             if (rule := bug_rule(counted(v))) is not None
-            and judged_by(v.verify_details) == by.get(v.planned.model, "verifier")
+            and judged_by(v.judgement) == by.get(v.planned.model, "verifier")
         }
         curves: dict[str, list[Point]] = {m.model: [Point(0.0, 0.0, 0)] for m in self.models}
         spent = {m: ZERO for m in curves}

@@ -8,7 +8,8 @@ from decimal import Decimal
 from itertools import combinations
 from typing import Any
 
-from benchtui.engine.counting import Counted, JudgedBy, basis, distinct_bug_rules, judged_by
+from benchtui.core.target import JudgedBy
+from benchtui.engine.counting import Counted, basis, distinct_bug_rules, judged_by
 from benchtui.report import stats
 from benchtui.report.logical import LogicalStats, has_logical, logical_stats
 from benchtui.report.runs import RecordedRun, SessionHistory, sessions_by_model, total
@@ -135,21 +136,21 @@ class Comparison:
 def certificate_kinds(view: SessionHistory) -> Counter[str]:
     """Each checked certificate by its verifier's verdict; a runner without a verifier (fake,
     demo) has its certificate counted `claimed` when it says `bug_found`, never confirmed."""
-    checked = (view.verify_details or {}).get("checked")
-    if isinstance(checked, list) and checked:
-        return Counter(VERIFIER_STATUS.get(str(c.get("status")), "unverified") for c in checked)
+    checked = view.judgement.checked if view.judgement else ()
+    if checked:
+        return Counter(
+            "off_task" if c.off_task else VERIFIER_STATUS.get(c.status, "unverified") for c in checked
+        )
     if view.certificate is None:
         return Counter()
-    verified = judged_by(view.verify_details) == "verifier"
+    verified = judged_by(view.judgement) == "verifier"
     found = "confirmed" if verified else "claimed"
     kind = {"bug_found": found, "rejected": "rejected"}.get(view.result or "", "unverified")
     return Counter([kind])
 
 
 def counted(view: SessionHistory) -> Counted:
-    return Counted(
-        view.result if view.ran else None, view.planned.task, view.certificate, view.verify_details
-    )
+    return Counted(view.result if view.ran else None, view.planned.task, view.certificate, view.judgement)
 
 
 def is_trial(view: SessionHistory) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 from benchtui.core import counters
 from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO
+from benchtui.core.outcome import Judgement, OutcomeDetails
 from benchtui.engine.campaign import Campaign
 from benchtui.engine.checkpoint import CRASHED
 from benchtui.engine.plan import PlannedSession
@@ -46,7 +47,7 @@ class SessionHistory:
     tokens: int = 0
     """Over every attempt: tokens an interrupted attempt used were spent all the same."""
     certificate: dict[str, Any] | None = None
-    verify_details: dict[str, Any] | None = None
+    judgement: Judgement | None = None
     prompt_sha256: str | None = None
     counters: dict[str, int] | None = None
     """Logical budget units the last attempt used, by flat counter name (None: no logical budget)."""
@@ -142,21 +143,19 @@ def _take(view: SessionHistory, rec: JournalRecord, start: JournalRecord | None)
     view.reserved_usd = start.reserved_usd if start else None
     view.environment = start.environment if start else None
     view.started = start.t if start else None
-    view.certificate = view.verify_details = view.prompt_sha256 = None
+    view.certificate = view.judgement = view.prompt_sha256 = None
     ended = rec.state != "running"
     view.counters = counters.flat(rec.counters) if ended and rec.counters is not None else None
     view.exhausted = rec.exhausted if ended else ()
     view.submitted = ended and rec.certificate
 
 
-def _take_details(view: SessionHistory, detail: dict[str, Any] | None) -> None:
-    if not detail:
+def _take_details(view: SessionHistory, detail: OutcomeDetails | None) -> None:
+    if detail is None:
         return
-    cert = detail.get("certificate")
-    view.certificate = cert if isinstance(cert, dict) else None
-    checked = detail.get("verify_details")
-    view.verify_details = checked if isinstance(checked, dict) else None
-    view.prompt_sha256 = detail.get("prompt_sha256") or None
+    view.certificate = detail.certificate
+    view.judgement = detail.judgement
+    view.prompt_sha256 = detail.facts.prompt_sha256 or None
 
 
 def read_runs(run_dirs: list[Path]) -> list[RecordedRun]:

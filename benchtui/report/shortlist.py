@@ -88,8 +88,8 @@ def shortlists(runs: list[RecordedRun]) -> list[ModelShortlist] | None:
                 ]
                 refused = len(triage.extra.get("refused") or [])
         found = frozenset(r for v in views if (r := _bug_rule(v)) is not None) & frozenset(committed)
-        judged = {str((v.verify_details or {}).get("verifier", "")) for v in views if found_bug(v)}
-        judged_by = "runner" if any(j.startswith("none") for j in judged) else "verifier" if judged else "-"
+        judged = {v.judgement.judged_by for v in views if found_bug(v) and v.judgement is not None}
+        judged_by = "runner" if "runner" in judged else "verifier" if judged else "-"
         out.append(
             ModelShortlist(model, protocol.shortlist_size, tuple(committed), refused, state, found, judged_by)
         )

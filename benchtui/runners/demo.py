@@ -22,6 +22,7 @@ from benchtui.core.contract import (
     SessionSpec,
     Usage,
 )
+from benchtui.core.outcome import claimed
 from benchtui.runners.fake import canned_certificate
 
 NOTES = (
@@ -82,5 +83,5 @@ class DemoRunner(RunnerKind):
             result,
             steps=p.steps,
             certificate=certificate,
-            verify_details={"verifier": "demo", "judged_by": "runner"} if certificate else None,
+            judgement=claimed("demo", bug=result == "bug_found") if certificate else None,
         )

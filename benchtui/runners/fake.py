@@ -20,6 +20,8 @@ from benchtui.core.contract import (
     SessionSpec,
     Usage,
 )
+from benchtui.core.outcome import claimed
+from benchtui.core.target import TargetKind
 
 
 class FakeProfile(RunnerProfile):
@@ -82,23 +84,25 @@ class FakeRunner(RunnerKind):
     #: Logical budgets it applies: its one call (the meter) and its one certificate (a submit).
     enforces: ClassVar[frozenset[str]] = frozenset({"model_calls", "submits"})
 
-    def __init__(self, profile: FakeProfile, *, run_dir: Path, executor: object = None) -> None:
-        super().__init__(profile, run_dir=run_dir, executor=executor)
+    def __init__(
+        self, profile: FakeProfile, *, run_dir: Path, target: TargetKind, executor: object = None
+    ) -> None:
+        super().__init__(profile, run_dir=run_dir, target=target, executor=executor)
         self.profile: FakeProfile = profile
         self.call_log = run_dir / profile.call_log if profile.call_log else None
 
     runs_triage = True
 
     @classmethod
-    def rule_inventory(cls, profile: Any, environment: Path) -> list[str]:
-        """Shortlist campaigns: the rules a triage chooses from (the profile's `rules`)."""
-        if not profile.rules:
-            raise ValueError("the fake runner's profile gives no `rules` (its rule inventory)")
-        return list(profile.rules)
+    def scripted_inventory(cls, profile: Any) -> list[str] | None:
+        """Shortlist campaigns: the rules a triage chooses from (the profile's `rules`), in place
+        of the target's."""
+        return list(profile.rules) if profile.rules is not None else None
 
     def _log_call(self, session: SessionSpec) -> None:
         line = json.dumps({"model": session.model.name, "session": session.id}) + "\n"
         # O_APPEND + one write: lines from concurrent sessions never interleave.
+        assert self.call_log is not None
         fd = os.open(self.call_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             os.write(fd, line.encode())
@@ -139,5 +143,5 @@ class FakeRunner(RunnerKind):
             result,
             steps=1,
             certificate=certificate,
-            verify_details={"verifier": "none: fake runner", "judged_by": "runner"} if certificate else None,
+            judgement=claimed("none: fake runner", bug=result == "bug_found") if certificate else None,
         )

@@ -11,12 +11,13 @@ from textual.widgets import Static
 from benchtui.core import counters
 from benchtui.core.errors import BenchtuiError
 from benchtui.core.money import fmt
+from benchtui.core.outcome import OutcomeDetails
 from benchtui.engine.reader import RunDir
 from benchtui.ui.model import SessionRow
 from benchtui.ui.sessions import STATE_STYLES
 
 
-def find_certificate(run_dir: Path, session: str, model: str) -> dict[str, Any] | None:
+def find_certificate(run_dir: Path, session: str, model: str) -> OutcomeDetails | None:
     """The latest result row of `session` (read in a worker thread), through the run dir's reader."""
     try:
         return RunDir(run_dir).latest_detail(session, model)
@@ -37,7 +38,7 @@ class SessionDetail(Static):
         self._shown: tuple[Text, int] | None = None
         """What is on screen: the text (Rich compares its characters and styles), its height."""
 
-    def show(self, view: SessionRow | None, row: dict[str, Any] | None = None) -> None:
+    def show(self, view: SessionRow | None, row: OutcomeDetails | None = None) -> None:
         if view is None:
             self._update(Text("no session selected", style="dim"))
             return
@@ -78,15 +79,16 @@ class SessionDetail(Static):
             self.update(text, layout=layout)
 
     @staticmethod
-    def _certificate(row: dict[str, Any] | None) -> Text:
-        cert = (row or {}).get("certificate")
-        if not isinstance(cert, dict):
+    def _certificate(row: OutcomeDetails | None) -> Text:
+        cert = row.certificate if row is not None else None
+        if cert is None:
             return Text("yes (details in the outcomes of the run dir)\n")
         source = cert.get("source", {}).get("type", "?") if isinstance(cert.get("source"), dict) else "?"
         text = Text(f"{cert.get('rule', '?')} on {source}")
         if cert.get("violation"):
             text.append(f": {cert['violation']}")
-        verdict = (row or {}).get("verify_details") or {}
-        if isinstance(verdict, dict) and verdict:
-            text.append(f"\n  verifier: {', '.join(f'{k}={v}' for k, v in verdict.items())}", style="dim")
+        if row is not None and row.judgement is not None:
+            v = row.judgement.verdict
+            judged = f"{v.status} ({v.cause})" if v.judged_by == "verifier" else "claimed by the runner"
+            text.append(f"\n  verifier: {judged}" + (f", {v.reason}" if v.reason else ""), style="dim")
         return text + "\n"

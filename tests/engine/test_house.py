@@ -91,6 +91,7 @@ def test_kinds_are_resolved_once_per_process(tmp_path, monkeypatch):
         == [
             "benchtui.runners.demo:DemoRunner",
             "benchtui.runners.fake:FakeRunner",
+            "benchtui.targets.problem_reductions.kind:ProblemReductions",
         ]
     )
 

@@ -84,9 +84,9 @@ def test_a_sandbox_that_cannot_see_pred_is_a_problem(tmp_path, monkeypatch):
 
     pred_on_path(tmp_path, monkeypatch)
     profile = MiniSweProfile(kind="mini-swe-agent", environment="bubblewrap")
-    assert all(c.ok for c in preflight(profile, tasks=None, full=False))
+    assert all(c.ok for c in preflight(profile))
     monkeypatch.setattr("benchtui.runners.mini.preflight.bubblewrap_args", lambda pred: ["--bogus-option"])
-    (sandbox,) = [c for c in preflight(profile, tasks=None, full=False) if "sandbox" in c.what]
+    (sandbox,) = [c for c in preflight(profile) if "sandbox" in c.what]
     assert not sandbox.ok and "does not start" in sandbox.problem
 
 

@@ -83,25 +83,18 @@ def test_the_results_files_the_report_and_the_tui_count_the_same_bugs(tmp_path, 
 def test_an_on_task_certificate_after_an_off_task_one_is_still_the_sessions_bug(tmp_path):
     from support.report import JudgingProfile, JudgingRunner
 
-    from benchtui.runners.kit.verdict import WorkerReport, judge
+    from support.judging import pred_verification, report_of
+
+    from benchtui.runners.kit.verdict import judge
 
     folder = need_transcripts() / "certificates"
     blocks = [(folder / MVC).read_text(), (folder / BIN).read_text()]
     pred = str(replaying_pred(tmp_path / "bin", "v0.5.0"))
     assert JudgingRunner(JudgingProfile(pred=pred, certificates=str(folder)), run_dir=tmp_path)
-    outcome = trio.run(
-        lambda: judge(
-            WorkerReport(done={"steps": 1, "blocks": blocks}),
-            fingerprint="",
-            pred=pred,
-            timeout=60.0,
-            max_certificates=3,
-            certificates_file=tmp_path / "c.json",
-            task="binpacking_ilp",
-        )
-    )
+    how = pred_verification(tmp_path / "c.json", pred, max_certificates=3, task="binpacking_ilp")
+    outcome = trio.run(lambda: judge(report_of(*blocks, exit_status=""), how, fingerprint=""))
     assert outcome.result == "bug_found" and outcome.certificate["rule"] == "binpacking_ilp"
-    assert [c["status"] for c in outcome.verify_details["checked"]] == ["off_task", "accepted"]
+    assert [c.to_json()["status"] for c in outcome.judgement.checked] == ["off_task", "accepted"]
 
 
 def test_fake_claims_are_claimed_never_confirmed_and_the_ranking_says_so(tmp_path, capsys):

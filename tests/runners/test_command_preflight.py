@@ -31,27 +31,21 @@ def agent(tmp_path, shebang: str):
 def test_an_agent_whose_interpreter_is_missing_in_the_sandbox_is_a_problem(tmp_path):
     path = agent(tmp_path, "#!/opt/nowhere/bin/node")
     (check,) = [
-        c
-        for c in preflight(CommandProfile(command=[str(path)]), target="problem-reductions")
-        if c.what == "agent CLI in the sandbox"
+        c for c in preflight(CommandProfile(command=[str(path)])) if c.what == "agent CLI in the sandbox"
     ]
     assert not check.ok and "its interpreter /opt/nowhere/bin/node does not exist" in check.problem
 
 
 def test_an_agent_the_sandbox_can_start_is_ok(tmp_path):
     path = agent(tmp_path, "#!/bin/sh")
-    checks = preflight(CommandProfile(command=[str(path)]), target="problem-reductions")
+    checks = preflight(CommandProfile(command=[str(path)]))
     assert all(c.ok for c in checks), checks
     assert interpreter(path) == "/bin/sh"
     assert interpreter(agent(tmp_path / "b", "#!/usr/bin/env -S node --flag")) == "node"
 
 
 def test_a_missing_agent_cli_is_a_problem_naming_where_it_looked(tmp_path):
-    (check,) = [
-        c
-        for c in preflight(CommandProfile(command=["no-such-agent-23"]), target="problem-reductions")
-        if c.what == "agent CLI"
-    ]
+    (check,) = [c for c in preflight(CommandProfile(command=["no-such-agent-23"])) if c.what == "agent CLI"]
     assert not check.ok and "'no-such-agent-23' not found" in check.problem
 
 

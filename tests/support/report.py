@@ -10,6 +10,7 @@ from typing import ClassVar, Literal
 import trio
 
 from benchtui.core.contract import RunnerKind, RunnerProfile, SessionOutcome, Usage
+from benchtui.core.outcome import SessionFacts
 from benchtui.engine import events as ev
 from benchtui.engine import run as engine
 from benchtui.runners.fake import FakeProfile, FakeRunner, canned_certificate
@@ -30,20 +31,22 @@ class ProviderRunner(RunnerKind):
 
     Profile: ClassVar[type[RunnerProfile]] = ProviderProfile
 
-    def __init__(self, profile: ProviderProfile, *, run_dir: Path, executor=None) -> None:
+    def __init__(self, profile: ProviderProfile, *, run_dir: Path, target=None, executor=None) -> None:
         self.profile = profile
-        self.fake = FakeRunner(FakeProfile(cost_usd="0.01", result="no_certificate"), run_dir=run_dir)
+        self.fake = FakeRunner(
+            FakeProfile(cost_usd="0.01", result="no_certificate"), run_dir=run_dir, target=target
+        )
 
     async def run(self, session, meter) -> SessionOutcome:
         name = session.model.name
         prompt = self.profile.prompts.get(name)
         if prompt is not None and self.profile.per_task:
             prompt = f"{prompt}-{session.task}"
-        extra = {"prompt_sha256": prompt} if prompt is not None else {}
+        facts = SessionFacts(prompt_sha256=prompt)
         if name in self.profile.down:
-            return SessionOutcome("error", reason="API 503 after retries", infra_error=True, extra=extra)
+            return SessionOutcome("error", reason="API 503 after retries", infra_error=True, facts=facts)
         outcome = await self.fake.run(session, meter)
-        return SessionOutcome(outcome.result, outcome.reason, outcome.steps, extra=extra)
+        return SessionOutcome(outcome.result, outcome.reason, outcome.steps, facts=facts)
 
 
 class CounterProfile(RunnerProfile):
@@ -61,7 +64,7 @@ class CounterRunner(RunnerKind):
 
     Profile: ClassVar[type[RunnerProfile]] = CounterProfile
 
-    def __init__(self, profile: CounterProfile, *, run_dir: Path, executor=None) -> None:
+    def __init__(self, profile: CounterProfile, *, run_dir: Path, target=None, executor=None) -> None:
         self.profile = profile
 
     async def run(self, session, meter) -> SessionOutcome:
@@ -178,11 +181,13 @@ class JudgingRunner(RunnerKind):
 
     Profile: ClassVar[type[RunnerProfile]] = JudgingProfile
 
-    def __init__(self, profile: JudgingProfile, *, run_dir: Path, executor=None) -> None:
+    def __init__(self, profile: JudgingProfile, *, run_dir: Path, target=None, executor=None) -> None:
         self.profile = profile
 
     async def run(self, session, meter) -> SessionOutcome:
-        from benchtui.runners.kit.verdict import WorkerReport, judge
+        from benchtui.core.target import TargetTools
+        from benchtui.runners.kit.verdict import Verification, WorkerDone, WorkerReport, judge
+        from benchtui.targets.problem_reductions.kind import ProblemReductions, ProblemReductionsProfile
 
         usage = Usage(flat_usd=Decimal("0.01"))
         if not await meter.authorise(meter.price(usage)):
@@ -192,15 +197,15 @@ class JudgingRunner(RunnerKind):
         folder = Path(self.profile.certificates)
         blocks = [(folder / name).read_text() for name in names]
         session.session_dir.mkdir(parents=True, exist_ok=True)
-        return await judge(
-            WorkerReport(done={"steps": 1, "exit_status": "Submitted", "blocks": blocks}),
-            fingerprint=session.environment_fingerprint,
-            pred=self.profile.pred,
-            timeout=60.0,
+        how = Verification(
+            target=ProblemReductions(ProblemReductionsProfile()),
+            tools=TargetTools({"pred": self.profile.pred}, 60.0),
             max_certificates=3,
             certificates_file=session.session_dir / f"attempt-{session.attempt}.certificates.json",
             task=session.task,
         )
+        done = WorkerDone(steps=1, exit_status="Submitted", blocks=blocks)
+        return await judge(WorkerReport(done=done), how, fingerprint=session.environment_fingerprint)
 
 
 class PricedProfile(RunnerProfile):
@@ -214,7 +219,7 @@ class PricedRunner(RunnerKind):
 
     Profile: ClassVar[type[RunnerProfile]] = PricedProfile
 
-    def __init__(self, profile: PricedProfile, *, run_dir: Path, executor=None) -> None:
+    def __init__(self, profile: PricedProfile, *, run_dir: Path, target=None, executor=None) -> None:
         self.profile = profile
 
     async def run(self, session, meter) -> SessionOutcome:

@@ -25,9 +25,9 @@ class StubProfile(RunnerProfile):
 class _Stub(RunnerKind):
     Profile: ClassVar[type[RunnerProfile]] = StubProfile
 
-    def __init__(self, profile: StubProfile, *, run_dir, executor=None) -> None:
+    def __init__(self, profile: StubProfile, *, run_dir, target=None, executor=None) -> None:
         self.profile = profile
-        self.fake = FakeRunner(FakeProfile(cost_usd="0.01"), run_dir=run_dir)
+        self.fake = FakeRunner(FakeProfile(cost_usd="0.01"), run_dir=run_dir, target=target)
 
     async def run(self, session, meter):
         if session.index % self.profile.every == 0:
@@ -78,7 +78,7 @@ class Counting(RunnerKind):
     Profile: ClassVar[type[RunnerProfile]] = CountingProfile
     enforces = frozenset({"model_calls", "shell_actions", "tools", "submits"})
 
-    def __init__(self, profile: CountingProfile, *, run_dir, executor=None) -> None:
+    def __init__(self, profile: CountingProfile, *, run_dir, target=None, executor=None) -> None:
         self.profile = profile
 
     def _performed(self, session, counter: str) -> None:
@@ -120,10 +120,10 @@ class Outage(RunnerKind):
 
     Profile: ClassVar[type[RunnerProfile]] = OutageProfile
 
-    def __init__(self, profile: OutageProfile, *, run_dir, executor=None) -> None:
-        super().__init__(profile, run_dir=run_dir, executor=executor)
+    def __init__(self, profile: OutageProfile, *, run_dir, target=None, executor=None) -> None:
+        super().__init__(profile, run_dir=run_dir, target=target, executor=executor)
         self.profile = profile
-        self.fake = FakeRunner(FakeProfile(cost_usd="0.01"), run_dir=run_dir)
+        self.fake = FakeRunner(FakeProfile(cost_usd="0.01"), run_dir=run_dir, target=target)
 
     async def run(self, session, meter):
         if session.model.name not in self.profile.down:

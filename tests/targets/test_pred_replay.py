@@ -173,10 +173,12 @@ def test_benchtui_checks_every_shipped_task_against_the_real_pred(tmp_path, miss
 
     from support import ROOT
 
-    from benchtui.runners.mini.preflight import _tasks
+    from benchtui.core.target import TargetTools
+    from benchtui.targets.problem_reductions.kind import ProblemReductions, ProblemReductionsProfile
 
     tasks = tomllib.loads((ROOT / "campaigns" / "problem-reductions.toml").read_text())["tasks"]
-    rows = _tasks(str(replaying_pred(tmp_path / "b", "8df8ac04")), tasks, 60.0)
+    tools = TargetTools({"pred": str(replaying_pred(tmp_path / "b", "8df8ac04"))}, 60.0)
+    rows = ProblemReductions(ProblemReductionsProfile()).preflight(tools, tasks=tasks, full=True)[1:]
     assert [r.what for r in rows] == [f"task {t}" for t in tasks]
     assert all(not r.problem and "canonical example rejected" in r.detail for r in rows), rows
     assert not misses.exists(), misses.read_text()

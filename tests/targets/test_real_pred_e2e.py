@@ -90,7 +90,7 @@ async def test_a_scripted_agent_in_bubblewrap_gets_real_pred_answers_and_its_cer
     record, row, llm = await session(tmp_path / "real", steps, real)
     assert "pred 0.5.0" in observation(llm, 0) and "<returncode>0</returncode>" in observation(llm, 0)
     assert (record["state"], record["result"]) == ("done", "rejected"), record
-    assert row["verify_details"]["details"]["cause"] == "no_violation", row["verify_details"]
+    assert row["verify_details"]["cause"] == "no_violation", row["verify_details"]
     # A planted bug, with the stand-in that speaks the real pred's interface: confirmed.
     steps = agent(
         "MIS --graph 0-1,1-2",

@@ -218,7 +218,9 @@ def test_a_target_config_pred_refuses_shows_nothing_and_is_rejected(tmp_path):
 
 @pytest.mark.trio
 async def test_a_malformed_certificate_is_rejected_but_never_handed_on_as_a_certificate(tmp_path):
-    from benchtui.runners.kit.verdict import WorkerReport, judge
+    from support.judging import pred_verification, report_of
+
+    from benchtui.runners.kit.verdict import judge
 
     made_up = {
         "rule": "R",
@@ -226,14 +228,9 @@ async def test_a_malformed_certificate_is_rejected_but_never_handed_on_as_a_cert
         "source": {"type": "A"},
         "bundle": {"target": {"type": "B"}},
     }
-    report = WorkerReport(done={"steps": 3, "exit_status": "Submitted", "blocks": [json.dumps(made_up)]})
+    report = report_of(json.dumps(made_up), steps=3)
     outcome = await judge(
-        report,
-        fingerprint="",
-        pred=PRED,
-        timeout=5,
-        max_certificates=5,
-        certificates_file=tmp_path / "certificates.json",
+        report, pred_verification(tmp_path / "certificates.json", PRED, timeout=5), fingerprint=""
     )
     assert outcome.result == "rejected" and "malformed" in outcome.reason
     assert outcome.certificate is None  # the results schema admits only the benchmark's violations

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchtui.core.outcome import SessionFacts
+from benchtui.core.target import Verdict
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit.bubblewrap import local_bin
-from benchtui.targets.problem_reductions import Verdict
 
 NOT_STARTED = (126, 127)
 """Exit statuses of a shell that could not run the agent's executable (not executable, not found)."""
@@ -86,6 +87,7 @@ class Ran:
     """What was wrong with the files collected from the workdir (the model's outcome)."""
     limits: list[str] = field(default_factory=list)
     """Process or disk limits hit (then the agent was stopped)."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    facts: SessionFacts = field(default_factory=SessionFacts)
+    """Where it ran (a Ray node), for the session's details."""
     submitted: list[tuple[dict[str, Any] | None, Verdict]] | None = None
     """What `submit FILE` verified while the agent ran (on this machine or, through its gate, a node)."""

@@ -22,6 +22,7 @@ from benchtui.runners.kit import collect, reaper, resources
 from benchtui.runners.kit.agentlog import CHUNK, MAX_LOG_BYTES, CappedLog
 from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.toolgate import counting
+from benchtui.runners.kit.verdict import Verification
 
 POLL_S = 0.2
 CGROUP_POLL_S = 1.0
@@ -53,6 +54,7 @@ class LocalPlacement:
         command: AgentCommand,
         prompt_file: Path,
         evidence: Evidence | None = None,
+        verification: Verification | None = None,
     ) -> Ran:
         files = session.session_dir.resolve()
         workdir, log = files / "workdir", files / f"attempt-{session.attempt}.agent.log"
@@ -70,7 +72,7 @@ class LocalPlacement:
                     self.profile.environment,
                     self.pred,
                     workdir=workdir,
-                    verify_timeout_s=self.profile.verify_timeout_s,
+                    verification=verification,
                     evidence=evidence,
                 ) as gate:
                     lifeline, hold = os.pipe()  # see sandbox.WATCH

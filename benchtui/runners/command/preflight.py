@@ -2,7 +2,7 @@
 
 The profile's validators are pure (a stopped campaign is read on any machine): whether the agent
 CLI, `pred`, and the sandbox's bwrap and socat are here is asked only before sessions start
-(the start of a campaign, `benchtui check`). With bubblewrap, the agent CLI and its interpreter
+(the start of a campaign, `benchtui check`); `pred` is the target's preflight. With bubblewrap, the agent CLI and its interpreter
 must also be visible inside the sandbox with the binds sessions get: an agent that cannot start
 is a set-up error, never N sessions ending as a trial the model lost.
 """
@@ -18,7 +18,6 @@ from benchtui.core.contract import Check
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit.bubblewrap import bubblewrap_args, bwrap_executable
-from benchtui.targets.problem_reductions import resolve_pred
 
 TIMEOUT_S = 30.0
 # Inside the sandbox: the agent's executable, and its script interpreter (a path, or a name
@@ -26,7 +25,9 @@ TIMEOUT_S = 30.0
 PROBE = 'test -x "$1" || { echo "$1 is not there"; exit 1; }; [ -z "$2" ] || command -v "$2" >/dev/null || { echo "its interpreter $2 is not there"; exit 1; }'
 
 
-def preflight(profile: CommandProfile, *, target: str) -> list[Check]:
+def preflight(profile: CommandProfile) -> list[Check]:
+    """The agent CLI, and (bubblewrap) bwrap, socat and the CLI visible inside the sandbox; what
+    the target needs (`pred`) is the target's preflight."""
     argv0 = profile.command[0]
     found = sandbox.resolve(argv0)
     checks = [
@@ -34,15 +35,6 @@ def preflight(profile: CommandProfile, *, target: str) -> list[Check]:
         if found is not None
         else Check("agent CLI", f"{argv0!r} not found (install it, or give its path in `command`)")
     ]
-    if target == "problem-reductions":
-        pred = resolve_pred(profile.pred)
-        checks.append(
-            Check("pred", detail=pred)
-            if os.path.isabs(pred) and os.access(pred, os.X_OK)
-            else Check(
-                "pred", f"{profile.pred!r} not found: install it or set the profile's `pred` to its path"
-            )
-        )
     if profile.environment == "bubblewrap":
         tools = {"bwrap": bwrap_executable(), "socat": shutil.which("socat")}
         missing = [tool for tool, path in tools.items() if path is None]

@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING
 import trio
 
 from benchtui.core.contract import Meter, SessionSpec
+from benchtui.core.outcome import SessionFacts
 from benchtui.runners.command.launch import AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.ray.callback import CallbackListener
 from benchtui.runners.kit.ray.node import Launch, NodeResult
 from benchtui.runners.kit.toolgate import counting
+from benchtui.runners.kit.verdict import Verification
 
 if TYPE_CHECKING:
     from benchtui.runners.command.gateway import Gateway
@@ -50,6 +52,7 @@ class RayPlacement:
         command: AgentCommand,
         prompt_file: Path,
         evidence: Evidence | None = None,
+        verification: Verification | None = None,
     ) -> Ran:
         from benchtui.runners.kit.ray.cluster import RemoteFailed
 
@@ -59,7 +62,7 @@ class RayPlacement:
             meter,
             self.profile.environment,
             self.pred,
-            verify_timeout_s=self.profile.verify_timeout_s,
+            verification=verification,
             evidence=evidence,
             remote=True,
         ) as gate:
@@ -92,7 +95,7 @@ class RayPlacement:
             log=found.log,
             certificate_lines=found.certificate_lines,
             collect_problem=found.collect_problem,
-            extra={"executor": "ray", "node": found.node},
+            facts=SessionFacts(executor="ray", node=found.node),
             submitted=submitted,
         )
 

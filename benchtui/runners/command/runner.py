@@ -13,17 +13,15 @@ verdict. Where the agent process runs is its placement's only business: this mac
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
-import os
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import trio
 
 from benchtui.core.atomic import atomic_write
+from benchtui.core.certificates import find_blocks
 from benchtui.core.contract import (
-    PROBLEM_REDUCTIONS,
     Check,
     LogicalLimits,
     Meter,
@@ -33,6 +31,7 @@ from benchtui.core.contract import (
     SessionSpec,
 )
 from benchtui.core.executor import ExecutorConfig
+from benchtui.core.target import TargetKind, TargetTools, locate
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.gateway import Gateway, open_gateway
 from benchtui.runners.command.gateway.grant import upstream_model
@@ -40,9 +39,9 @@ from benchtui.runners.command.launch import NOT_STARTED, AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.evidence import Evidence
+from benchtui.runners.kit.oneshot import OneShot
 from benchtui.runners.kit.toolgate import counting
-from benchtui.runners.kit.verdict import WorkerReport, judge
-from benchtui.targets.problem_reductions import find_blocks, resolve_pred
+from benchtui.runners.kit.verdict import Verification, WorkerDone, WorkerReport, judge
 
 
 class Placement(Protocol):
@@ -55,6 +54,7 @@ class Placement(Protocol):
         command: AgentCommand,
         prompt_file: Path,
         evidence: Evidence | None = None,
+        verification: Verification | None = None,
     ) -> Ran: ...
 
 
@@ -65,30 +65,45 @@ class CommandRunner(RunnerKind):
     #: cannot be applied from outside.
     enforces: ClassVar[frozenset[str]] = frozenset({"model_calls", "submits", "tools"})
     executors: ClassVar[tuple[str, ...]] = ("local", "ray")
+    uses_target = True
 
     @classmethod
-    def preflight(
-        cls, profile: Any, *, tasks: list[str] | None, full: bool, target: str = PROBLEM_REDUCTIONS
-    ) -> list[Check]:
+    def preflight(cls, profile: Any, *, tasks: list[str] | None, full: bool) -> list[Check]:
         from benchtui.runners.command.preflight import preflight
 
-        return preflight(profile, target=target)
+        return preflight(profile)
+
+    @classmethod
+    def target_tools(cls, profile: Any, target: type[TargetKind]) -> TargetTools:
+        """The profile's `pred` (where the target has it), its verify timeout, the tool gate's
+        one-shot sandbox for the target's own programs."""
+        pred = locate(profile.pred) if "pred" in target.programs else None
+        return TargetTools(
+            {"pred": pred} if pred else {},
+            profile.verify_timeout_s,
+            OneShot(sandboxed=profile.environment == "bubblewrap"),
+        )
 
     @classmethod
     def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:
         """A counted tool the sandbox shows anyway is refused when the campaign loads."""
-        found = resolve_pred(profile.pred)
-        return counting.check_limits(profile.environment, found if os.path.isabs(found) else None, limits)
+        return counting.check_limits(profile.environment, locate(profile.pred), limits)
 
     def __init__(
-        self, profile: CommandProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
+        self,
+        profile: CommandProfile,
+        *,
+        run_dir: Path,
+        target: TargetKind,
+        executor: ExecutorConfig | None = None,
     ) -> None:
-        super().__init__(profile, run_dir=run_dir, executor=executor)
+        super().__init__(profile, run_dir=run_dir, target=target, executor=executor)
         self.profile: CommandProfile = profile
         self.executor: ExecutorConfig | None = executor
         self.remote: Any = None  # a RayExecutor once entered with [executor] kind = "ray"
-        found = resolve_pred(profile.pred)
-        self.pred = found if os.path.isabs(found) else None
+        self.tools = self.target_tools(profile, type(target))
+        # The agent's pred (the target's program, on its PATH and behind the tool gate).
+        self.pred = self.tools.programs.get("pred")
         self.gateway: Gateway | None = None
         self.placement: Placement | None = None
         self._ready = trio.Event()
@@ -133,8 +148,7 @@ class CommandRunner(RunnerKind):
         argv0 = sandbox.resolve(profile.command[0])
         if argv0 is None:
             return _infra(f"agent CLI {profile.command[0]!r} not found (see the README: agent CLIs)")
-        verified = session.target == PROBLEM_REDUCTIONS  # a target without pred: certificates unverified
-        if verified and self.pred is None:
+        if "pred" in self.target.programs and self.pred is None:
             return _infra(f"pred not found ({profile.pred!r}): install it or set the profile's `pred`")
         key_name = session.model.api_key_env or profile.api_key_env
         secrets = keys.collect(filter(None, [key_name]))
@@ -152,46 +166,46 @@ class CommandRunner(RunnerKind):
             "{model}": upstream_model(session.model.name),
         }
         evidence = Evidence(files, session.attempt)
+        how = Verification(
+            target=self.target,
+            tools=self.tools,
+            max_certificates=profile.max_certificates,
+            certificates_file=files / f"attempt-{session.attempt}.certificates.json",
+            admit=counting.submits(session.limits, meter, evidence),
+            task=session.task,
+        )
         try:
             await trio.to_thread.run_sync(_write_prompt, prompt_file, prompt)
             async with self.gateway.session(meter, session.model, secrets.get(key_name or "")) as grant:
-                command = AgentCommand(profile, argv0, values, grant.token, self.pred if verified else None)
-                ran = await self.placement.run_agent(session, meter, command, prompt_file, evidence)
+                command = AgentCommand(profile, argv0, values, grant.token, self.pred)
+                ran = await self.placement.run_agent(session, meter, command, prompt_file, evidence, how)
             if ran.error:
-                return SessionOutcome("error", reason=ran.error, infra_error=True, extra=ran.extra)
+                return SessionOutcome("error", reason=ran.error, infra_error=True, facts=ran.facts)
             if ran.code in NOT_STARTED and grant.authorised == 0:
                 # A shell that could not run the agent (missing, not executable, or its interpreter
                 # missing in the sandbox): a set-up error, never a trial the model lost. Once the
                 # agent made a model call it has started: then its exit status is its own.
                 last = ran.log.decode(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
                 why = f"agent CLI could not start ({ran.status}): {last[0][:300]}"
-                return SessionOutcome("error", reason=why, infra_error=True, extra=ran.extra)
+                return SessionOutcome("error", reason=why, infra_error=True, facts=ran.facts)
             blocks = await trio.to_thread.run_sync(_blocks, ran)
-            done: dict[str, Any] = {"steps": grant.authorised, "exit_status": ran.status, "blocks": blocks}
-            if ran.limits:
-                done["limits"] = ran.limits
-                done["exit_status"] = "ResourceLimit"
-            if ran.collect_problem:
-                done["collect_problem"] = ran.collect_problem
+            done = WorkerDone(
+                steps=grant.authorised,
+                exit_status="ResourceLimit" if ran.limits else ran.status,
+                blocks=blocks,
+                limits=ran.limits,
+                collect_problem=ran.collect_problem,
+            )
             report = WorkerReport(
                 copy_fingerprint=ran.fingerprint,
                 prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
                 done=done,
-                extra=ran.extra,
+                facts=ran.facts,
             )
             outcome = await judge(
-                report,
-                fingerprint=session.environment_fingerprint,
-                pred=self.pred if verified else None,
-                timeout=profile.verify_timeout_s,
-                max_certificates=profile.max_certificates,
-                certificates_file=files / f"attempt-{session.attempt}.certificates.json",
-                admit=counting.submits(session.limits, meter, evidence),
-                submitted=ran.submitted,
-                task=session.task,
+                report, how, fingerprint=session.environment_fingerprint, submitted=ran.submitted
             )
-            outcome = counting.explain(outcome, session.limits, meter)
-            return dataclasses.replace(outcome, extra={**outcome.extra, **ran.extra})
+            return counting.explain(outcome, session.limits, meter)
         finally:
             evidence.close()
             with trio.CancelScope(shield=True):

@@ -17,7 +17,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchtui.targets.problem_reductions.certificate import parse_block
+from benchtui.core.certificates import parse_block
 
 MAX_FILE_BYTES = 8 << 20
 """Of a collected file (certificates.jsonl, a trajectory): past it, the file is refused."""

@@ -16,7 +16,10 @@ import os
 import time
 from pathlib import Path
 
+from benchtui.core.cgroups import new_pids_cgroup, remove_cgroup
 from benchtui.runners.kit import reaper
+
+__all__ = ["ProcessCount", "disk_used", "join_pids_cgroup", "new_pids_cgroup", "remove_cgroup"]
 
 SCAN_SHARE = 0.02
 INODE_BYTES = 512
@@ -88,70 +91,6 @@ def join_pids_cgroup(max_processes: int) -> Path | None:
         remove_cgroup(str(group), wait_s=0)
         return None
     return group
-
-
-def new_pids_cgroup(limit: int, name: str) -> Path | None:
-    """An empty pids cgroup `name` (ending in `-<pid of its owner>`) allowing `limit` tasks; a
-    process joins it by writing its pid to its cgroup.procs. None where none can be made."""
-    if os.environ.get("BENCHTUI_PIDS_CGROUP") == "0":  # opt out: count in /proc instead
-        return None
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "pids" in controllers.split(","):
-            base = Path("/sys/fs/cgroup/pids") / path.lstrip("/")
-        elif controllers == "" and "pids" in _read(
-            Path("/sys/fs/cgroup", path.lstrip("/"), "cgroup.subtree_control")
-        ):
-            base = Path("/sys/fs/cgroup") / path.lstrip("/")
-        else:
-            continue
-        _sweep(base)
-        group = base / name
-        try:
-            group.mkdir()
-            (group / "pids.max").write_text(str(limit))
-        except OSError:
-            with contextlib.suppress(OSError):
-                group.rmdir()
-            continue
-        return group
-    return None
-
-
-def remove_cgroup(group: str | None, wait_s: float = 2.0) -> None:
-    """Once its processes are gone (the engine calls this after the worker died; a killed process
-    stays in its cgroup until it is reaped, a moment later)."""
-    deadline = time.monotonic() + wait_s
-    while group:
-        try:
-            os.rmdir(group)
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                return
-            time.sleep(0.02)
-
-
-def _sweep(base: Path) -> None:
-    """Empty groups of workers that are gone (their engine was SIGKILLed before removing them)."""
-    for group in base.glob("benchtui-*-*"):
-        pid = group.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not reaper.is_alive(int(pid)):
-            with contextlib.suppress(OSError):
-                group.rmdir()
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""
 
 
 def disk_used(*roots: Path, stop_at: float = math.inf) -> int:

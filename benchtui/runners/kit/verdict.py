@@ -1,4 +1,12 @@
-"""From a worker's report to a SessionOutcome: parse the certificates, verify each with `pred`."""
+"""From a session's end report to a SessionOutcome: find its certificates, verify each, classify.
+
+The steps, each small: `facts` (what the report says of how the session ran), `found` (the
+distinct certificates it printed, less those `submit` verified already), `verify_each` (a
+`submits` unit, then the target's verdict, off-task where the session has a task), and
+`classify` (the session's result from the verdicts and its end). The target is the campaign's
+(core/target.py): a target without a verifier gives `unverified` verdicts, recorded as claims of
+nothing (the session ends `no_certificate`).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchtui.core.atomic import atomic_write
-from benchtui.core.contract import SessionOutcome
-from benchtui.targets.problem_reductions import Verdict, parse_block, verify_async
-from benchtui.targets.problem_reductions.tasks import on_task
+from benchtui.core.certificates import identity_key
+from benchtui.core.outcome import Checked, Judgement, SessionFacts, SessionOutcome
+from benchtui.core.target import TargetKind, TargetTools, Verdict, malformed
 
 EXIT_REASONS = {
     "Submitted": "submitted without a certificate",
@@ -26,6 +35,35 @@ EXIT_REASONS = {
 }
 
 
+class WorkerDone(BaseModel):
+    """A session's end report: written by the mini-swe-agent worker (sent as its `done` message)
+    and by the command runner, read here. Unknown keys (another version's) are ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    exit_status: str = ""
+    """How the agent loop ended (mini-swe-agent's exit status, `exit 3`, `ResourceLimit`…)."""
+    steps: int = Field(default=0, ge=0)
+    blocks: list[str] = Field(default_factory=list)
+    """Certificate blocks the agent printed (raw text), in order."""
+    limits: list[str] = Field(default_factory=list)
+    """Resource limits hit (output cut, processes, disk); the last one ended the session."""
+    error: str | None = None
+    infra_error: bool = False
+    """The machinery failed (the model API after retries, the worker): retried on resume."""
+    meter_rtt_ms: float | None = None
+    collect_problem: str = ""
+    """What was wrong with a collected file (certificates.jsonl a link, a FIFO, too large…)."""
+
+    @classmethod
+    def read(cls, message: dict[str, Any]) -> WorkerDone | str:
+        """The report in a worker's message, or why it is unreadable."""
+        try:
+            return cls.model_validate(message)
+        except ValidationError as exc:
+            return f"the worker's report is unreadable: {str(exc).splitlines()[0][:200]}"
+
+
 @dataclass
 class WorkerReport:
     """What the engine learnt from one worker."""
@@ -33,7 +71,7 @@ class WorkerReport:
     copy_fingerprint: str = ""
     prompt_sha256: str = ""
     start_error: str = ""
-    done: dict[str, Any] | None = None
+    done: WorkerDone | None = None
     authorisations: int = 0
     meter_wait_s: float = 0.0
     max_output_tokens: int = 0
@@ -43,8 +81,48 @@ class WorkerReport:
     """The worker's pids cgroup, removed once it is gone."""
     worst_case: list[str] = field(default_factory=list)
     """Why each attempt charged its worst case (usage missing, unusable, timed out, …)."""
-    extra: dict[str, Any] = field(default_factory=dict)
+    facts: SessionFacts = field(default_factory=SessionFacts)
     """More for the session's details (e.g. the node a remote worker ran on)."""
+
+
+Found = tuple[dict[str, Any] | None, str, str]
+"""(certificate or None, why malformed, the raw block)."""
+Submitted = list[tuple[dict[str, Any] | None, Verdict]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verification:
+    """How a session's certificates are verified: against which target, with what, and how many."""
+
+    target: TargetKind
+    tools: TargetTools
+    max_certificates: int
+    certificates_file: Path
+    """`attempt-N.certificates.json`: every certificate looked at, with its verdict."""
+    admit: Callable[[], Awaitable[str | None]] | None = None
+    """Takes a `submits` unit before each certificate is verified (None when granted, else the
+    refusal: that certificate and the later ones are not verified)."""
+    task: str | None = None
+
+    async def verify(self, cert: dict[str, Any]) -> Verdict:
+        """The target's verdict; a certificate it cannot even handle is the model's malformed output
+        (final), never a crash of the session (retried, and paid again, on every --resume)."""
+        try:
+            verdict = await self.target.verify(cert, self.tools)
+        except Exception as exc:  # RecursionError included
+            return malformed(f"{type(exc).__name__}: {str(exc)[:200]}")
+        if verdict.accepted and self.task and not self.target.on_task(cert, self.task):
+            rule = str(cert.get("rule"))[:200]
+            return Verdict(
+                "rejected",
+                f"off_task: the certificate is for {rule!r}, not this session's task {self.task!r} "
+                f"(the verifier: {verdict.reason})",
+                "off_task",
+                verdict.verifier,
+                found_by=verdict.found_by,
+                evidence={**verdict.evidence, "task": self.task},
+            )
+        return verdict
 
 
 def _base(fingerprint: str) -> str:
@@ -52,203 +130,137 @@ def _base(fingerprint: str) -> str:
     return fingerprint.split()[0].removesuffix("+dirty") if fingerprint else ""
 
 
-def _unique(blocks: list[str]) -> list[tuple[dict[str, Any] | None, str, str]]:
-    """(certificate or None, why malformed, raw block), first occurrence of each certificate."""
-    seen, out = set(), []
+def facts_of(report: WorkerReport, fingerprint: str) -> SessionFacts:
+    """What the report says of how the session ran (whatever its outcome)."""
+    done = report.done
+    facts = report.facts.but(
+        environment=fingerprint,
+        copy_fingerprint=report.copy_fingerprint,
+        prompt_sha256=report.prompt_sha256,
+        worst_case_charges=len(report.worst_case) or None,
+        worst_case_reasons=report.worst_case[:20] or None,
+        meter_wait_ms=round(1000 * report.meter_wait_s / report.authorisations, 3)
+        if report.authorisations
+        else None,
+    )
+    if done is not None:
+        facts = facts.but(
+            exit_status=done.exit_status,
+            limits_hit=[hit[:300] for hit in done.limits][:51] or None,
+            meter_rtt_ms=done.meter_rtt_ms if report.authorisations else None,
+            collect_problem=done.collect_problem[:300] or None,
+        )
+    return facts
+
+
+def found_in(target: TargetKind, blocks: list[str], submitted: Submitted) -> list[Found]:
+    """The distinct certificates in the blocks, first occurrence each, less what `submit` verified."""
+    seen = {identity_key(c) for c, _ in submitted if c is not None}
+    out: list[Found] = []
     for raw in blocks:
-        cert, problem = parse_block(raw)
-        key = json.dumps(cert, sort_keys=True) if cert is not None else raw.strip()
+        cert, problem = target.parse(raw)
+        key = identity_key(cert) if cert is not None else raw.strip()
         if key not in seen:
             seen.add(key)
             out.append((cert, problem, raw))
     return out
 
 
-async def verify_certificate(cert: dict[str, Any], *, pred: str, timeout: float) -> Verdict:
-    """The verifier's verdict; a certificate it cannot even handle is the model's malformed output
-    (final), never a crash of the session (retried, and paid again, on every --resume)."""
-    try:
-        return await verify_async(cert, pred=pred, timeout=timeout)
-    except Exception as exc:  # RecursionError included
-        return Verdict(
-            "rejected",
-            f"malformed certificate: {type(exc).__name__}: {str(exc)[:200]}",
-            {"cause": "malformed"},
-        )
-
-
-async def judge(
-    report: WorkerReport,
-    *,
-    fingerprint: str,
-    pred: str | None,
-    timeout: float,
-    max_certificates: int,
-    certificates_file: Path,
-    admit: Callable[[], Awaitable[str | None]] | None = None,
-    task: str | None = None,
-    submitted: list[tuple[dict[str, Any] | None, Verdict]] | None = None,
-) -> SessionOutcome:
-    """The session's outcome; `admit` takes a `submits` unit before each certificate is verified
-    (None when granted, else a refusal: that certificate and the later ones are not verified).
-    `submitted`: what `submit FILE` verified during the session (in order, each already paid a
-    unit); they come first, and a printed block that repeats one is not verified again.
-    `pred=None`: the campaign's target has no verifier; well-formed certificates are recorded
-    unverified (the session ends `no_certificate`: nothing confirmed, nothing rejected).
-
-    With the session's `task`, a certificate the verifier accepts for another rule is `off_task`:
-    kept and shown (status `off_task` in `checked`), never the session's bug."""
-    extra = {
-        "environment": fingerprint,
-        "copy_fingerprint": report.copy_fingerprint,
-        "prompt_sha256": report.prompt_sha256,
-        **report.extra,
-    }
-    if report.worst_case:  # docs/design/invariants.md#f6: each charge above the usage reported, and why
-        extra["worst_case_charges"] = len(report.worst_case)
-        extra["worst_case_reasons"] = report.worst_case[:20]
-    if report.authorisations:
-        extra["meter_wait_ms"] = round(1000 * report.meter_wait_s / report.authorisations, 3)
-    if report.start_error:
-        return SessionOutcome("error", reason=report.start_error, infra_error=True, extra=extra)
-    done = report.done
-    if done is None:
-        return SessionOutcome(
-            "error", reason="the worker ended without a report (see its log)", infra_error=True, extra=extra
-        )
-    steps, status = int(done.get("steps") or 0), str(done.get("exit_status") or "")
-    extra["exit_status"] = status
-    if done.get("limits"):  # resource limits hit: output cut, processes or disk (then it ended)
-        extra["limits_hit"] = [str(hit)[:300] for hit in done["limits"]][:51]
-    if done.get("meter_rtt_ms") is not None and report.authorisations:
-        extra["meter_rtt_ms"] = done["meter_rtt_ms"]  # the worker's view: socket + engine
-    if report.copy_fingerprint and _base(report.copy_fingerprint) != _base(fingerprint):
-        return SessionOutcome(
-            "error",
-            steps=steps,
-            infra_error=True,
-            extra=extra,
-            reason=f"the session copy ({report.copy_fingerprint}) is not the target ({fingerprint})",
-        )
-    checked: list[tuple[dict[str, Any] | None, Verdict]] = list(submitted or [])
+async def verify_each(
+    how: Verification, found: list[Found], submitted: Submitted
+) -> tuple[Submitted, list[dict[str, Any]]]:
+    """(every certificate checked, submitted ones first; those refused for want of a unit)."""
+    checked: Submitted = list(submitted)
     refused: list[dict[str, Any]] = []
-    # Parsing megabytes of hostile blocks takes a while: never on the engine's event loop.
-    unique = await trio.to_thread.run_sync(_unique, [str(b) for b in done.get("blocks") or []])
-    seen = {json.dumps(c, sort_keys=True) for c, _ in checked if c is not None}
-    unique = [u for u in unique if u[0] is None or json.dumps(u[0], sort_keys=True) not in seen]
     if any(v.accepted for _, v in checked):
-        unique = []  # the session's bug is found: nothing more to verify
-    if pred is None:
-        return await _unverified(unique[:max_certificates], steps, extra, certificates_file)
-    for cert, problem, raw in unique[: max(0, max_certificates - len(checked))]:
+        return checked, refused  # the session's bug is found: nothing more to verify
+    if not how.target.verifies:  # nothing to verify: its well-formed certificates, unverified
+        found = [f for f in found if f[0] is not None]
+    for cert, problem, raw in found[: max(0, how.max_certificates - len(checked))]:
+        admit = how.admit if how.target.verifies else None  # a claim of nothing costs no unit
         why = refused[0]["refused"] if refused else (await admit() if admit else None)
         if why is not None:  # past the session's submits: recorded, never verified
             refused.append({"certificate": cert if cert is not None else raw[:2000], "refused": why})
             continue
-        verdict = (
-            await verify_certificate(cert, pred=pred, timeout=timeout)
-            if cert is not None
-            else Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
-        )
-        if verdict.accepted and task and cert is not None and not on_task(cert, task):
-            verdict = Verdict(
-                "rejected",
-                f"off_task: the certificate is for {str(cert.get('rule'))[:200]!r}, not this session's "
-                f"task {task!r} (the verifier: {verdict.reason})",
-                {**verdict.details, "cause": "off_task", "task": task},
-            )
+        verdict = await how.verify(cert) if cert is not None else malformed(problem)
         checked.append((cert, verdict))
         if verdict.accepted:
             break
-    if refused:
-        extra["certificates_refused"] = len(refused)
-    if checked or refused:
-        data = json.dumps(
-            [{"certificate": c, "verdict": v.to_json()} for c, v in checked] + refused, indent=1, default=str
-        )
-        await trio.to_thread.run_sync(atomic_write, certificates_file, data.encode())
-    summary = [
-        {"status": "off_task" if v.details.get("cause") == "off_task" else v.status, "reason": v.reason}
-        for _, v in checked
-    ]
+    return checked, refused
+
+
+def _save(path: Path, checked: Submitted, refused: list[dict[str, Any]]) -> None:
+    data = [{"certificate": c, "verdict": v.to_json()} for c, v in checked] + refused
+    atomic_write(path, json.dumps(data, indent=1, default=str).encode())
+
+
+def classify(checked: Submitted, done: WorkerDone, facts: SessionFacts) -> SessionOutcome:
+    """The session's outcome from its verdicts and its end."""
+    steps = done.steps
+    lines = tuple(Checked(v.status, v.reason, v.cause) for _, v in checked)
     for cert, verdict in checked:
         if verdict.accepted:
             return SessionOutcome(
-                "bug_found",
-                reason=verdict.reason,
-                steps=steps,
-                certificate=cert,
-                verify_details={**verdict.to_json(), "checked": summary},
-                extra=extra,
+                "bug_found", verdict.reason, steps, cert, Judgement(verdict, lines), facts=facts
             )
-    if done.get("infra_error"):
+    if done.infra_error:
+        return SessionOutcome("error", str(done.error), steps, infra_error=True, facts=facts)
+    unverified = [(c, v) for c, v in checked if v.status == "unverified"]
+    if unverified:
+        n, verdict = len(unverified), unverified[0][1]
+        reason = f"{n} certificate{'s' if n != 1 else ''} {verdict.reason}"
+        facts = facts.but(unverified_certificates=n)
         return SessionOutcome(
-            "error", reason=str(done.get("error")), steps=steps, infra_error=True, extra=extra
+            "no_certificate", reason, steps, unverified[0][0], Judgement(verdict, lines), facts=facts
         )
-    if done.get("collect_problem"):
-        extra["collect_problem"] = str(done["collect_problem"])[:300]
     if checked:
-        if all(v.details.get("cause") == "pred_missing" for _, v in checked):
-            return SessionOutcome(  # the verifier's tool is missing, not the model's doing
-                "error",
-                reason=f"cannot verify: {checked[0][1].reason}",
-                steps=steps,
-                extra=extra,
-                infra_error=True,
+        if all(v.cause == "tool_missing" for _, v in checked):
+            # The verifier's program is missing: not the model's doing (retried on --resume).
+            return SessionOutcome(
+                "error", f"cannot verify: {checked[0][1].reason}", steps, infra_error=True, facts=facts
             )
         # A malformed certificate is not handed on as one: the results schema admits only the
-        # benchmark's certificate shape (its own text stays in certificates.json).
-        well_formed = [(c, v) for c, v in checked if v.details.get("cause") != "malformed"]
-        off = [(c, v) for c, v in well_formed if v.details.get("cause") == "off_task"]
+        # target's certificate shape (its own text stays in certificates.json).
+        well_formed = [(c, v) for c, v in checked if v.cause != "malformed"]
+        off = [(c, v) for c, v in well_formed if v.cause == "off_task"]
         cert, verdict = (off or well_formed)[0] if well_formed else (None, checked[0][1])
-        return SessionOutcome(
-            "rejected",
-            reason=verdict.reason,
-            steps=steps,
-            certificate=cert,
-            verify_details={**verdict.to_json(), "checked": summary},
-            extra={**extra, "reject_reason": verdict.reason},
-        )
-    if done.get("collect_problem"):
+        facts = facts.but(reject_reason=verdict.reason)
+        return SessionOutcome("rejected", verdict.reason, steps, cert, Judgement(verdict, lines), facts=facts)
+    if done.collect_problem:
         # A certificates file the agent made a link, a FIFO, a device, too large…: its outcome
         # (final), never the engine's error (retried, and paid again, on every --resume).
-        why = f"certificates not collected: {str(done['collect_problem'])[:300]}"
-        return SessionOutcome("rejected", reason=why, steps=steps, extra={**extra, "reject_reason": why})
-    reason = EXIT_REASONS.get(status, status or "no certificate")
-    if status == "ResourceLimit":
-        reason = f"resource_limit: {str(done.get('limits', ['?'])[-1]).split(': ', 1)[-1]}"
-    return SessionOutcome(
-        "no_certificate",
-        reason=reason,
-        steps=steps,
-        extra=extra,
-    )
+        why = f"certificates not collected: {done.collect_problem[:300]}"
+        return SessionOutcome("rejected", why, steps, facts=facts.but(reject_reason=why))
+    reason = EXIT_REASONS.get(done.exit_status, done.exit_status or "no certificate")
+    if done.exit_status == "ResourceLimit":
+        last = done.limits[-1] if done.limits else "?"
+        reason = f"resource_limit: {last.split(': ', 1)[-1]}"
+    return SessionOutcome("no_certificate", reason, steps, facts=facts)
 
 
-UNVERIFIED = 'unverified: the campaign\'s target has no verifier ([target] kind = "none")'
-
-
-async def _unverified(
-    unique: list[tuple[dict[str, Any] | None, str, str]],
-    steps: int,
-    extra: dict[str, Any],
-    certificates_file: Path,
+async def judge(
+    report: WorkerReport, how: Verification, *, fingerprint: str, submitted: Submitted | None = None
 ) -> SessionOutcome:
-    """The outcome of a session on a target without a verifier: its certificates, unverified."""
-    certs = [cert for cert, _, _ in unique if cert is not None]
-    if not certs:
-        reason = EXIT_REASONS.get(str(extra.get("exit_status")), "no certificate")
-        return SessionOutcome("no_certificate", reason=reason, steps=steps, extra=extra)
-    checked = [{"status": "unverified", "reason": UNVERIFIED} for _ in certs]
-    data = json.dumps(
-        [{"certificate": c, "verdict": v} for c, v in zip(certs, checked, strict=True)], indent=1
-    )
-    await trio.to_thread.run_sync(atomic_write, certificates_file, data.encode())
-    return SessionOutcome(
-        "no_certificate",
-        reason=f"{len(certs)} certificate{'s' if len(certs) != 1 else ''} {UNVERIFIED}",
-        steps=steps,
-        certificate=certs[0],
-        verify_details={"status": "unverified", "reason": UNVERIFIED, "checked": checked},
-        extra={**extra, "unverified_certificates": len(certs)},
-    )
+    """The session's outcome. `submitted`: what `submit FILE` verified during the session (in
+    order, each already paid a unit); they come first, and a printed block that repeats one is
+    not verified again."""
+    facts = facts_of(report, fingerprint)
+    if report.start_error:
+        return SessionOutcome("error", report.start_error, infra_error=True, facts=facts)
+    done = report.done
+    if done is None:
+        return SessionOutcome(
+            "error", "the worker ended without a report (see its log)", infra_error=True, facts=facts
+        )
+    if report.copy_fingerprint and _base(report.copy_fingerprint) != _base(fingerprint):
+        why = f"the session copy ({report.copy_fingerprint}) is not the target ({fingerprint})"
+        return SessionOutcome("error", why, done.steps, infra_error=True, facts=facts)
+    earlier = list(submitted or [])
+    # Parsing megabytes of hostile blocks takes a while: never on the engine's event loop.
+    found = await trio.to_thread.run_sync(found_in, how.target, list(done.blocks), earlier)
+    checked, refused = await verify_each(how, found, earlier)
+    if refused:
+        facts = facts.but(certificates_refused=len(refused))
+    if checked or refused:
+        await trio.to_thread.run_sync(_save, how.certificates_file, checked, refused)
+    return classify(checked, done, facts)

@@ -57,7 +57,7 @@ class BoundedLocalEnvironment(LocalEnvironment):
         self.watched = watched
         self.admit = admit
 
-    def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
+    def execute(self, action: dict[str, Any], cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
         if (refused := admitted(self.admit, action.get("command", ""))) is not None:
             return refused
         started = time.monotonic()
@@ -77,7 +77,7 @@ class BoundedBubblewrapEnvironment(BubblewrapEnvironment):
         self.watched = watched
         self.admit = admit
 
-    def execute(self, action: dict, cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
+    def execute(self, action: dict[str, Any], cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
         if (refused := admitted(self.admit, action.get("command", ""))) is not None:
             return refused
         cwd = cwd or self.config.cwd or str(self.working_dir)

@@ -129,8 +129,11 @@ class MeteredModel(LitellmModel):
         return response
 
     def format_observation_messages(
-        self, message: dict, outputs: list[dict], template_vars: dict | None = None
-    ) -> list[dict]:
+        self,
+        message: dict[str, Any],
+        outputs: list[dict[str, Any]],
+        template_vars: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
         """Each output as the observation policy shows it (`observation.shape`: at most about
         observation_chars, the full output saved in the session's copy), after the budget line;
         the log keeps what was read. Each action goes to the evidence ledger."""
@@ -166,7 +169,7 @@ class MeteredModel(LitellmModel):
                 observation_message["content"] = f"{line}\n{observation_message['content']}"
         return messages
 
-    def _parse_actions(self, response: Any) -> list[dict]:
+    def _parse_actions(self, response: Any) -> list[dict[str, Any]]:
         """A reply the agent cannot act on is an observation too: it gets the budget line."""
         try:
             return super()._parse_actions(response)
@@ -201,17 +204,17 @@ def backoff(exc: Exception, attempt: int, base_s: float) -> float:
     headers = getattr(getattr(exc, "response", None), "headers", None) or {}
     for key, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         try:
-            wait = float(headers.get(key)) * scale
+            wait = float(headers.get(key) or "") * scale
         except (TypeError, ValueError):
             continue
         if 0 <= wait <= MAX_WAIT_S:
             return wait
-    return min(base_s * 2**attempt, MAX_WAIT_S) * random.uniform(0.75, 1.25)
+    return min(base_s * float(2**attempt), MAX_WAIT_S) * random.uniform(0.75, 1.25)
 
 
 def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:
     try:
-        return litellm.token_counter(model=model, messages=messages, tools=[BASH_TOOL])
+        return int(litellm.token_counter(model=model, messages=messages, tools=[BASH_TOOL]))  # type: ignore[list-item]
     except Exception:  # no tokenizer for this model: a generous estimate (about 2 characters a token)
         return (len(json.dumps(messages)) + len(json.dumps(BASH_TOOL))) // 2
 
@@ -219,7 +222,7 @@ def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:
 def first_command(response: Any) -> str:
     try:
         call = response.choices[0].message.tool_calls[0]
-        return json.loads(call.function.arguments)["command"].splitlines()[0]
+        return str(json.loads(call.function.arguments)["command"].splitlines()[0])
     except Exception:
         return "(no command)"
 

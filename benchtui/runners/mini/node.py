@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 
 from benchtui.core import tempdirs
-from benchtui.runners.kit.ray.node import MAX_FILE_BYTES, _read, start_janitor, where
+from benchtui.runners.kit.collect import MAX_FILE_BYTES
+from benchtui.runners.kit.ray.node import _read, start_janitor, where
 from benchtui.runners.kit.toolgate.node import NodeGate, NodeGateSpec
 from benchtui.runners.mini.forkserver import PROJECT_ROOT, SETTINGS
 

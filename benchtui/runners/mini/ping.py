@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import trio
 from pydantic import Field
@@ -74,7 +74,9 @@ class PingRunner(RunnerKind):
         meter.charge(Usage(PROMPT_TOKENS, m.max_output_tokens))
         return SessionOutcome("error", reason="the ping process hung", infra_error=True)
 
-    def _settle(self, answer: dict, meter: Meter, secrets: list[str], max_tokens: int) -> SessionOutcome:
+    def _settle(
+        self, answer: dict[str, Any], meter: Meter, secrets: list[str], max_tokens: int
+    ) -> SessionOutcome:
         if "error" in answer:
             timed_out = bool(answer.get("timeout"))  # the provider may have billed it: the worst case
             meter.charge(Usage(PROMPT_TOKENS, max_tokens) if timed_out else Usage())

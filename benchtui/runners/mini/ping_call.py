@@ -43,7 +43,7 @@ def _call(request: dict[str, Any]) -> dict[str, Any]:
             **kwargs,
         )
     except Exception as exc:  # any failure is the answer: one line, the key never in it
-        timeout = isinstance(exc, openai.APITimeoutError | litellm.Timeout)
+        timeout = isinstance(exc, openai.APITimeoutError | litellm.exceptions.Timeout)
         answer = {
             "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}",
             "timeout": timeout,

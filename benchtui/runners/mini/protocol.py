@@ -202,7 +202,8 @@ class WorkerChannel:
         line = self._reader.readline(MAX_LINE)
         if not line.endswith(b"\n"):
             raise ParentGone("the engine closed the channel")
-        return json.loads(line)
+        answer: dict[str, Any] = json.loads(line)
+        return answer
 
     def authorise(self, prompt_tokens: int) -> bool:
         started = time.perf_counter()

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from benchtui.core.outcome import SessionFacts
 from benchtui.runners.mini.protocol import EngineChannel
 
 if TYPE_CHECKING:
@@ -75,7 +76,8 @@ async def run_remote_worker(
     task = ended.get("task") or {}
     if "failed" in ended and report.done is None:  # after its report, the session's outcome stands
         report.start_error = report.start_error or ended["failed"]
-    report.extra = {"executor": "ray", "node": task.get("node")}
+    node = task.get("node")
+    report.facts = SessionFacts(executor="ray", node=node if isinstance(node, str) else None)
     paths = request["paths"]
     for name, key in (("traj.json", "trajectory"), ("worker.log", "log")):
         data = (task.get("files") or {}).get(name)

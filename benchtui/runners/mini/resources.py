@@ -100,6 +100,7 @@ class Watched:
             }
         head, tail, total, stop = bytearray(), bytearray(), 0, ""
         started = last_disk = time.monotonic()
+        assert process.stdout is not None  # started with stdout=PIPE
         with selectors.DefaultSelector() as selector:
             selector.register(process.stdout, selectors.EVENT_READ)
             while True:

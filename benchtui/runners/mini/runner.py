@@ -22,7 +22,6 @@ from typing import Any, ClassVar, Self
 import trio
 
 from benchtui.core.contract import (
-    PROBLEM_REDUCTIONS,
     Check,
     LogicalLimits,
     Meter,
@@ -32,19 +31,19 @@ from benchtui.core.contract import (
     SessionSpec,
 )
 from benchtui.core.executor import ExecutorConfig
+from benchtui.core.target import TargetKind, TargetTools, locate
 from benchtui.runners.kit import reaper
 from benchtui.runners.kit import resources as processes
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.evidence import Evidence
+from benchtui.runners.kit.oneshot import OneShot
 from benchtui.runners.kit.toolgate import counting
-from benchtui.runners.kit.verdict import WorkerReport, judge
+from benchtui.runners.kit.verdict import Verification, WorkerReport, judge
 from benchtui.runners.mini import forkserver
 from benchtui.runners.mini import preflight as checks
 from benchtui.runners.mini.profile import TRIAGE_TEMPLATE, MiniSweProfile, load_templates
 from benchtui.runners.mini.protocol import EngineChannel
 from benchtui.runners.mini.serving import Worker, WorkerSession
-from benchtui.targets.problem_reductions import resolve_pred
-from benchtui.targets.problem_reductions.tasks import rule_list
 
 SHORTLIST_FILE = "shortlist.json"
 """What a triage commits: this file in its working directory, as it is when the session ends."""
@@ -91,7 +90,7 @@ class WorkerProcess:
         return reaper.is_alive(self.pid)
 
     def kill(self) -> None:
-        if self.alive():
+        if self.pid is not None and self.alive():
             reaper.kill_tree(self.pid)
 
     async def wait_exit(self, timeout: float) -> bool:
@@ -121,14 +120,24 @@ class MiniSweRunner(RunnerKind):
     )
 
     executors: ClassVar[tuple[str, ...]] = ("local", "ray")
-    #: Its sessions verify with pred and its templates hunt in problem-reductions.
-    targets: ClassVar[tuple[str, ...]] = (PROBLEM_REDUCTIONS,)
+    #: Its templates hunt in problem-reductions with pred.
+    targets: ClassVar[tuple[str, ...] | None] = ("problem-reductions",)
+    uses_target = True
 
     @classmethod
-    def preflight(
-        cls, profile: Any, *, tasks: list[str] | None, full: bool, target: str = PROBLEM_REDUCTIONS
-    ) -> list[Check]:
-        return checks.preflight(profile, tasks=tasks, full=full)
+    def preflight(cls, profile: Any, *, tasks: list[str] | None, full: bool) -> list[Check]:
+        return checks.preflight(profile)
+
+    @classmethod
+    def target_tools(cls, profile: Any, target: type[TargetKind]) -> TargetTools:
+        """The profile's `pred` (where the target has it), its verify timeout, the tool gate's
+        one-shot sandbox for the target's own programs."""
+        pred = locate(profile.pred) if "pred" in target.programs else None
+        return TargetTools(
+            {"pred": pred} if pred else {},
+            profile.verify_timeout_s,
+            OneShot(sandboxed=profile.environment == "bubblewrap"),
+        )
 
     @classmethod
     def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
@@ -142,25 +151,27 @@ class MiniSweRunner(RunnerKind):
     runs_triage = True
 
     @classmethod
-    def rule_inventory(cls, profile: Any, environment: Path) -> list[str]:
-        """Shortlist campaigns: every rule of `pred list --rules`, named as
-        certificates name them (`SOURCE -> TARGET`); ValueError with the problem."""
+    def triage_problem(cls, profile: Any) -> str:
+        """A shortlist campaign's triage needs the templates' triage instance template."""
         if TRIAGE_TEMPLATE not in load_templates(profile.templates_path):
-            raise ValueError(f"templates {profile.templates_path} have no {TRIAGE_TEMPLATE}")
-        rules, problem = rule_list(resolve_pred(profile.pred))
-        if problem:
-            raise ValueError(problem)
-        return [f"{source} -> {target}" for source, target in rules]
+            return f"templates {profile.templates_path} have no {TRIAGE_TEMPLATE}"
+        return ""
 
     def __init__(
-        self, profile: MiniSweProfile, *, run_dir: Path, executor: ExecutorConfig | None = None
+        self,
+        profile: MiniSweProfile,
+        *,
+        run_dir: Path,
+        target: TargetKind,
+        executor: ExecutorConfig | None = None,
     ) -> None:
-        super().__init__(profile, run_dir=run_dir, executor=executor)
+        super().__init__(profile, run_dir=run_dir, target=target, executor=executor)
         self.profile: MiniSweProfile = profile
         self.executor: ExecutorConfig | None = executor
         self.remote: Any = None  # (RayExecutor, CallbackListener) once entered with kind = "ray"
-        found = resolve_pred(profile.pred)
-        self.pred = found if os.path.isabs(found) else None
+        self.tools = self.target_tools(profile, type(target))
+        # The agent's pred (the target's program, on its PATH and behind the tool gate).
+        self.pred = self.tools.programs.get("pred")
         self._forkserver: forkserver.Forkserver | None = None
         self._services = AsyncExitStack()
 
@@ -199,6 +210,14 @@ class MiniSweRunner(RunnerKind):
         report = WorkerReport(max_output_tokens=session.model.max_output_tokens)
         request = self._request(session, files, secrets, key_name)
         evidence = Evidence(files.dir, session.attempt)
+        how = Verification(
+            target=self.target,
+            tools=self.tools,
+            max_certificates=0 if session.triage is not None else self.profile.max_certificates,
+            certificates_file=files.attempt_file("certificates.json"),
+            admit=counting.submits(session.limits, meter, evidence),
+            task=session.task,
+        )
         submitted = None
         try:
             tmp_bytes = self.profile.max_disk_mb * 1024 * 1024
@@ -208,7 +227,7 @@ class MiniSweRunner(RunnerKind):
                 self.profile.environment,
                 self.pred,
                 workdir=files.dir / "workdir",
-                verify_timeout_s=self.profile.verify_timeout_s,
+                verification=how,
                 evidence=evidence,
                 tmp_bytes=tmp_bytes,
                 tools_print_budget=False,  # every observation starts with the budget line
@@ -231,18 +250,10 @@ class MiniSweRunner(RunnerKind):
             if session.triage is not None:  # read before the workdir is cleaned up
                 committed = await trio.to_thread.run_sync(read_shortlist, files.dir / "workdir")
             outcome = await judge(
-                report,
-                fingerprint=session.environment_fingerprint,
-                pred=self.pred,
-                timeout=self.profile.verify_timeout_s,
-                max_certificates=0 if session.triage is not None else self.profile.max_certificates,
-                certificates_file=files.attempt_file("certificates.json"),
-                admit=counting.submits(session.limits, meter, evidence),
-                submitted=submitted,
-                task=session.task,
+                report, how, fingerprint=session.environment_fingerprint, submitted=submitted
             )
             outcome = counting.explain(outcome, session.limits, meter)
-            if session.triage is not None and not outcome.infra_error:
+            if committed is not None and not outcome.infra_error:
                 outcome = replace(outcome, shortlist=committed[0], reason=committed[1] or outcome.reason)
             return replace(outcome, reason=keys.scrub(outcome.reason, secrets.values()))
         finally:

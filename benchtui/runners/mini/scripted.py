@@ -50,7 +50,8 @@ class Request:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        return self.body["messages"]
+        found: list[dict[str, Any]] = self.body["messages"]
+        return found
 
     @property
     def turn(self) -> int:
@@ -102,10 +103,8 @@ class ScriptedLLM:
                     payload = json.dumps({"error": {"message": "scripted failure", "type": "server_error"}})
                     self._send(reply.status, payload.encode(), {"retry-after-ms": "10"})
                     return
-                payload = reply.body if reply.body is not None else json.dumps(completion(request, reply))
-                self._send(
-                    200, payload if isinstance(payload, bytes) else payload.encode(), drip_s=reply.drip_s
-                )
+                body = reply.body if reply.body is not None else json.dumps(completion(request, reply))
+                self._send(200, body if isinstance(body, bytes) else body.encode(), drip_s=reply.drip_s)
 
             def _send(
                 self, status: int, payload: bytes, headers: dict[str, str] | None = None, drip_s: float = 0.0

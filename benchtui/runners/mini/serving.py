@@ -13,7 +13,7 @@ from typing import Protocol
 from benchtui.core.contract import Meter, Usage
 from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.toolgate import counting
-from benchtui.runners.kit.verdict import WorkerReport
+from benchtui.runners.kit.verdict import WorkerDone, WorkerReport
 from benchtui.runners.mini import protocol as p
 
 
@@ -83,7 +83,10 @@ class WorkerSession:
                 if not self.remote:
                     report.cgroup = path
             case p.Done(report=done):
-                report.done = done
+                found = WorkerDone.read(done)
+                report.done = (
+                    found if isinstance(found, WorkerDone) else WorkerDone(infra_error=True, error=found)
+                )
 
     def late(self, message: p.WorkerMessage) -> None:
         """After the session: only the worker's pid and the usage it reported still matter."""

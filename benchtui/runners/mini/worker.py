@@ -26,6 +26,7 @@ import openai
 from minisweagent.agents.default import DefaultAgent
 
 from benchtui.core import workspace
+from benchtui.core.certificates import MAX_CERTIFICATE_CHARS, blocks_in_messages
 from benchtui.runners.kit import bubblewrap as sandbox
 from benchtui.runners.kit import reaper
 from benchtui.runners.kit import resources as processes
@@ -34,8 +35,6 @@ from benchtui.runners.mini.model import MeteredModel, model_kwargs
 from benchtui.runners.mini.profile import load_templates
 from benchtui.runners.mini.protocol import MAX_BLOCKS_BYTES, MessageTooLarge, ParentGone, WorkerChannel
 from benchtui.runners.mini.resources import Limits, Watched
-from benchtui.targets.problem_reductions.certificate import MAX_CERTIFICATE_CHARS
-from benchtui.targets.problem_reductions.sources import blocks_in_messages
 
 MAX_BLOCKS = 50
 # A longer block is cut, and still over the certificate limit: rejected as too large (final).

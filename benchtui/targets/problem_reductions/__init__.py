@@ -24,12 +24,14 @@ from .certificate import (
 )
 from .checks import check
 from .drivers import resolve_pred, verify, verify_async
+from .kind import ProblemReductions
 
 __all__ = [
     "BLOCK",
     "FENCE",
     "VIOLATIONS",
     "PredCall",
+    "ProblemReductions",
     "PredResult",
     "Value",
     "Verdict",

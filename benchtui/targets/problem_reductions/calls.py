@@ -27,7 +27,7 @@ def stop(status: str, reason: str, cause: str, **details: Any) -> Stop:
 
 def pred_json(
     args: tuple[str, ...], files: dict[str, Any], what: str
-) -> Generator[PredCall, PredResult, dict]:
+) -> Generator[PredCall, PredResult, dict[str, Any]]:
     """One pred call; anything but a JSON object on stdout stops the check as inconclusive."""
     result = yield PredCall(args, files)
     return json_of(result, what)
@@ -90,7 +90,9 @@ def via_file(path: Any) -> dict[str, Any] | None:
     return {"path": [{"from": a, "to": b, "step": i + 1} for i, (a, b) in enumerate(pairwise(steps))]}
 
 
-def reduce(source: dict[str, Any], claimed: dict[str, Any]) -> Generator[PredCall, PredResult, dict]:
+def reduce(
+    source: dict[str, Any], claimed: dict[str, Any]
+) -> Generator[PredCall, PredResult, dict[str, Any]]:
     files: dict[str, Any] = {"source.json": source}
     route = via_file(claimed.get("path"))
     if route is not None:

@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+# The block protocol is benchtui's, the same for every target (re-exported for older imports).
+from benchtui.core.certificates import FENCE as FENCE
+from benchtui.core.certificates import MAX_CERTIFICATE_CHARS as MAX_CERTIFICATE_CHARS
+from benchtui.core.certificates import MAX_CERTIFICATE_DEPTH as MAX_CERTIFICATE_DEPTH
+from benchtui.core.certificates import find_blocks as find_blocks
+from benchtui.core.certificates import parse_block as parse_block
+
 #: The violation names of the target benchmark's certificates (its results schema enumerates them).
 VIOLATIONS = ("unsound_extraction", "incomplete_reduction", "suboptimal_extraction")
 BLOCK = re.compile(r"^[ \t]*CERTIFICATE_START[ \t]*\r?\n(.*?)^[ \t]*CERTIFICATE_END[ \t]*$", re.M | re.S)
-START_LINE = re.compile(r"^[ \t]*CERTIFICATE_START[ \t]*\r?\n", re.M)
-END_LINE = re.compile(r"^[ \t]*CERTIFICATE_END[ \t]*$", re.M)
-FENCE = re.compile(r"^```[\w-]*\s*\n(.*)\n```\s*$", re.S)
-# Bounds on what an agent may print as a certificate: past them it is malformed (the model's
-# outcome, final), never a crash (deep nesting raised RecursionError) or an unbounded message.
-MAX_CERTIFICATE_CHARS = 1_000_000
-MAX_CERTIFICATE_DEPTH = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +35,9 @@ class PredResult:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
+    """What the checks conclude (`details["cause"]` says why); the target kind (kind.py) hands it
+    on as the contract's typed verdict."""
+
     status: Literal["accepted", "rejected", "inconclusive"]
     reason: str
     details: dict[str, Any] = field(default_factory=dict)
@@ -50,52 +52,6 @@ class Verdict:
             "judged_by": "verifier",
             **asdict(self),
         }
-
-
-# -- certificate blocks in agent output ---------------------------------------------------------
-def find_blocks(text: str) -> list[str]:
-    """The raw text of every CERTIFICATE_START … CERTIFICATE_END block (lines of their own).
-
-    What BLOCK.finditer finds, in linear time: the lazy regex rescans the rest of the text from
-    every START line without an END after it (100,000 of them, 1.8 MB, took about half an hour)."""
-    blocks, pos = [], 0
-    while (start := START_LINE.search(text, pos)) and (end := END_LINE.search(text, start.end())):
-        blocks.append(text[start.end() : end.start()])
-        pos = end.end()
-    return blocks
-
-
-def parse_block(raw: str) -> tuple[dict[str, Any] | None, str]:
-    """(certificate, "") or (None, why it is malformed)."""
-    body = raw.strip()
-    fenced = FENCE.match(body)
-    body = fenced.group(1) if fenced else body
-    if len(body) > MAX_CERTIFICATE_CHARS:
-        return None, f"larger than {MAX_CERTIFICATE_CHARS:,} characters"
-    if _nesting(body) > MAX_CERTIFICATE_DEPTH:
-        return None, f"nested deeper than {MAX_CERTIFICATE_DEPTH} levels"
-    try:
-        cert = json.loads(body)
-    except (ValueError, RecursionError) as exc:
-        return None, f"not JSON: {str(exc)[:200]}"
-    if not isinstance(cert, dict):
-        return None, "not a JSON object"
-    return cert, ""
-
-
-STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-BRACKETS = re.compile(r"[\[\]{}]")
-
-
-def _nesting(text: str) -> int:
-    """The bracket nesting outside JSON strings, counted up to one past the limit (no recursion)."""
-    depth = deepest = 0
-    for match in BRACKETS.finditer(STRINGS.sub("", text)):
-        depth += 1 if match.group() in "[{" else -1
-        deepest = max(deepest, depth)
-        if deepest > MAX_CERTIFICATE_DEPTH:
-            break
-    return deepest
 
 
 # -- values pred prints ("Max(2)", "Min(None)", "Or(true)", "SolutionSize(3, valid)") -----------

@@ -24,7 +24,8 @@ def _drive(
         while True:
             call = checks.send(run(call))
     except StopIteration as stop:
-        return stop.value
+        verdict: Verdict = stop.value
+        return verdict
 
 
 def _prepare(call: PredCall, workdir: Path) -> None:
@@ -108,4 +109,5 @@ async def verify_async(cert: Any, *, pred: str = "pred", timeout: float = 60.0) 
         while True:
             call = checks.send(await run(call))
     except StopIteration as stop:
-        return stop.value
+        verdict: Verdict = stop.value
+        return verdict

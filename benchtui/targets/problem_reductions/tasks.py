@@ -149,9 +149,9 @@ def on_task(cert: dict[str, Any], task: str) -> bool:
         if "->" in rule:
             left, right = (side.strip().split("/")[0] for side in rule.split("->", 1))
             forms.add(_names(f"{left}to{right}"))
-    source = cert.get("source") if isinstance(cert.get("source"), dict) else {}
-    bundle = cert.get("bundle") if isinstance(cert.get("bundle"), dict) else {}
-    target = bundle.get("target") if isinstance(bundle.get("target"), dict) else {}
+    source: dict[str, Any] = cert["source"] if isinstance(cert.get("source"), dict) else {}
+    bundle: dict[str, Any] = cert["bundle"] if isinstance(cert.get("bundle"), dict) else {}
+    target: dict[str, Any] = bundle["target"] if isinstance(bundle.get("target"), dict) else {}
     instance = _names(f"{source.get('type', '')}to{target.get('type', '')}")
     named = bool(forms & wanted)
     # The instance must be of the task too where it says (an agent cannot name the task's rule

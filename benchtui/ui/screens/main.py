@@ -14,6 +14,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Log
 
+from benchtui.core.outcome import OutcomeDetails
 from benchtui.ui.detail import SessionDetail, find_certificate
 from benchtui.ui.model import LOG_LINES, ViewModel
 from benchtui.ui.sessions import SessionsTable
@@ -50,7 +51,7 @@ class MainScreen(Screen[None]):
         super().__init__(**kwargs)
         self.view = view
         self.run_dir = run_dir
-        self.certificates: dict[str, dict[str, Any] | None] = {}
+        self.certificates: dict[str, OutcomeDetails | None] = {}
         self._log: list[str] = []
         """Lines for the events pane not written yet (see `write_log`)."""
 

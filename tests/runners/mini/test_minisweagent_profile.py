@@ -164,7 +164,7 @@ def test_without_the_mini_extra_the_kind_says_what_to_install(monkeypatch):
     from benchtui.runners.mini.runner import MiniSweRunner
 
     monkeypatch.setattr(profile_module, "RUNNER_PACKAGES", ("minisweagent", "no_such_package_benchtui"))
-    (check,) = MiniSweRunner.preflight(profile(), tasks=None, full=False)
+    (check,) = MiniSweRunner.preflight(profile(), tasks=None, full=False)  # before the target's
     assert re.search(r'needs no_such_package_benchtui: pip install "benchtui\[mini\]"', check.problem)
 
 

@@ -62,8 +62,8 @@ class GatewayApp:
     async def __call__(
         self,
         scope: dict[str, Any],
-        receive: Callable[[], Awaitable[dict]],
-        send: Callable[[dict], Awaitable[None]],
+        receive: Callable[[], Awaitable[dict[str, Any]]],
+        send: Callable[[dict[str, Any]], Awaitable[None]],
     ) -> None:
         if scope["type"] == "lifespan":
             while (await receive())["type"] != "lifespan.shutdown":
@@ -84,7 +84,12 @@ class GatewayApp:
             await reply.fail(500, "gateway: internal error")
 
     async def _handle(
-        self, scope: dict[str, Any], receive: Callable, path: str, dialect: Dialect, reply: Reply
+        self,
+        scope: dict[str, Any],
+        receive: Callable[[], Awaitable[dict[str, Any]]],
+        path: str,
+        dialect: Dialect,
+        reply: Reply,
     ) -> None:
         headers = dict(scope["headers"])
         token = _token(headers)
@@ -113,7 +118,12 @@ class GatewayApp:
             )
 
     async def _count_tokens(
-        self, grant: Grant, dialect: Dialect, request: dict[str, Any], headers: dict, reply: Reply
+        self,
+        grant: Grant,
+        dialect: Dialect,
+        request: dict[str, Any],
+        headers: dict[bytes, bytes],
+        reply: Reply,
     ) -> None:
         request["model"] = grant.model
         try:
@@ -138,7 +148,9 @@ class GatewayApp:
             await reply.whole(status, data)
 
 
-async def _request(receive: Callable, dialect: Dialect, reply: Reply) -> dict[str, Any] | None:
+async def _request(
+    receive: Callable[[], Awaitable[dict[str, Any]]], dialect: Dialect, reply: Reply
+) -> dict[str, Any] | None:
     """The body as a JSON object, or None once the agent has its 4xx (or has gone)."""
     try:
         async with asyncio.timeout(BODY_TIMEOUT_S):
@@ -174,7 +186,7 @@ def _token(headers: dict[bytes, bytes]) -> str:
     return headers.get(b"x-api-key", b"").decode("latin-1").strip()
 
 
-async def _body(receive: Callable[[], Awaitable[dict]]) -> bytes | None:
+async def _body(receive: Callable[[], Awaitable[dict[str, Any]]]) -> bytes | None:
     chunks, size = [], 0
     while True:
         message = await receive()

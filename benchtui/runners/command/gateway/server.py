@@ -179,7 +179,7 @@ class Gateway:
         lines = Lines()
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             async for data in relay.stream:
-                self._received(relay, nursery, lines, data)
+                self._received(relay, nursery, lines, bytes(data))
 
     def _received(self, relay: _Relay, nursery: trio.Nursery, lines: Lines, data: bytes) -> None:
         try:
@@ -303,6 +303,7 @@ class Gateway:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(relay.write)
                     nursery.start_soon(self._serve_relay, relay, nursery, ready)
+                    assert relay.process is not None  # a local relay: this engine started it
                     await relay.process.wait()
                     nursery.cancel_scope.cancel()
             finally:

@@ -39,7 +39,9 @@ class CallbackListener:
     ) -> None:
         listeners = await trio.open_tcp_listeners(0, host=host)
         self.address = (host, listeners[0].socket.getsockname()[1])
-        await trio.serve_listeners(self._arrived, listeners, task_status=task_status)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(trio.serve_listeners, self._arrived, listeners)
+            task_status.started()
 
     def expect(self) -> tuple[str, trio.MemoryReceiveChannel[Arrival]]:
         token = tokens.token_urlsafe(24)

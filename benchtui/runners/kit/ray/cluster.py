@@ -10,6 +10,7 @@ like any other, with what it spent kept in the ledger.
 
 from __future__ import annotations
 
+import logging
 import contextlib
 import socket
 import threading
@@ -108,14 +109,16 @@ def _connect(config: ExecutorConfig) -> str:
     _reachable(str(config.address))
     with _lock:
         if not ray.is_initialized():
-            ray.init(address=config.address, log_to_driver=False, logging_level="error")  # nothing on the TUI
+            ray.init(
+                address=config.address, log_to_driver=False, logging_level=logging.ERROR
+            )  # not on the TUI
         _users += 1
     try:
-        _check_resources(config, ray.cluster_resources())
+        _check_resources(config, ray.cluster_resources())  # type: ignore[no-untyped-call]
     except BaseException:
         _disconnect()
         raise
-    return config.gateway_host or str(ray.util.get_node_ip_address())
+    return config.gateway_host or str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
 
 
 def _disconnect() -> None:

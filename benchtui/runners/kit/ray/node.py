@@ -208,7 +208,7 @@ def where() -> dict[str, str]:
     try:
         import ray  # present: this runs in a Ray worker
 
-        found["ip"] = str(ray.util.get_node_ip_address())
+        found["ip"] = str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
         found["node_id"] = str(ray.get_runtime_context().get_node_id())
     except Exception:  # run outside Ray
         pass

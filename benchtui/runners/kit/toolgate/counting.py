@@ -28,8 +28,7 @@ from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.toolgate.node import NodeGateSpec
 from benchtui.runners.kit.toolgate.remote import NodeTools
 from benchtui.runners.kit.toolgate.submit import Submissions
-from benchtui.runners.kit.verdict import verify_certificate
-from benchtui.targets.problem_reductions import Verdict
+from benchtui.runners.kit.verdict import Verification
 
 if TYPE_CHECKING:
     from benchtui.runners.kit.ray.callback import CallbackListener
@@ -117,7 +116,7 @@ async def open_gate(
     pred: str | None,
     *,
     workdir: Path | None = None,
-    verify_timeout_s: float = 120.0,
+    verification: Verification | None = None,
     evidence: Evidence | None = None,
     tmp_bytes: int | None = None,
     tools_print_budget: bool = True,
@@ -128,7 +127,9 @@ async def open_gate(
     where the gate cannot be reached). `tools_print_budget`: a gated tool prints the budget line
     after its output (for agent CLIs; the mini runner's observations start with it anyway).
     `remote`: the agent runs on a Ray node, whose gate (`toolgate.node`) asks this one through
-    `Gate.node` (nothing is served here; `Gate.tools` are the names the node shims)."""
+    `Gate.node` (nothing is served here; `Gate.tools` are the names the node shims). `verification`:
+    how the session's certificates are verified (its target's verifier, the off-task check);
+    None, or a target without a verifier: no `submit`."""
     limits = session.limits if session is not None else LogicalLimits()
     names = gate.tool_names(limits)
     if session is None or not (names or limits.submits):
@@ -137,13 +138,8 @@ async def open_gate(
     record = evidence.record if evidence is not None else (lambda kind, **fields: None)
     line = partial(budget_line, limits, meter)
     submissions = None
-    if limits.submits and pred is not None:
-        found = pred
-
-        async def check(cert: dict[str, Any]) -> Verdict:
-            return await verify_certificate(cert, pred=found, timeout=verify_timeout_s)
-
-        submissions = Submissions(meter, limits, check, record=record, budget_line=line)
+    if limits.submits and verification is not None and verification.target.verifies:
+        submissions = Submissions(meter, limits, verification, record=record, budget_line=line)
     shimmed = names + ([gate.SUBMIT] if submissions is not None else [])
     sandboxed = environment == "bubblewrap"
     server = gate.ToolGate(

@@ -291,7 +291,7 @@ async def run_tool(
         finally:
             _kill(process)
             nursery.cancel_scope.cancel()
-    return None if gone else _status(process.returncode)
+    return None if gone or process.returncode is None else _status(process.returncode)
 
 
 async def capture_tool(argv: list[str], cwd: str | None) -> Cached:
@@ -331,7 +331,7 @@ async def _deliver_cancel(process: trio.Process) -> None:
 
 async def receive(client: trio.socket.SocketType) -> tuple[bytes | None, list[int]]:
     """The request line and the descriptors that came with it (the shim's stdin, stdout, stderr)."""
-    data, fds = b"", []
+    data, fds = b"", list[int]()
     while not data.endswith(b"\n") and len(data) < MAX_REQUEST:
         chunk, ancillary, _flags, _addr = await client.recvmsg(1 << 16, socket.CMSG_SPACE(STDIO * 4))
         for level, kind, payload in ancillary:

@@ -10,6 +10,7 @@ is not in the sandbox at all) and answers one JSON line: what to print, the exit
 
 import json
 import os
+from typing import Any
 import socket
 import sys
 
@@ -17,14 +18,14 @@ REFUSED = 126  # "command found but not executable", as a shell says it
 MAX_FILE = 1_000_001  # one character over the verifier's bound: too large, and said so
 
 
-def request(tool: str, args: list[str]) -> dict:
-    message = {"argv": [tool, *args], "cwd": os.getcwd() if os.path.isdir(".") else "/"}
+def request(tool: str, args: list[str]) -> dict[str, Any]:
+    message: dict[str, Any] = {"argv": [tool, *args], "cwd": os.getcwd() if os.path.isdir(".") else "/"}
     if tool == "submit" and len(args) == 1:
         try:
             with open(args[0], encoding="utf-8", errors="replace") as file:
                 message["file"] = file.read(MAX_FILE)
         except (OSError, ValueError) as exc:
-            message["file_error"] = f"cannot read {args[0]}: {exc.strerror or exc}"
+            message["file_error"] = f"cannot read {args[0]}: {getattr(exc, 'strerror', None) or exc}"
     return message
 
 

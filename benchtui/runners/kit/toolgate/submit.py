@@ -6,16 +6,15 @@ hunting): `accepted` is set, and the runner stops its agent."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import trio
 
 from benchtui.core.contract import LogicalLimits, Meter
+from benchtui.core.target import Verdict, malformed
 from benchtui.runners.kit.toolgate.server import Answer, Call, Record
-from benchtui.targets.problem_reductions import Verdict, parse_block
-
-Verify = Callable[[dict[str, Any]], Awaitable[Verdict]]
+from benchtui.runners.kit.verdict import Verification
 
 
 class Submissions:
@@ -25,12 +24,12 @@ class Submissions:
         self,
         meter: Meter,
         limits: LogicalLimits,
-        verify: Verify,
+        verification: Verification,
         *,
         record: Record,
         budget_line: Callable[[], str],
     ) -> None:
-        self.meter, self.limits, self.verify = meter, limits, verify
+        self.meter, self.limits, self.verification = meter, limits, verification
         self.record, self.budget_line = record, budget_line
         self.checked: list[tuple[dict[str, Any] | None, Verdict]] = []
         self.accepted = trio.Event()
@@ -43,24 +42,22 @@ class Submissions:
         digest = hashlib.sha256(text.encode(errors="replace")).hexdigest()
         name = call.argv[1] if len(call.argv) > 1 else ""
         if self.accepted.is_set() and not self.limits.keep_hunting:
-            return self._answer(Verdict("rejected", "the session has ended: a certificate was accepted"))
+            return self._answer(
+                Verdict("rejected", "the session has ended: a certificate was accepted", "refused")
+            )
         spent = await self.meter.use("submits")
         if spent is not None:
             verdict = Verdict(
-                "rejected", f"not verified: the session's {self.limits.submits} submits are spent"
+                "rejected", f"not verified: the session's {self.limits.submits} submits are spent", "refused"
             )
             self.record("submit", file=name, sha256=digest, verdict="refused", reason=verdict.reason)
             return self._answer(verdict)
         cert: dict[str, Any] | None = None
         if call.file_error is not None:
-            verdict = Verdict("rejected", f"malformed certificate: {call.file_error}", {"cause": "malformed"})
+            verdict = malformed(call.file_error)
         else:
-            cert, problem = await trio.to_thread.run_sync(parse_block, text)
-            verdict = (
-                await self.verify(cert)
-                if cert is not None
-                else Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
-            )
+            cert, problem = await trio.to_thread.run_sync(self.verification.target.parse, text)
+            verdict = await self.verification.verify(cert) if cert is not None else malformed(problem)
         self.checked.append((cert, verdict))
         self.record("submit", file=name, sha256=digest, verdict=verdict.status, reason=verdict.reason)
         if verdict.accepted:

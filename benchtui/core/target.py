@@ -1,0 +1,286 @@
+"""The target boundary: what a campaign's target brings, as the engine and the runners use it.
+
+A target kind is the library the agents hunt in, seen from benchtui: the `[target]` table (its
+`Profile`), the shape of its certificates, its verifier (a certificate in, a typed `Verdict` out),
+whether a certificate is on a session's task, its task and rule inventory, and its preflight.
+Runners are handed the target they run against (never import a target's package); what the
+target's verifier needs of the machine a session runs on — where its programs are (`pred`), how
+long a call may take, a one-shot sandbox — the runner gives as `TargetTools`.
+
+Built-ins (core/registry.py): `problem-reductions` (pred's round trip), `none` (certificates are
+recorded unverified) and `command` (the maintainer's own checker, sandboxed). Third-party kinds
+register in the `benchtui.targets` entry-point group or are named by a `package.module:Class` path.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol, get_args
+
+from pydantic import BaseModel, ConfigDict
+
+from benchtui.core.certificates import parse_block
+from benchtui.core.checks import Check
+
+Status = Literal["accepted", "rejected", "inconclusive", "unverified"]
+Cause = Literal[
+    "violation",  # accepted: the target shows the bug (any class: round trip, panic, rejection)
+    "no_violation",  # rejected: the claim does not hold on the target
+    "wrong_target",  # rejected: the certificate's reduction output is not what the rule produces
+    "invalid_instance",  # rejected: the certificate's instance is not a valid one of its problem
+    "malformed",  # rejected: not a certificate of this target
+    "off_task",  # rejected: a bug, but in another rule than the session's task
+    "refused",  # rejected: not verified (the session's submits are spent, or it has ended)
+    "timeout",  # inconclusive: a call of the verifier ran out of time
+    "tool_error",  # inconclusive: the verifier's program failed or answered nothing usable
+    "tool_missing",  # inconclusive: the verifier's program is not there (a set-up error)
+    "unverified",  # unverified: the target has no verifier
+]
+CAUSES: tuple[str, ...] = get_args(Cause)
+STATUS_OF_CAUSE: dict[str, Status] = {
+    "violation": "accepted",
+    "timeout": "inconclusive",
+    "tool_error": "inconclusive",
+    "tool_missing": "inconclusive",
+    "unverified": "unverified",
+}
+"""The status each cause implies (every other cause: rejected)."""
+LEGACY_CAUSES: dict[str, Cause] = {"pred_error": "tool_error", "pred_missing": "tool_missing"}
+"""Causes as run dirs written before the target contract spell them."""
+JudgedBy = Literal["verifier", "runner"]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A verifier's answer on one certificate. `cause` is a closed set; `evidence` is what the
+    target recorded to show it (exit statuses, the observed violation, a panic line…)."""
+
+    status: Status
+    reason: str
+    cause: Cause
+    verifier: str = ""
+    """Who verified: the target's verifier (`benchtui.targets.problem_reductions (pred round
+    trip)`), or a runner's own word when `judged_by` is `runner` (a claim)."""
+    judged_by: JudgedBy = "verifier"
+    found_by: str = ""
+    """The route that showed the bug (`reduce-solve-extract`, `target_config`, `panic`, …)."""
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.cause not in CAUSES:
+            raise ValueError(f"unknown verdict cause {self.cause!r} (causes: {', '.join(CAUSES)})")
+
+    @property
+    def accepted(self) -> bool:
+        return self.status == "accepted"
+
+    @classmethod
+    def of(cls, cause: Cause, reason: str, **kw: Any) -> Verdict:
+        """A verdict whose status follows from its cause."""
+        return cls(STATUS_OF_CAUSE.get(cause, "rejected"), reason, cause, **kw)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "verifier": self.verifier,
+            "judged_by": self.judged_by,
+            "status": self.status,
+            "reason": self.reason,
+            "cause": self.cause,
+        }
+        if self.found_by:
+            out["found_by"] = self.found_by
+        out["details"] = dict(self.evidence)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> Verdict:
+        """The one decoder of stored verdicts, this version's and older ones (whose cause sat in
+        `details`, spelled `pred_error`/`pred_missing`, or was missing); never raises."""
+        if not isinstance(data, Mapping):
+            return cls("rejected", "unreadable verdict", "malformed")
+        found = data.get("details")
+        details: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+        status: Status = data["status"] if data.get("status") in get_args(Status) else "rejected"
+        raw = str(data.get("cause", details.get("cause")))
+        named = LEGACY_CAUSES.get(raw, raw)
+        cause: Cause = named if named in CAUSES else _cause_of(status)  # type: ignore[assignment]
+        verifier = str(data.get("verifier") or "")
+        judged: JudgedBy = (
+            data["judged_by"]
+            if data.get("judged_by") in ("verifier", "runner")
+            # before `judged_by`: pred's verifier named itself so
+            else ("verifier" if "pred round trip" in verifier else "runner")
+        )
+        return cls(
+            status,
+            str(data.get("reason") or ""),
+            cause,
+            verifier=verifier,
+            judged_by=judged,
+            found_by=str(data.get("found_by") or details.get("found_by") or ""),
+            evidence={k: v for k, v in details.items() if k not in ("cause", "found_by")},
+        )
+
+
+def _cause_of(status: str) -> Cause:
+    return {"accepted": "violation", "inconclusive": "tool_error", "unverified": "unverified"}.get(
+        status, "no_violation"
+    )  # type: ignore[return-value]
+
+
+def malformed(problem: str) -> Verdict:
+    """The verdict on what is not a certificate at all (the model's output, final)."""
+    return Verdict("rejected", f"malformed certificate: {problem}", "malformed")
+
+
+# -- what the machine gives a target's verifier ----------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Ran:
+    """A program run in a sandbox, bounded: its exit status (None: killed), its output (cut at the
+    bound), and why it was stopped if it was (`timeout`, `output`, `processes`, `memory`)."""
+
+    returncode: int | None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    stopped: str = ""
+
+
+class Sandbox(Protocol):
+    """A one-shot sandbox for a target's own programs (the tool gate's: a read-only system, no
+    network, a private /tmp), bounded in time, memory, processes and output."""
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        readable: Sequence[Path],
+        stdin: bytes,
+        timeout_s: float,
+        output_bytes: int,
+        memory_bytes: int,
+        max_processes: int,
+    ) -> Ran:
+        """Run `argv` in `cwd` with only `readable` (and the system) visible, read-only."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TargetTools:
+    """What the machine running a session gives its target's verifier."""
+
+    programs: Mapping[str, str] = field(default_factory=dict)
+    """The target's programs as found there (`{"pred": "/usr/local/bin/pred"}`); a program not
+    found is absent."""
+    timeout_s: float = 60.0
+    """Of each call of a verifier's program (the runner profile's `verify_timeout_s`)."""
+    sandbox: Sandbox | None = None
+    """Where a target runs programs of its own (the `command` target's checker)."""
+
+
+def locate(program: str) -> str | None:
+    """An executable's absolute path (a name on PATH, or a path), None when there is none."""
+    found = shutil.which(program)
+    return os.path.abspath(found) if found else None
+
+
+class TargetProfile(BaseModel):
+    """Keys shared by every `[target]` table; each target kind extends it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    path_keys: ClassVar[tuple[str, ...]] = ()
+    """Keys holding file paths; relative ones are resolved against the campaign file's folder."""
+
+    kind: str = "problem-reductions"
+    """Registry name of the target (`problem-reductions`, `none`, `command`, an entry point, or
+    `pkg.mod:Class`)."""
+
+
+class TargetKind:
+    """The base of every target kind: what it declares, with safe defaults for what it need not.
+
+    A subclass sets `Profile` and overrides what it can do: `verify` (with `verifies = True`),
+    `rule_inventory` (with `has_inventory = True`), `on_task`, `preflight`, `certificate_schema`.
+    It is constructed once per campaign with its validated profile; every method may be called
+    from many sessions at once (keep no per-call state on the instance).
+    """
+
+    Profile: ClassVar[type[TargetProfile]] = TargetProfile
+    verifies: ClassVar[bool] = False
+    """Whether it has a verifier; without one, certificates are recorded unverified (claims)."""
+    has_inventory: ClassVar[bool] = False
+    """Whether `rule_inventory` gives the rules a shortlist campaign's triage chooses from."""
+    programs: ClassVar[tuple[str, ...]] = ()
+    """Programs of the target its sessions and its verifier use (`pred`): runners locate them."""
+    verifier: ClassVar[str] = ""
+    """How its verdicts name their verifier."""
+
+    def __init__(self, profile: TargetProfile) -> None:
+        self.profile = profile
+
+    # -- certificates ----------------------------------------------------------------------------
+    def parse(self, raw: str) -> tuple[dict[str, Any] | None, str]:
+        """A certificate from a block an agent printed or submitted, or (None, why it is malformed)."""
+        return parse_block(raw)
+
+    @classmethod
+    def looks_like(cls, value: Any) -> bool:
+        """Whether a JSON value inside a file benchtui wrote is one of its certificates (a results
+        row names a rule too: a certificate also carries an instance)."""
+        return (
+            isinstance(value, dict)
+            and isinstance(value.get("rule"), str)
+            and "result" not in value
+            and any(
+                isinstance(v, dict) for k, v in value.items() if k not in ("certificate", "verify_details")
+            )
+        )
+
+    def rule_of(self, certificate: Mapping[str, Any]) -> str | None:
+        """The rule a certificate claims a bug in."""
+        rule = certificate.get("rule")
+        return rule if isinstance(rule, str) and rule else None
+
+    def on_task(self, certificate: Mapping[str, Any], task: str) -> bool:
+        """Whether a certificate is for the session's task (else it is `off_task`)."""
+        return self.rule_of(certificate) == task
+
+    async def verify(self, certificate: dict[str, Any], tools: TargetTools) -> Verdict:
+        """The verdict on one certificate; never raises for any certificate (a crash of the
+        verifier on hostile input is the caller's `malformed`). Cancellable at any await."""
+        return Verdict(
+            "unverified",
+            f'unverified: the campaign\'s target has no verifier ([target] kind = "{self.profile.kind}")',
+            "unverified",
+            verifier=self.verifier,
+            judged_by="runner",  # nobody judged it: never counted as verified
+        )
+
+    @classmethod
+    def certificate_schema(cls) -> dict[str, Any]:
+        """The JSON Schema of its certificates (documentation, `benchtui schema`)."""
+        return {
+            "type": "object",
+            "required": ["rule"],
+            "properties": {"rule": {"type": "string", "description": "the rule it claims a bug in"}},
+        }
+
+    # -- the campaign's tasks and the machine -----------------------------------------------------
+    def rule_inventory(self, environment: Path, tools: TargetTools) -> list[str]:
+        """The rules a shortlist campaign's triage chooses from (ValueError with the problem)."""
+        raise ValueError(f'target kind "{self.profile.kind}" has no rule inventory')
+
+    def preflight(self, tools: TargetTools, *, tasks: list[str] | None, full: bool) -> list[Check]:
+        """Checks of what its verifier needs on this machine (`full`: also the slow ones, e.g.
+        every task verifiable)."""
+        return []
+
+    def fingerprint(self, tools: TargetTools) -> str:
+        """What of the target's verifier must not change between sessions (a checker's version):
+        part of the environment fingerprint. "" when nothing beyond the checkout."""
+        return ""
