@@ -81,9 +81,8 @@ def test_the_results_files_the_report_and_the_tui_count_the_same_bugs(tmp_path, 
 
 
 def test_an_on_task_certificate_after_an_off_task_one_is_still_the_sessions_bug(tmp_path):
-    from support.report import JudgingProfile, JudgingRunner
-
     from support.judging import pred_verification, report_of
+    from support.report import JudgingProfile, JudgingRunner
 
     from benchtui.runners.kit.verdict import judge
 

@@ -10,8 +10,8 @@ like any other, with what it spent kept in the ledger.
 
 from __future__ import annotations
 
-import logging
 import contextlib
+import logging
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable

@@ -10,9 +10,9 @@ is not in the sandbox at all) and answers one JSON line: what to print, the exit
 
 import json
 import os
-from typing import Any
 import socket
 import sys
+from typing import Any
 
 REFUSED = 126  # "command found but not executable", as a shell says it
 MAX_FILE = 1_000_001  # one character over the verifier's bound: too large, and said so
