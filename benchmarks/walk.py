@@ -7,7 +7,7 @@ the **rooms** are the distinct modules, a **return** is a stay in a module the w
 before (stays = rooms + returns). Going down a floor and back (a validator asking `core.bounds`)
 is a return too, so three views are printed: every module, the engine's modules only (the floor
 `prepare` works on: coming back to one of them is the back and forth this measures), and
-`prepare`'s own steps (the functions it calls itself).
+its own steps (the functions of other modules that code of its own module calls).
 
 `prepare` is traced on a shipped campaign (campaigns/fair.toml, copied with its target into a
 temporary folder) after one untraced start, so imports and caches are warm as in a long-lived
@@ -17,6 +17,7 @@ the other sessions run in other tasks of the same thread and are not counted).
 
     python benchmarks/walk.py                  # campaigns/fair.toml
     python benchmarks/walk.py --path           # also the path through the engine's modules
+    python benchmarks/walk.py --packages       # engine.campaign.* as one room (as before the split)
     python benchmarks/walk.py campaigns/play.toml
 """
 
@@ -42,8 +43,9 @@ PACKAGE = "benchtui."
 @dataclass(frozen=True)
 class Event:
     module: str
-    depth: int
-    """Frames of the project's modules on the stack below this one (the traced call: 0)."""
+    caller: str | None
+    """The module of the project's frame below this one (None: the traced call itself)."""
+    call: bool
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ class Tracer:
         self.lookups: Counter[str] = Counter()
         """Runner kinds looked up in the registry (`registry.runner_class`), by the spelling asked."""
         self.watching = watching
-        self._depth = 0
+        self._stack: list[str] = []
 
     def hook(self, frame: FrameType, event: str, arg: Any) -> None:
         if event not in ("call", "return"):
@@ -86,14 +88,15 @@ class Tracer:
         name = frame.f_globals.get("__name__", "")
         if not name.startswith(PACKAGE) or not self.watching():
             return
+        module = name.removeprefix(PACKAGE)
         if event == "call":
             if name == "benchtui.core.registry" and frame.f_code.co_name == "runner_class":
                 self.lookups[str(frame.f_locals.get("kind"))] += 1
-            self.events.append(Event(name.removeprefix(PACKAGE), self._depth))
-            self._depth += 1
-        else:
-            self._depth -= 1
-            self.events.append(Event(name.removeprefix(PACKAGE), self._depth))
+            self.events.append(Event(module, self._stack[-1] if self._stack else None, True))
+            self._stack.append(module)
+        elif self._stack:
+            self._stack.pop()
+            self.events.append(Event(module, self._stack[-1] if self._stack else None, False))
 
     def __enter__(self) -> Tracer:
         sys.setprofile(self.hook)
@@ -103,15 +106,22 @@ class Tracer:
         sys.setprofile(None)
 
 
-def report(title: str, tracer: Tracer, *, path: bool) -> None:
+def report(title: str, tracer: Tracer, *, path: bool, packages: bool) -> None:
     events = tracer.events
+    if packages:  # engine.campaign.schema -> engine.campaign: a package's modules as one room
+
+        def room(module: str | None) -> str | None:
+            return module and ".".join(module.split(".")[:2])
+
+        events = [Event(room(e.module) or "", room(e.caller), e.call) for e in events]
+    root = events[0].module if events else ""
     every = walk([e.module for e in events])
     engine = walk([e.module for e in events if e.module.startswith("engine.")])
-    own = walk([e.module for e in events if e.depth <= 1])
+    own = walk([e.module for e in events if e.call and e.caller == root and e.module != root])
     print(title)
     print(every.line("every module under benchtui"))
     print(engine.line("the engine's modules only"))
-    print(own.line("its own steps (what it calls itself)"))
+    print(own.line("its steps (what it calls elsewhere)"))
     visits = Counter(engine.stays)
     print(
         "  stays per engine module: "
@@ -174,6 +184,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("campaign", nargs="?", type=Path, default=ROOT / "campaigns" / "fair.toml")
     p.add_argument("--path", action="store_true", help="print the path through the engine's modules")
+    p.add_argument(
+        "--packages", action="store_true", help="a package's modules as one room (engine.campaign.*)"
+    )
     args = p.parse_args()
     from benchtui.engine import run as engine
 
@@ -188,9 +201,10 @@ def main() -> None:
         prep, resumed = trace_prepare(engine.Options(path, root / "runs", resume=True))
         attempt = trace_attempt(prep)
     name = args.campaign.name
-    report(f"engine.prepare, a fresh start of {name}", fresh, path=args.path)
-    report(f"engine.prepare, --resume of that run ({name})", resumed, path=args.path)
-    report(f"one attempt of {name} (Attempt.run, its own task)", attempt, path=args.path)
+    shown = {"path": args.path, "packages": args.packages}
+    report(f"engine.prepare, a fresh start of {name}", fresh, **shown)
+    report(f"engine.prepare, --resume of that run ({name})", resumed, **shown)
+    report(f"one attempt of {name} (Attempt.run, its own task)", attempt, **shown)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
@@ -17,25 +18,27 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from benchtui.core import workspace
-from benchtui.core.contract import Check, RunnerProfile
+from benchtui.core.contract import Check, LogicalLimits, ModelSpec, RunnerProfile
 from benchtui.core.errors import BadInput
-from benchtui.engine.campaign import Campaign
+from benchtui.engine.campaign import Campaign, ResolvedProfile
 
 
-def runner_checks(campaign: Campaign, name: str, tasks: list[str] | None, *, full: bool) -> list[Check]:
-    """The checks the kind of runner profile `name` asks for (its `preflight`)."""
-    kind = campaign.kind(name)
-    found = kind.preflight(campaign.runners[name], tasks=tasks, full=full, target=campaign.target.kind)
-    return [Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in found]
+def runner_checks(
+    runner: ResolvedProfile, *, tasks: list[str] | None, full: bool, target: str
+) -> list[Check]:
+    """The checks runner profile `runner` asks for (its kind's `preflight`), for sessions on a
+    target of kind `target`."""
+    found = runner.kind.preflight(runner.profile, tasks=tasks, full=full, target=target)
+    return [Check(f"runner {runner.name}: {c.what}", c.problem, c.detail) for c in found]
 
 
-def limit_checks(campaign: Campaign, name: str) -> list[Check]:
-    """The logical budget as runner profile `name` would apply it (its kind's `check_limits`): a
+def limit_checks(runner: ResolvedProfile, limits: LogicalLimits) -> list[Check]:
+    """The logical budget as runner profile `runner` would apply it (its kind's `check_limits`): a
     limit it could not enforce as written (a counted tool its sandbox shows anyway) is refused."""
-    if not campaign.logical_limits:
+    if not limits:
         return []
-    found = campaign.kind(name).check_limits(campaign.runners[name], campaign.logical_limits)
-    return [Check(f"runner {name}: {c.what}", c.problem, c.detail) for c in found]
+    found = runner.kind.check_limits(runner.profile, limits)
+    return [Check(f"runner {runner.name}: {c.what}", c.problem, c.detail) for c in found]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +56,15 @@ HUGE_BYTES = 500_000_000
 files, 2.4 s to hash, and a copy per session)."""
 
 
-def at_start(campaign: Campaign, *, network: bool = True) -> Start:
+def at_start(campaign: Campaign, runner: ResolvedProfile, *, network: bool = True) -> Start:
     """Every check before a start (BadInput on a problem), in one visit: the active runner's
-    tools, the models' keys and (`network`) their `api_base`s, the campaign's warnings, the
-    target's fingerprint."""
-    cheap(campaign, network=network)  # e.g. no `pred`, no key: exit 2 before anything is written
-    notes = [*campaign.warnings(), *unenforced(campaign)]
+    (`runner`, its kind resolved) tools and limits, the models' keys and (`network`) their
+    `api_base`s, the campaign's warnings, the target's fingerprint."""
+    cheap(campaign, runner, network=network)  # e.g. no `pred`, no key: exit 2 before anything is written
+    notes = [
+        *campaign.warnings(),
+        *unenforced(runner, campaign.logical_limits, remote=campaign.executor.remote),
+    ]
     size = workspace.HashStats()
     path = campaign.environment.path
     fingerprint = workspace.fingerprint(
@@ -82,31 +88,34 @@ CONNECT_TIMEOUT_S = 3.0
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 
-def cheap(campaign: Campaign, *, network: bool = True) -> None:
+def cheap(campaign: Campaign, runner: ResolvedProfile, *, network: bool = True) -> None:
     """The checks run before a campaign starts, before the run dir is written: the active
-    profile's tools, every model's key variable, and (`network`) that every `api_base` accepts a
-    TCP connection. BadInput on the first problem, so a missing `pred`, key or server is exit 2
-    before any session starts, not N sessions ending in errors (`benchtui check` checks everything)."""
-    profile = campaign.runners[campaign.runner]
+    profile's (`runner`) tools and limits, every model's key variable, and (`network`) that every
+    `api_base` accepts a TCP connection. BadInput on the first problem, so a missing `pred`, key or
+    server is exit 2 before any session starts, not N sessions ending in errors (`benchtui check`
+    checks everything)."""
+    models = [m.spec() for m in campaign.models]
     checks = [
-        *runner_checks(campaign, campaign.runner, None, full=False),
-        *limit_checks(campaign, campaign.runner),
-        *key_checks(campaign, profile),
+        *runner_checks(runner, tasks=None, full=False, target=campaign.target.kind),
+        *limit_checks(runner, campaign.logical_limits),
+        *key_checks(models, runner.profile),
     ]
     if network and not any(not c.ok for c in checks):
-        checks += endpoint_checks(campaign, profile)
+        checks += endpoint_checks(models, runner.profile)
     problems = [c for c in checks if not c.ok]
     if problems:
         hint = " (--no-preflight skips this check)" if problems[0].what.startswith("api_base") else ""
         raise BadInput(f"{problems[0].what}: {problems[0].problem}{hint}")
 
 
-def key_checks(campaign: Campaign, profile: RunnerProfile, dotenv: Path = Path(".env")) -> list[Check]:
+def key_checks(
+    models: Sequence[ModelSpec], profile: RunnerProfile, dotenv: Path = Path(".env")
+) -> list[Check]:
     """Every model's key variable is set (in the environment, or in ./.env as the runners read it)."""
     checks = []
     from_file: dict[str, str | None] | None = None
-    for model in campaign.models:
-        name = profile.key_variable(model.spec())
+    for model in models:
+        name = profile.key_variable(model)
         if name is None:
             continue
         value = os.environ.get(name)
@@ -124,12 +133,12 @@ def key_checks(campaign: Campaign, profile: RunnerProfile, dotenv: Path = Path("
     return checks
 
 
-def endpoint_checks(campaign: Campaign, profile: RunnerProfile) -> list[Check]:
+def endpoint_checks(models: Sequence[ModelSpec], profile: RunnerProfile) -> list[Check]:
     """Every distinct `api_base` accepts a TCP connection (cheap: no request, no money)."""
     if not profile.calls_model_api:
         return []
     urls: dict[str, list[str]] = {}
-    for model in campaign.models:
+    for model in models:
         if model.api_base:
             urls.setdefault(model.api_base, []).append(model.name)
     if not urls:
@@ -176,22 +185,20 @@ def _proxied(host: str) -> bool:
     return not any(h == "*" or (h and (host == h or host.endswith("." + h))) for h in bypass)
 
 
-def unenforced(campaign: Campaign) -> list[str]:
+def unenforced(runner: ResolvedProfile, limits: LogicalLimits, *, remote: bool) -> list[str]:
     """A warning for each logical budget the active runner's kind cannot enforce (its optional
     `enforces` ability lists what it can; the meter enforces `model_calls` for every kind)."""
-    limits = campaign.logical_limits
     if not limits:
         return []
-    kind = campaign.runners[campaign.runner].kind
-    can = {"model_calls", *campaign.kind(campaign.runner).enforces}  # on a Ray node too (its tool gate)
+    can = {"model_calls", *runner.kind.enforces}  # on a Ray node too (its tool gate)
     named = [*limits.counters, *(["observation_chars"] if limits.observation_chars else [])]
     missing = [c for c in named if c not in can and not (c.startswith("tools.") and "tools" in can)]
     if not missing:
         return []
-    where = " on a Ray cluster" if campaign.executor.remote else ""
+    where = " on a Ray cluster" if remote else ""
     return [
-        f"runner {campaign.runner} ({kind}){where} cannot enforce {', '.join(missing)}: those limits "
-        "are not applied to its sessions (the same for every model)"
+        f"runner {runner.name} ({runner.profile.kind}){where} cannot enforce {', '.join(missing)}: those "
+        "limits are not applied to its sessions (the same for every model)"
     ]
 
 

@@ -16,13 +16,13 @@ import json
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from benchtui.core import bounds
-from benchtui.core.contract import RunnerProfile
 from benchtui.core.errors import BadInput
 from benchtui.core.text import BIDI_CONTROLS
-from benchtui.engine.campaign import Campaign, slug
+from benchtui.engine.campaign import ResolvedProfile, slug
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.records import JournalRecord
 
@@ -156,30 +156,34 @@ def pending_line(session: PlannedSession, runner: str, t: float) -> JournalRecor
 
 
 # -- the rule inventory -------------------------------------------------------------------------
-def can_triage(campaign: Campaign, runner: str) -> bool:
+def can_triage(runner: ResolvedProfile) -> bool:
     """Whether the profile's runner kind can run a triage (it has a rule inventory to give)."""
-    return campaign.kind(runner).runs_triage
+    return runner.kind.runs_triage
 
 
-def inventory_of(campaign: Campaign) -> list[str]:
-    """The target's rule inventory (`rule_inventory(profile, environment)`), from the active
-    runner's kind, else the first profile's whose kind has one (episodes may run on a runner that
-    cannot triage); one clear BadInput line when none can give one."""
-    able = [campaign.runner] if can_triage(campaign, campaign.runner) else []
-    able += [name for name in campaign.runners if name not in able and can_triage(campaign, name)]
-    if not able:
-        kind = campaign.runners[campaign.runner].kind
+def inventory_source(profiles: Mapping[str, ResolvedProfile], active: str) -> ResolvedProfile:
+    """Whose kind gives the rule inventory: the active runner's (`active`), else the first
+    profile's that has one (episodes may run on a runner that cannot triage); one clear BadInput
+    line when none can."""
+    able = [profiles[active], *profiles.values()]
+    source = next((runner for runner in able if can_triage(runner)), None)
+    if source is None:
         raise BadInput(
-            f"runner {campaign.runner!r} (kind {kind!r}) cannot run a shortlist campaign: "
+            f"runner {active!r} (kind {profiles[active].profile.kind!r}) cannot run a shortlist campaign: "
             "it has no rule inventory"
         )
-    profile: RunnerProfile = campaign.runners[able[0]]
+    return source
+
+
+def inventory_of(source: ResolvedProfile, environment: Path, size: int) -> list[str]:
+    """The target's rule inventory as `source`'s kind gives it (`rule_inventory(profile,
+    environment)`), checked: rule names that are one bounded line, each once, at least `size`."""
     try:
-        rules = campaign.kind(able[0]).rule_inventory(profile, campaign.environment.path)
+        rules = source.kind.rule_inventory(source.profile, environment)
     except ValueError as exc:
         raise BadInput(f"the rule inventory: {exc}") from None
     if not isinstance(rules, list) or not all(isinstance(r, str) and r for r in rules):
-        raise BadInput(f"runner {campaign.runner!r} gave no rule inventory (a list of rule names)")
+        raise BadInput(f"runner {source.name!r} gave no rule inventory (a list of rule names)")
     for rule in rules:
         try:
             bounds.check_text(rule, "a rule name")
@@ -188,7 +192,6 @@ def inventory_of(campaign: Campaign) -> list[str]:
     unique = list(dict.fromkeys(rules))
     if len(unique) > MAX_INVENTORY:
         raise BadInput(f"the rule inventory has {len(unique):,} rules (at most {MAX_INVENTORY:,})")
-    size = campaign.protocol.shortlist_size if campaign.protocol else 0
     if len(unique) < size:
         raise BadInput(f"the rule inventory has {len(unique)} rules: fewer than shortlist_size = {size}")
     return unique

@@ -223,9 +223,6 @@ class Campaign(BaseSettings):
             return [f"zero price for {', '.join(free)}: the money cap cannot bound those calls"]
         return []
 
-    def task_for(self, index: int) -> str | None:
-        return self.tasks[index % len(self.tasks)] if self.tasks else None
-
     # -- what a run dir records of it ---------------------------------------------------------
     def to_toml(self) -> str:
         """The campaign as TOML (the frozen copy in the run dir)."""
