@@ -130,6 +130,7 @@ def report(title: str, tracer: Tracer, *, path: bool, packages: bool) -> None:
     looked = ", ".join(f"{kind} ×{n}" for kind, n in tracer.lookups.items()) or "none"
     print(f"  runner kinds looked up in the registry: {looked}")
     if path:
+        print("  steps: " + " › ".join(own.stays))
         print("  path: " + " › ".join(m.removeprefix("engine.") for m in engine.stays))
     print()
 
