@@ -83,16 +83,14 @@ def prepare(opts: Options) -> PreparedRun:
     by that PreparedRun. Bad input writes nothing."""
     campaign, run_dir = _campaign_and_run_dir(opts)
     active = campaign.profiles[campaign.runner]
-    start = preflight.at_start(
-        campaign, active, network=opts.preflight
-    )  # every check: exit 2, nothing written
+    # Every check, before anything is written: bad input is exit 2 with nothing on disk.
+    start = preflight.at_start(campaign, active, network=opts.preflight)
     identity = campaign.identity(start.fingerprint)
     inventory: list[str] = []
     if campaign.protocol is not None:  # the triage chooses among these: the same for every model
         source = shortlist.inventory_source(campaign.profiles, campaign.runner)
-        inventory = shortlist.inventory_of(
-            source, campaign.environment.path, campaign.protocol.shortlist_size
-        )
+        size = campaign.protocol.shortlist_size
+        inventory = shortlist.inventory_of(source, campaign.environment.path, size)
         identity["inventory"] = shortlist.inventory_digest(inventory)
     tempdirs.remove_stale()  # what killed campaigns' gates, gateways and workers left
     plan = build_plan(campaign)
