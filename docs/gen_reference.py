@@ -176,7 +176,7 @@ def campaign_reference() -> str:
     out: list[str] = [
         "## Every key",
         "",
-        "Generated from the pydantic models of `benchtui/engine/campaign.py` and each runner",
+        "Generated from the pydantic models of `benchtui/engine/campaign/` and each runner",
         "kind's `Profile`, through the JSON Schema `benchtui schema` prints: the descriptions are",
         "the fields' docstrings. Money is a number (dollars, exact); `—` means no default (optional).",
         "",

@@ -25,16 +25,18 @@ EXIT_OK, EXIT_PROBLEMS = 0, 2
 
 
 def run_checks(campaign: Campaign, *, ping: bool) -> list[Check]:
+    target = campaign.make_target()
     checks = [target_check(campaign), *inventory_check(campaign)]
-    for name in campaign.runners:
-        checks += runner_checks(campaign, name, campaign.tasks, full=True)
+    for runner in campaign.profiles.values():
+        checks += runner_checks(runner, tasks=campaign.tasks, full=True, target=target)
     # Keys and endpoints of every profile that calls a model API (each once).
+    models = [m.spec() for m in campaign.models]
     calling = [p for p in campaign.runners.values() if p.calls_model_api]
-    for check in [c for p in calling for c in key_checks(campaign, p)]:
+    for check in [c for p in calling for c in key_checks(models, p)]:
         if check not in checks:
             checks.append(check)
     if calling:
-        checks += endpoint_checks(campaign, calling[0])
+        checks += endpoint_checks(models, calling[0])
     if ping:
         from benchtui.cli import ping as pinging
 
@@ -50,7 +52,11 @@ def inventory_check(campaign: Campaign) -> list[Check]:
     from benchtui.engine import shortlist
 
     try:
-        rules = shortlist.inventory_of(campaign)
+        size = campaign.protocol.shortlist_size
+        target = campaign.make_target()
+        rules = shortlist.inventory_of(
+            campaign.profiles, campaign.runner, target, campaign.environment.path, size
+        )
     except BadInput as exc:
         return [Check("rule inventory", str(exc))]
     size = campaign.protocol.shortlist_size
@@ -86,7 +92,11 @@ def main_check(argv: list[str]) -> int:
     campaign = campaign_file.load(args.campaign, require_target=False)  # BadInput: one line, exit 2
     checks = run_checks(campaign, ping=args.ping)
     print(table(campaign, checks))
-    for warning in [*campaign.warnings(), *unenforced(campaign)]:
+    active = campaign.profiles[campaign.runner]
+    for warning in [
+        *campaign.warnings(),
+        *unenforced(active, campaign.logical_limits, remote=campaign.executor.remote),
+    ]:
         print(f"warning: {warning}")
     problems = [c for c in checks if not c.ok]
     for c in problems:

@@ -26,12 +26,12 @@ def build_plan(campaign: Campaign) -> list[PlannedSession]:
 
     A shortlist campaign starts with one triage per model (index -1); its episodes are planned
     when each triage commits (engine/shortlist.py)."""
-    models = [m.name for m in campaign.models]
-    slugs = {m: slug(m) for m in models}
+    slugs = {m.name: slug(m.name) for m in campaign.models}
     if campaign.protocol is not None:
-        return [PlannedSession(f"{slugs[m]}-triage", m, -1, None, triage=True) for m in models]
+        return [PlannedSession(f"{s}-triage", m, -1, None, triage=True) for m, s in slugs.items()]
+    tasks: list[str | None] = [*campaign.tasks] if campaign.tasks else [None]  # session i: task i mod len
     return [
-        PlannedSession(f"{slugs[m]}-{i:04d}", m, i, campaign.task_for(i))
+        PlannedSession(f"{s}-{i:04d}", m, i, tasks[i % len(tasks)])
         for i in range(campaign.sessions_per_model_count)
-        for m in models
+        for m, s in slugs.items()
     ]

@@ -10,37 +10,39 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from benchtui.core import registry, workspace
-from benchtui.core.contract import Check, RunnerProfile
+from benchtui.core import workspace
+from benchtui.core.contract import Check, LogicalLimits, ModelSpec, RunnerProfile
 from benchtui.core.errors import BadInput
-from benchtui.engine.campaign import Campaign
+from benchtui.core.target import TargetKind
+from benchtui.engine.campaign import Campaign, ResolvedProfile
 
 
-def runner_checks(campaign: Campaign, name: str, tasks: list[str] | None, *, full: bool) -> list[Check]:
-    """The checks the kind of runner profile `name` asks for (its `preflight`), then what the
-    campaign's target needs with the tools that profile gives it (the target's `preflight`)."""
-    kind, profile = campaign.kind(name), campaign.runners[name]
-    found = kind.preflight(profile, tasks=tasks, full=full)
-    if kind.uses_target and not any(not c.ok for c in found):
-        target = registry.create_target(campaign.target)
-        tools = kind.target_tools(profile, type(target))
+def runner_checks(
+    runner: ResolvedProfile, *, tasks: list[str] | None, full: bool, target: TargetKind
+) -> list[Check]:
+    """The checks runner profile `runner` asks for (its kind's `preflight`), then what the
+    campaign's `target` needs with the tools that profile gives it (the target's `preflight`)."""
+    found = runner.kind.preflight(runner.profile, tasks=tasks, full=full)
+    if runner.kind.uses_target and not any(not c.ok for c in found):
+        tools = runner.kind.target_tools(runner.profile, type(target))
         found += target.preflight(tools, tasks=tasks, full=full)
-    return [c.named(f"runner {name}") for c in found]
+    return [c.named(f"runner {runner.name}") for c in found]
 
 
-def limit_checks(campaign: Campaign, name: str) -> list[Check]:
-    """The logical budget as runner profile `name` would apply it (its kind's `check_limits`): a
+def limit_checks(runner: ResolvedProfile, limits: LogicalLimits) -> list[Check]:
+    """The logical budget as runner profile `runner` would apply it (its kind's `check_limits`): a
     limit it could not enforce as written (a counted tool its sandbox shows anyway) is refused."""
-    if not campaign.logical_limits:
+    if not limits:
         return []
-    found = campaign.kind(name).check_limits(campaign.runners[name], campaign.logical_limits)
-    return [c.named(f"runner {name}") for c in found]
+    found = runner.kind.check_limits(runner.profile, limits)
+    return [c.named(f"runner {runner.name}") for c in found]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,18 +60,25 @@ HUGE_BYTES = 500_000_000
 files, 2.4 s to hash, and a copy per session)."""
 
 
-def at_start(campaign: Campaign, *, network: bool = True) -> Start:
+def at_start(
+    campaign: Campaign, runner: ResolvedProfile, target: TargetKind, *, network: bool = True
+) -> Start:
     """Every check before a start (BadInput on a problem), in one visit: the active runner's
-    tools, the models' keys and (`network`) their `api_base`s, the campaign's warnings, the
-    target's fingerprint."""
-    cheap(campaign, network=network)  # e.g. no `pred`, no key: exit 2 before anything is written
-    notes = [*campaign.warnings(), *unenforced(campaign)]
+    (`runner`, its kind resolved) tools and limits, the models' keys and (`network`) their
+    `api_base`s, the campaign's warnings, the target's fingerprint."""
+    cheap(
+        campaign, runner, target, network=network
+    )  # e.g. no `pred`, no key: exit 2 before anything is written
+    notes = [
+        *campaign.warnings(),
+        *unenforced(runner, campaign.logical_limits, remote=campaign.executor.remote),
+    ]
     size = workspace.HashStats()
     path = campaign.environment.path
     fingerprint = workspace.fingerprint(
         path, campaign.environment.tools, cache=workspace.default_cache(), stats=size
     )
-    fingerprint += target_fingerprint(campaign)
+    fingerprint += target_fingerprint(target, runner)
     if size.files > HUGE_FILES or size.bytes > HUGE_BYTES:
         notes.append(
             f"{path} is large ({size.files} files, {size.bytes / 1e6:.0f} MB) and is copied whole into "
@@ -88,31 +97,34 @@ CONNECT_TIMEOUT_S = 3.0
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
 
 
-def cheap(campaign: Campaign, *, network: bool = True) -> None:
+def cheap(campaign: Campaign, runner: ResolvedProfile, target: TargetKind, *, network: bool = True) -> None:
     """The checks run before a campaign starts, before the run dir is written: the active
-    profile's tools, every model's key variable, and (`network`) that every `api_base` accepts a
-    TCP connection. BadInput on the first problem, so a missing `pred`, key or server is exit 2
-    before any session starts, not N sessions ending in errors (`benchtui check` checks everything)."""
-    profile = campaign.runners[campaign.runner]
+    profile's (`runner`) tools and limits, every model's key variable, and (`network`) that every
+    `api_base` accepts a TCP connection. BadInput on the first problem, so a missing `pred`, key or
+    server is exit 2 before any session starts, not N sessions ending in errors (`benchtui check`
+    checks everything)."""
+    models = [m.spec() for m in campaign.models]
     checks = [
-        *runner_checks(campaign, campaign.runner, None, full=False),
-        *limit_checks(campaign, campaign.runner),
-        *key_checks(campaign, profile),
+        *runner_checks(runner, tasks=None, full=False, target=target),
+        *limit_checks(runner, campaign.logical_limits),
+        *key_checks(models, runner.profile),
     ]
     if network and not any(not c.ok for c in checks):
-        checks += endpoint_checks(campaign, profile)
+        checks += endpoint_checks(models, runner.profile)
     problems = [c for c in checks if not c.ok]
     if problems:
         hint = " (--no-preflight skips this check)" if problems[0].what.startswith("api_base") else ""
         raise BadInput(f"{problems[0].what}: {problems[0].problem}{hint}")
 
 
-def key_checks(campaign: Campaign, profile: RunnerProfile, dotenv: Path = Path(".env")) -> list[Check]:
+def key_checks(
+    models: Sequence[ModelSpec], profile: RunnerProfile, dotenv: Path = Path(".env")
+) -> list[Check]:
     """Every model's key variable is set (in the environment, or in ./.env as the runners read it)."""
     checks = []
     from_file: dict[str, str | None] | None = None
-    for model in campaign.models:
-        name = profile.key_variable(model.spec())
+    for model in models:
+        name = profile.key_variable(model)
         if name is None:
             continue
         value = os.environ.get(name)
@@ -130,12 +142,12 @@ def key_checks(campaign: Campaign, profile: RunnerProfile, dotenv: Path = Path("
     return checks
 
 
-def endpoint_checks(campaign: Campaign, profile: RunnerProfile) -> list[Check]:
+def endpoint_checks(models: Sequence[ModelSpec], profile: RunnerProfile) -> list[Check]:
     """Every distinct `api_base` accepts a TCP connection (cheap: no request, no money)."""
     if not profile.calls_model_api:
         return []
     urls: dict[str, list[str]] = {}
-    for model in campaign.models:
+    for model in models:
         if model.api_base:
             urls.setdefault(model.api_base, []).append(model.name)
     if not urls:
@@ -182,22 +194,20 @@ def _proxied(host: str) -> bool:
     return not any(h == "*" or (h and (host == h or host.endswith("." + h))) for h in bypass)
 
 
-def unenforced(campaign: Campaign) -> list[str]:
+def unenforced(runner: ResolvedProfile, limits: LogicalLimits, *, remote: bool) -> list[str]:
     """A warning for each logical budget the active runner's kind cannot enforce (its optional
     `enforces` ability lists what it can; the meter enforces `model_calls` for every kind)."""
-    limits = campaign.logical_limits
     if not limits:
         return []
-    kind = campaign.runners[campaign.runner].kind
-    can = {"model_calls", *campaign.kind(campaign.runner).enforces}  # on a Ray node too (its tool gate)
+    can = {"model_calls", *runner.kind.enforces}  # on a Ray node too (its tool gate)
     named = [*limits.counters, *(["observation_chars"] if limits.observation_chars else [])]
     missing = [c for c in named if c not in can and not (c.startswith("tools.") and "tools" in can)]
     if not missing:
         return []
-    where = " on a Ray cluster" if campaign.executor.remote else ""
+    where = " on a Ray cluster" if remote else ""
     return [
-        f"runner {campaign.runner} ({kind}){where} cannot enforce {', '.join(missing)}: those limits "
-        "are not applied to its sessions (the same for every model)"
+        f"runner {runner.name} ({runner.profile.kind}){where} cannot enforce {', '.join(missing)}: those "
+        "limits are not applied to its sessions (the same for every model)"
     ]
 
 
@@ -207,12 +217,10 @@ def worst_case(campaign: Campaign) -> dict[str, Decimal]:
     return {m.name: min(sessions, campaign.per_model_usd) for m in campaign.models}
 
 
-def target_fingerprint(campaign: Campaign) -> str:
+def target_fingerprint(target: TargetKind, runner: ResolvedProfile) -> str:
     """What of the target's verifier is part of the environment (a checker's version), as a
     suffix of the fingerprint ("" for targets with none: old runs' fingerprints stay as they were)."""
-    target = registry.create_target(campaign.target)
-    kind = campaign.kind(campaign.runner)
-    found = target.fingerprint(kind.target_tools(campaign.runners[campaign.runner], type(target)))
+    found = target.fingerprint(runner.kind.target_tools(runner.profile, type(target)))
     return f" {found}" if found else ""
 
 

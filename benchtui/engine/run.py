@@ -1,13 +1,15 @@
 """Opening a run (fresh, or resumed from its checkpoint) and running it to the end.
 
 `prepare` does every check before it writes anything, so bad input never overwrites a file;
-it returns the run with its directory locked (`with prepare(opts) as prep:` releases it).
+it returns the run with its directory locked, the lock owned by the returned PreparedRun
+(`with prepare(opts) as prep:` releases it).
 `open_run` then owns everything a running campaign needs (store, control socket, runners,
 result refreshes) for the life of an `async with` block, and saves and releases it all on exit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -19,13 +21,13 @@ from typing import Any
 
 import trio
 
-from benchtui.core import registry, tempdirs
+from benchtui.core import tempdirs
 from benchtui.core.errors import BadInput, StorageFailed, first_error
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine import checkpoint, control, preflight, results, rundir, shortlist
 from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
-from benchtui.engine.campaign import Campaign
+from benchtui.engine.campaign import Campaign, ResolvedProfile
 from benchtui.engine.ledger import ControlState, Ledger
 from benchtui.engine.plan import PlannedSession, build_plan
 from benchtui.engine.records import JournalRecord
@@ -48,6 +50,9 @@ class Options:
 
 @dataclass
 class PreparedRun:
+    """A run ready to open: its campaign and plan, where it stands, and its run dir's lock, which
+    it owns (`with prepare(opts) as prep:` releases it on leaving; `open_run` on closing)."""
+
     campaign: Campaign
     run_dir: Path
     lock: rundir.RunLock
@@ -70,75 +75,96 @@ class PreparedRun:
 
 
 def prepare(opts: Options) -> PreparedRun:
-    """Validate, lock and open the run dir; raises BadInput / RunDirBusy with one clear line."""
-    overrides: dict[str, Any] = {"runner": opts.runner, "parallelism": opts.parallelism}
-    state_dir = opts.state_dir
-    named = rundir.named_run(opts.campaign, state_dir) if opts.resume else None
-    if opts.campaign is None or named is not None:
-        if not opts.resume:
-            raise BadInput("give a campaign file, or --resume to continue the latest run")
-        run_dir = named or rundir.latest(state_dir)
-        state_dir = run_dir.parent
-        campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, **overrides)
-        if campaign.name != run_dir.name:  # an edited frozen copy: .latest would point elsewhere
-            raise BadInput(
-                f"{run_dir / rundir.CAMPAIGN}: names the run {campaign.name!r}, not {run_dir.name!r}"
-            )
-    else:
-        campaign = campaign_file.load(opts.campaign, **overrides)
-        run_dir = opts.state_dir / campaign.name
-    start = preflight.at_start(campaign, network=opts.preflight)  # every check: exit 2, nothing written
-    fingerprint, notes = start.fingerprint, start.notes
-    digest = campaign.identity(fingerprint)
+    """Validate, lock and open the run dir; raises BadInput / RunDirBusy with one clear line.
+
+    One pass down: the campaign (its runner kinds resolved once, as it is validated), every check,
+    the identity, the plan; then the run dir is locked, and from that moment its lock is owned:
+    here until the PreparedRun holding it is returned (a failure on the way releases it), then
+    by that PreparedRun. Bad input writes nothing."""
+    campaign, run_dir = _campaign_and_run_dir(opts)
+    active, target = campaign.profiles[campaign.runner], campaign.make_target()
+    # Every check, before anything is written: bad input is exit 2 with nothing on disk.
+    start = preflight.at_start(campaign, active, target, network=opts.preflight)
+    identity = campaign.identity(start.fingerprint)
     inventory: list[str] = []
     if campaign.protocol is not None:  # the triage chooses among these: the same for every model
-        inventory = shortlist.inventory_of(campaign)
-        digest["inventory"] = shortlist.inventory_digest(inventory)
+        size = campaign.protocol.shortlist_size
+        inventory = shortlist.inventory_of(
+            campaign.profiles, campaign.runner, target, campaign.environment.path, size
+        )
+        identity["inventory"] = shortlist.inventory_digest(inventory)
     tempdirs.remove_stale()  # what killed campaigns' gates, gateways and workers left
     plan = build_plan(campaign)
-    runner = campaign.runner
-    if opts.resume and (run_dir / rundir.CAMPAIGN).exists():
-        lock = rundir.RunLock(run_dir)
-        try:
-            stored = rundir.read_identity(run_dir)
-            changed = [key for key in digest if stored.get(key) != digest[key]]
-            if changed:
-                raise BadInput(
-                    f"cannot resume {run_dir}: changed since it started: "
-                    f"{', '.join(changed)} (use --fresh to start over)"
-                )
-            check = checkpoint.load(run_dir, campaign, plan)
-        except BaseException:
-            lock.release()
-            raise
-        saved_runner = check.saved_runner
-        if opts.runner is None and saved_runner in campaign.runners:
-            runner = saved_runner
-        check.ledger.control = ControlState(campaign.name, runner, False, campaign.parallelism)
-        resumed = True
-    else:
-        if opts.resume:
-            notes.append(f"no run to resume in {run_dir}: starting one")
-        if run_dir.exists():
-            notes.append(f"previous run moved to {rundir.move_aside(run_dir)}")
-        check = checkpoint.Checkpoint.fresh(campaign, runner)
-        files = check.first_files(campaign, digest)
-        if inventory:
-            files[shortlist.INVENTORY] = shortlist.inventory_bytes(inventory)
-        lock = rundir.create(run_dir, files)
-        resumed = False
-    if campaign.protocol is not None and not shortlist.can_triage(campaign, runner):
-        waiting = shortlist.untriaged(plan, check.journal)
-        if waiting:
-            lock.release()
-            raise BadInput(
-                f"runner {runner!r} cannot run a triage (its kind has no rule inventory), and the "
-                f"triage of {', '.join(waiting)} is still to run: choose another --runner"
-            )
-    rundir.set_latest(state_dir, campaign.name)
-    return PreparedRun(
-        campaign, run_dir, lock, plan, check, fingerprint, runner, resumed, notes, tuple(inventory)
-    )
+    notes, resumed = start.notes, opts.resume and (run_dir / rundir.CAMPAIGN).exists()
+    with contextlib.ExitStack() as owned:
+        if resumed:
+            lock = owned.enter_context(rundir.RunLock(run_dir))
+            check = _resumed(run_dir, campaign, plan, identity)
+            saved = check.saved_runner
+            runner = saved if opts.runner is None and saved in campaign.runners else campaign.runner
+            _refuse_untriaged(campaign, campaign.profiles[runner], plan, check.journal)
+            check.ledger.control = ControlState(campaign.name, runner, False, campaign.parallelism)
+        else:
+            runner = campaign.runner
+            _refuse_untriaged(campaign, active, plan, {})  # before anything is written or moved aside
+            if opts.resume:
+                notes.append(f"no run to resume in {run_dir}: starting one")
+            if run_dir.exists():
+                notes.append(f"previous run moved to {rundir.move_aside(run_dir)}")
+            check = checkpoint.Checkpoint.fresh(campaign, runner)
+            files = check.first_files(campaign, identity)
+            if inventory:
+                files[shortlist.INVENTORY] = shortlist.inventory_bytes(inventory)
+            lock = owned.enter_context(rundir.create(run_dir, files))
+        rundir.set_latest(run_dir.parent, campaign.name)
+        prepared = PreparedRun(
+            campaign, run_dir, lock, plan, check, start.fingerprint, runner, resumed, notes, tuple(inventory)
+        )
+        owned.pop_all()  # the lock is the PreparedRun's now
+    return prepared
+
+
+def _campaign_and_run_dir(opts: Options) -> tuple[Campaign, Path]:
+    """The campaign to start (its file) or resume (the run dir's frozen copy), and its run dir."""
+    overrides: dict[str, Any] = {"runner": opts.runner, "parallelism": opts.parallelism}
+    named = rundir.named_run(opts.campaign, opts.state_dir) if opts.resume else None
+    if opts.campaign is not None and named is None:
+        campaign = campaign_file.load(opts.campaign, **overrides)
+        return campaign, opts.state_dir / campaign.name
+    if not opts.resume:
+        raise BadInput("give a campaign file, or --resume to continue the latest run")
+    run_dir = named or rundir.latest(opts.state_dir)
+    campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, **overrides)
+    if campaign.name != run_dir.name:  # an edited frozen copy: .latest would point elsewhere
+        raise BadInput(f"{run_dir / rundir.CAMPAIGN}: names the run {campaign.name!r}, not {run_dir.name!r}")
+    return campaign, run_dir
+
+
+def _resumed(
+    run_dir: Path, campaign: Campaign, plan: list[PlannedSession], identity: dict[str, str]
+) -> checkpoint.Checkpoint:
+    """Where a locked run dir stands, if it is the same campaign (its identity unchanged)."""
+    stored = rundir.read_identity(run_dir)
+    changed = [key for key in identity if stored.get(key) != identity[key]]
+    if changed:
+        raise BadInput(
+            f"cannot resume {run_dir}: changed since it started: {', '.join(changed)} (use --fresh to start over)"
+        )
+    return checkpoint.load(run_dir, campaign, plan)
+
+
+def _refuse_untriaged(
+    campaign: Campaign, runner: ResolvedProfile, plan: list[PlannedSession], journal: dict[str, JournalRecord]
+) -> None:
+    """A shortlist campaign's triages never run on a runner that cannot triage (BadInput)."""
+    if campaign.protocol is None or shortlist.can_triage(runner):
+        return
+    waiting = shortlist.untriaged(plan, journal)
+    if waiting:
+        raise BadInput(
+            f"runner {runner.name!r} cannot run a triage (its kind cannot), and the "
+            f"triage of {', '.join(waiting)} is still to run: choose another --runner"
+        )
 
 
 def accounts_event(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitted:
@@ -261,7 +287,7 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[OpenRun
         try:
             async with trio.open_nursery() as services:
                 await services.start(store.serve)
-                target = registry.create_target(campaign.target)  # one per campaign, for every runner
+                target = campaign.make_target()  # one per campaign, for every runner
                 runners = RunnerPool(
                     campaign.runners, prep.run_dir, services, campaign.executor, target=target
                 )

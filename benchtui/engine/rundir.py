@@ -26,7 +26,8 @@ PRIVATE = 0o700
 
 
 class RunLock:
-    """An exclusive flock on `<run dir>/.lock`, held for the life of the process."""
+    """An exclusive flock on `<run dir>/.lock`, held until released (`with RunLock(run_dir):`
+    releases it on leaving; a process that dies releases it too)."""
 
     def __init__(self, run_dir: Path) -> None:
         try:
@@ -52,6 +53,12 @@ class RunLock:
             os.close(self.fd)
             self.fd = -1
 
+    def __enter__(self) -> RunLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
 
 def owner(run_dir: Path) -> int | None:
     """The pid the lock holder wrote into the lock file (None: unreadable, or not yet written)."""
@@ -74,16 +81,13 @@ def busy_message(run_dir: Path) -> str:
 
 def move_aside(run_dir: Path) -> Path:
     """Rename an old run out of the way (never delete it); refuses if it is in use."""
-    lock = RunLock(run_dir)
-    try:
+    with RunLock(run_dir):
         aside = run_dir.with_name(f"{run_dir.name}.{time.strftime('%Y%m%d-%H%M%S')}")
         n = 1
         while aside.exists():
             aside = run_dir.with_name(f"{run_dir.name}.{time.strftime('%Y%m%d-%H%M%S')}-{n}")
             n += 1
         run_dir.rename(aside)
-    finally:
-        lock.release()
     return aside
 
 
@@ -101,24 +105,24 @@ def create(run_dir: Path, files: dict[str, bytes]) -> RunLock:
     except (FileExistsError, NotADirectoryError):
         raise BadInput(f"the state dir {run_dir.parent} is not a directory") from None
     try:
-        lock = RunLock(staging)  # first: a locked staging folder is never taken for a stale one
-        try:
-            for name, data in files.items():
-                atomic_write(staging / name, data)
-        except FileNotFoundError:  # removed under us (another host's cleanup): that start won
-            lock.release()
-            raise RunDirBusy(f"{run_dir} is being created by another benchtui") from None
-        try:
-            staging.rename(run_dir)
-        except OSError:
-            lock.release()
-            if run_dir.is_dir() and not run_dir.is_symlink():
-                raise RunDirBusy(f"{run_dir} was just created by another benchtui") from None
-            if os.path.lexists(run_dir):
-                raise BadInput(
-                    f"{run_dir} is not a run dir (a file or a link where a directory should be)"
-                ) from None
-            raise
+        with contextlib.ExitStack() as owned:  # the lock is the caller's once the run dir is in place
+            lock = owned.enter_context(RunLock(staging))  # first: a locked staging folder is never stale
+            try:
+                for name, data in files.items():
+                    atomic_write(staging / name, data)
+            except FileNotFoundError:  # removed under us (another host's cleanup): that start won
+                raise RunDirBusy(f"{run_dir} is being created by another benchtui") from None
+            try:
+                staging.rename(run_dir)
+            except OSError:
+                if run_dir.is_dir() and not run_dir.is_symlink():
+                    raise RunDirBusy(f"{run_dir} was just created by another benchtui") from None
+                if os.path.lexists(run_dir):
+                    raise BadInput(
+                        f"{run_dir} is not a run dir (a file or a link where a directory should be)"
+                    ) from None
+                raise
+            owned.pop_all()
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -134,7 +134,7 @@ class Scheduler:
             )
         if profile == self.runner:
             return
-        if self.campaign.protocol is not None and not shortlist.can_triage(self.campaign, profile):
+        if self.campaign.protocol is not None and not shortlist.can_triage(self.campaign.profiles[profile]):
             waiting = shortlist.untriaged(self.queue, self.accounts.journal)
             if waiting:
                 raise ValueError(

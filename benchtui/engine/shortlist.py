@@ -16,12 +16,14 @@ import json
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from benchtui.core import bounds, registry
+from benchtui.core import bounds
 from benchtui.core.errors import BadInput
+from benchtui.core.target import TargetKind
 from benchtui.core.text import BIDI_CONTROLS
-from benchtui.engine.campaign import Campaign, slug
+from benchtui.engine.campaign import ResolvedProfile, slug
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.records import JournalRecord
 
@@ -155,35 +157,32 @@ def pending_line(session: PlannedSession, runner: str, t: float) -> JournalRecor
 
 
 # -- the rule inventory -------------------------------------------------------------------------
-def can_triage(campaign: Campaign, runner: str) -> bool:
+def can_triage(runner: ResolvedProfile) -> bool:
     """Whether the profile's runner kind can run a triage session (the inventory is the target's)."""
-    return campaign.kind(runner).runs_triage
+    return runner.kind.runs_triage
 
 
-def inventory_of(campaign: Campaign) -> list[str]:
-    """The rule inventory a triage chooses from: the one the active runner's profile scripts (the
-    fake runner's `rules`), else the target's (`rule_inventory`, with the tools the active
-    profile gives it); one clear BadInput line when there is none."""
-    kind, profile = campaign.kind(campaign.runner), campaign.runners[campaign.runner]
-    target = registry.create_target(campaign.target)
-    names = [campaign.runner, *(n for n in campaign.runners if n != campaign.runner)]
+def inventory_of(
+    profiles: Mapping[str, ResolvedProfile], active: str, target: TargetKind, environment: Path, size: int
+) -> list[str]:
+    """The rule inventory a triage chooses from, checked (rule names that are one bounded line,
+    each once, at least `size`): the one a profile scripts (the fake runner's `rules`; the active
+    profile first), else the target's (`rule_inventory`, with the tools the active profile gives
+    it); one clear BadInput line when there is none."""
+    able = [profiles[active], *profiles.values()]
     scripted = next(
-        (
-            rules
-            for n in names
-            if (rules := campaign.kind(n).scripted_inventory(campaign.runners[n])) is not None
-        ),
-        None,
+        (rules for p in able if (rules := p.kind.scripted_inventory(p.profile)) is not None), None
     )
     if scripted is None and not target.has_inventory:
         raise BadInput(
-            f"[target] kind = {campaign.target.kind!r} has no rule inventory: a shortlist campaign needs one"
+            f"[target] kind = {target.profile.kind!r} has no rule inventory: a shortlist campaign needs one"
         )
+    runner = profiles[active]
     try:
         rules = (
             scripted
             if scripted is not None
-            else target.rule_inventory(campaign.environment.path, kind.target_tools(profile, type(target)))
+            else target.rule_inventory(environment, runner.kind.target_tools(runner.profile, type(target)))
         )
     except ValueError as exc:
         raise BadInput(f"the rule inventory: {exc}") from None
@@ -197,7 +196,6 @@ def inventory_of(campaign: Campaign) -> list[str]:
     unique = list(dict.fromkeys(rules))
     if len(unique) > MAX_INVENTORY:
         raise BadInput(f"the rule inventory has {len(unique):,} rules (at most {MAX_INVENTORY:,})")
-    size = campaign.protocol.shortlist_size if campaign.protocol else 0
     if len(unique) < size:
         raise BadInput(f"the rule inventory has {len(unique)} rules: fewer than shortlist_size = {size}")
     return unique

@@ -120,7 +120,19 @@ def fake_campaign(tmp_path: Path, target: Path) -> campaign_mod.Campaign:
 
 def test_a_huge_target_is_named_at_start(target, tmp_path, monkeypatch):
     campaign = fake_campaign(tmp_path, target)
-    assert not [n for n in preflight.at_start(campaign).notes if "is large" in n]
+    assert not [
+        n
+        for n in preflight.at_start(
+            campaign, campaign.profiles[campaign.runner], campaign.make_target()
+        ).notes
+        if "is large" in n
+    ]
     monkeypatch.setattr(preflight, "HUGE_FILES", 2)
-    [note] = [n for n in preflight.at_start(campaign).notes if "is large" in n]
+    [note] = [
+        n
+        for n in preflight.at_start(
+            campaign, campaign.profiles[campaign.runner], campaign.make_target()
+        ).notes
+        if "is large" in n
+    ]
     assert "3 files" in note and "copied whole into every session" in note

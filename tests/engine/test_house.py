@@ -76,10 +76,11 @@ def test_kinds_are_resolved_once_per_process(tmp_path, monkeypatch):
             tmp_path, extra_runners='\n[runners.demo]\nkind = "benchtui.ui.demo:DemoRunner"\n'
         )
         campaign = campaign_file.load(path)
-        preflight.cheap(campaign)
-        preflight.unenforced(campaign)
-        for name in campaign.runners:
-            preflight.runner_checks(campaign, name, None, full=True)
+        active = campaign.profiles[campaign.runner]
+        preflight.cheap(campaign, active, campaign.make_target())
+        preflight.unenforced(active, campaign.logical_limits, remote=campaign.executor.remote)
+        for name, runner in campaign.profiles.items():
+            preflight.runner_checks(runner, tasks=None, full=True, target=campaign.make_target())
             campaign.kind(name)
         with engine.prepare(engine.Options(path, tmp_path / "runs")) as prep:
             trio.run(engine.run, prep, ev.EventBus())

@@ -410,7 +410,10 @@ async def test_counted_tools_and_submit_hold_for_an_agent_on_node_b(tmp_path, cl
             budget={"total_usd": 1.0, "per_session": limits},
             environment=environment,
         )
-        assert preflight.unenforced(load(path)) == []  # nothing said unenforced on a cluster
+        campaign = load(path)
+        active = campaign.profiles[campaign.runner]
+        # nothing said unenforced on a cluster
+        assert preflight.unenforced(active, campaign.logical_limits, remote=campaign.executor.remote) == []
         started = time.monotonic()
         with trio.fail_after(120):
             prep, _ = await run_campaign(path, tmp_path / "state")
@@ -449,7 +452,9 @@ async def test_logical_budgets_hold_for_a_mini_session_on_node_b(tmp_path, clust
             budget={"per_session": limits},
             executor=on(cluster),
         )
-        assert preflight.unenforced(load(path)) == []
+        campaign = load(path)
+        active = campaign.profiles[campaign.runner]
+        assert preflight.unenforced(active, campaign.logical_limits, remote=campaign.executor.remote) == []
         with trio.fail_after(180):
             prep, _ = await run_campaign(path, tmp_path / "runs")
     (record,) = journal(prep.run_dir).values()
