@@ -27,7 +27,7 @@ from benchtui.runners.kit import toolgate as gate
 from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.toolgate.node import NodeGateSpec
 from benchtui.runners.kit.toolgate.remote import NodeTools
-from benchtui.runners.kit.toolgate.submit import Submissions
+from benchtui.runners.kit.toolgate.submit import Submissions, for_task
 from benchtui.runners.kit.verdict import verify_certificate
 from benchtui.targets.problem_reductions import Verdict
 
@@ -138,10 +138,11 @@ async def open_gate(
     line = partial(budget_line, limits, meter)
     submissions = None
     if limits.submits and pred is not None:
-        found = pred
+        found, task = pred, session.task
 
         async def check(cert: dict[str, Any]) -> Verdict:
-            return await verify_certificate(cert, pred=found, timeout=verify_timeout_s)
+            verdict = await verify_certificate(cert, pred=found, timeout=verify_timeout_s)
+            return for_task(verdict, cert, task)
 
         submissions = Submissions(meter, limits, check, record=record, budget_line=line)
     shimmed = names + ([gate.SUBMIT] if submissions is not None else [])

@@ -14,8 +14,23 @@ import trio
 from benchtui.core.contract import LogicalLimits, Meter
 from benchtui.runners.kit.toolgate.server import Answer, Call, Record
 from benchtui.targets.problem_reductions import Verdict, parse_block
+from benchtui.targets.problem_reductions.tasks import on_task
 
 Verify = Callable[[dict[str, Any]], Awaitable[Verdict]]
+
+
+def for_task(verdict: Verdict, cert: dict[str, Any], task: str | None) -> Verdict:
+    """A certificate the verifier accepts for another rule than the session's task is `off_task`
+    (rejected), as the end-of-session judge says of a printed one: a submit cannot score the
+    session a bug of another rule (a public certificate, say)."""
+    if not (verdict.accepted and task and not on_task(cert, task)):
+        return verdict
+    return Verdict(
+        "rejected",
+        f"off_task: the certificate is for {str(cert.get('rule'))[:200]!r}, not this session's task "
+        f"{task!r} (the verifier: {verdict.reason})",
+        {**verdict.details, "cause": "off_task", "task": task},
+    )
 
 
 class Submissions:
