@@ -9,6 +9,7 @@ otherwise) stand for what no build recorded: a crash elsewhere, a kill, an insta
 
 from __future__ import annotations
 
+import json
 import signal
 from pathlib import Path
 from typing import Any
@@ -181,6 +182,16 @@ def test_a_panic_in_the_rules_file_under_a_build_path_is_the_rules(tmp_path):
     assert verdict.accepted, verdict
 
 
+def test_a_panic_header_inside_a_message_is_not_taken_for_the_rules(tmp_path):
+    """A model's panic whose message quotes the instance (a string field, printed raw) could carry
+    a header naming the rule's file after the real one: more than one header is inconclusive."""
+    forged = panic_at("src/rules/steinertree_ilp.rs:51:9", "x").strip("\n")
+    stderr = panic_at("src/models/graph/steiner_tree.rs:131:27", f"bad label:\n{forged}")
+    verdict = verify(panicking(), pred=doctored(tmp_path, reduce={"stderr": stderr, "exit": 101}))
+    assert verdict.status == "inconclusive" and verdict.details["cause"] == "panics_elsewhere", verdict
+    assert "printed 2 panics" in verdict.reason
+
+
 def test_an_out_of_memory_kill_is_inconclusive_even_after_a_panic_line(tmp_path):
     stderr = panic_at("src/rules/steinertree_ilp.rs:51:9")
     verdict = verify(
@@ -227,3 +238,17 @@ def test_no_public_rule_is_confirmed_panicking_on_its_public_instance(name, buil
     assert not misses.exists(), misses.read_text()
     assert verdict.status == "rejected", verdict
     assert verdict.details["cause"] in ("no_violation", "unknown_rule")
+
+
+def test_benchtui_verify_says_the_verdict_and_its_exit_status(tmp_path, capsys):
+    from benchtui.cli import main as cli
+
+    cert = tmp_path / "panic.json"
+    cert.write_text(json.dumps(panicking()))
+    assert cli.main(["verify", str(cert), "--pred", real(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("ACCEPTED: panics_on_valid_instance: pred reduce --to ILP/bool panicked at ")
+    crash = doctored(tmp_path, reduce={"stderr": panic_at("src/rules/graph.rs:812:13"), "exit": 101})
+    assert cli.main(["verify", str(cert), "--pred", crash, "--json"]) == 4
+    (line,) = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["details"]["cause"] == "panics_elsewhere"

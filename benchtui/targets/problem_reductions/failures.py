@@ -40,20 +40,19 @@ RULE_FILE = re.compile(r"(?:^|/)src/rules/(?P<stem>[a-z0-9_]+)\.rs$")
 
 @dataclass(frozen=True, slots=True)
 class Panic:
-    """The last panic pred printed (the one that ended it; panics a solver caught come first)."""
+    """A panic pred printed: where, and the first line of its message."""
 
     file: str
     location: str
     message: str
 
 
-def last_panic(stderr: str) -> Panic | None:
-    found = list(PANIC.finditer(stderr))
-    if not found:
-        return None
-    m = found[-1]
-    location = f"{m['file']}:{m['line']}:{m['column']}"[:300]
-    return Panic(m["file"], location, m["message"].strip()[:300])
+def panics(stderr: str) -> list[Panic]:
+    """Every panic header in pred's stderr, in order."""
+    return [
+        Panic(m["file"], f"{m['file']}:{m['line']}:{m['column']}"[:300], m["message"].strip()[:300])
+        for m in PANIC.finditer(stderr)
+    ]
 
 
 def _ended(returncode: int) -> str:
@@ -104,7 +103,8 @@ def check_rule_failure(cert: dict[str, Any]) -> Generator[PredCall, PredResult, 
         )
     if returncode == 2:  # a usage error: pred refused the call, not the instance
         raise stop("inconclusive", f"{what} failed: {error_line(result.stderr)}", "pred_error", **details)
-    panic = last_panic(result.stderr)
+    printed = panics(result.stderr)
+    panic = printed[-1] if printed else None
     if panic is not None:
         evidence.update(panic=panic.location, message=panic.message)
     if returncode != RUST_PANIC:
@@ -119,6 +119,16 @@ def check_rule_failure(cert: dict[str, Any]) -> Generator[PredCall, PredResult, 
         raise stop(
             "inconclusive",
             f"{what} exited {RUST_PANIC} without a panic location pred prints",
+            "panics_elsewhere",
+            **details,
+        )
+    if len(printed) > 1:
+        # One panic ends `pred reduce`; more headers are panics caught before it, or a header
+        # inside a panic's message (which may quote the instance): which one ended pred is unsure.
+        raise stop(
+            "inconclusive",
+            f"{what} printed {len(printed)} panics ({', '.join(p.location for p in printed)[:300]}): "
+            "the one that ended it is not told apart from a message",
             "panics_elsewhere",
             **details,
         )
@@ -193,7 +203,8 @@ def _valid(
             "invalid_instance",
             **details,
         )
-    if not solved.failure and solved.returncode != 0 and (panic := last_panic(solved.stderr)):
+    if not solved.failure and solved.returncode != 0 and (found := panics(solved.stderr)):
+        panic = found[-1]
         raise stop(
             "inconclusive",
             f"pred itself panics solving the source by brute force, at {panic.location}: {panic.message}",
