@@ -252,3 +252,23 @@ def test_benchtui_verify_says_the_verdict_and_its_exit_status(tmp_path, capsys):
     assert cli.main(["verify", str(cert), "--pred", crash, "--json"]) == 4
     (line,) = capsys.readouterr().out.splitlines()
     assert json.loads(line)["details"]["cause"] == "panics_elsewhere"
+
+
+def test_no_shipped_task_is_confirmed_panicking_on_its_canonical_example(tmp_path, misses):
+    """benchtui check's calls with 8df8ac04: every task's rule reduces its canonical example."""
+    import tomllib
+
+    from support import ROOT
+
+    from benchtui.targets.problem_reductions.tasks import canonical_certificate, rule_list, rule_of
+
+    pred = real(tmp_path)
+    tasks = tomllib.loads((ROOT / "campaigns" / "problem-reductions.toml").read_text())["tasks"]
+    rules, _ = rule_list(pred)
+    for task in tasks:
+        cert, problem = canonical_certificate(rule_of(task, rules), pred, timeout=60)
+        assert cert is not None, problem
+        claim = {"rule": task, "violation": "panics_on_valid_instance", "source": cert["source"]}
+        verdict = verify(claim, pred=pred)
+        assert verdict.status == "rejected" and verdict.details["cause"] == "no_violation", (task, verdict)
+    assert not misses.exists(), misses.read_text()
