@@ -189,7 +189,7 @@ def test_a_panic_header_inside_a_message_is_not_taken_for_the_rules(tmp_path):
     stderr = panic_at("src/models/graph/steiner_tree.rs:131:27", f"bad label:\n{forged}")
     verdict = verify(panicking(), pred=doctored(tmp_path, reduce={"stderr": stderr, "exit": 101}))
     assert verdict.status == "inconclusive" and verdict.details["cause"] == "panics_elsewhere", verdict
-    assert "printed 2 panics" in verdict.reason
+    assert "with 2 panics printed" in verdict.reason
 
 
 def test_an_out_of_memory_kill_is_inconclusive_even_after_a_panic_line(tmp_path):

@@ -76,15 +76,29 @@ def check_rule_failure(cert: dict[str, Any]) -> Generator[PredCall, PredResult, 
     optimum = yield from _valid(source, evidence, details)
     details["source_optimum"], details["source_solver"] = optimum.text, "brute-force"
     command = ("reduce", "source.json", "--to", rule[1], "--json")
-    result = yield PredCall(command, {"source.json": source})
     evidence["reduce"] = "pred " + " ".join(command)
-    what = f"pred reduce --to {rule[1]}"
+    result = yield PredCall(command, {"source.json": source})
+    panic = _rules_own_panic(result, rule, details)
+    details.update(observed=claimed, found_by="reduce", cause="panics_in_rule")
+    return Verdict(
+        "accepted",
+        f"{claimed}: pred reduce --to {rule[1]} panicked at {panic.location}, the rule's own source "
+        f"(exit {RUST_PANIC}): {panic.message}; the source instance is valid: brute force solves it "
+        f"({optimum.text}) (found by reduce)",
+        details,
+    )
+
+
+def _rules_own_panic(result: PredResult, rule: Rule, details: dict[str, Any]) -> Panic:
+    """The one panic of `pred reduce` when it is in the rule's own source; anything else stops the
+    check: rejected where pred answers (it reduces the instance, or its own error refuses it),
+    inconclusive where it does not say (a timeout, a usage error, a kill, a panic elsewhere)."""
+    what, evidence = f"pred reduce --to {rule[1]}", details["evidence"]
     if result.failure == "timeout":
         raise stop("inconclusive", f"{what} timed out: neither a panic nor a refusal", "timeout", **details)
     if result.failure:
         json_of(result, f"reduce --to {rule[1]}")  # pred is missing: raises, inconclusive
-    returncode = int(result.returncode or 0)
-    evidence["exit"] = returncode
+    returncode = evidence["exit"] = int(result.returncode or 0)
     if returncode == 0:
         raise stop(
             "rejected",
@@ -104,34 +118,28 @@ def check_rule_failure(cert: dict[str, Any]) -> Generator[PredCall, PredResult, 
     if returncode == 2:  # a usage error: pred refused the call, not the instance
         raise stop("inconclusive", f"{what} failed: {error_line(result.stderr)}", "pred_error", **details)
     printed = panics(result.stderr)
-    panic = printed[-1] if printed else None
-    if panic is not None:
-        evidence.update(panic=panic.location, message=panic.message)
+    if printed:
+        evidence.update(panic=printed[-1].location, message=printed[-1].message)
     if returncode != RUST_PANIC:
-        after = f" after a panic at {panic.location}" if panic else ""
+        after = f" after a panic at {printed[-1].location}" if printed else ""
         raise stop(
             "inconclusive",
             f"{what} {_ended(returncode)}{after}: not an answer of pred",
             "pred_error",
             **details,
         )
-    if panic is None:
-        raise stop(
-            "inconclusive",
-            f"{what} exited {RUST_PANIC} without a panic location pred prints",
-            "panics_elsewhere",
-            **details,
-        )
-    if len(printed) > 1:
+    if len(printed) != 1:
         # One panic ends `pred reduce`; more headers are panics caught before it, or a header
         # inside a panic's message (which may quote the instance): which one ended pred is unsure.
+        where = ", ".join(p.location for p in printed)[:300]
         raise stop(
             "inconclusive",
-            f"{what} printed {len(printed)} panics ({', '.join(p.location for p in printed)[:300]}): "
-            "the one that ended it is not told apart from a message",
+            f"{what} exited {RUST_PANIC} with {len(printed)} panics printed{f' ({where})' if where else ''}: "
+            "not one located panic",
             "panics_elsewhere",
             **details,
         )
+    (panic,) = printed
     stem = RULE_FILE.search(panic.file)
     if stem is None or stem["stem"] not in own_files(rule):
         raise stop(
@@ -141,14 +149,7 @@ def check_rule_failure(cert: dict[str, Any]) -> Generator[PredCall, PredResult, 
             "panics_elsewhere",
             **details,
         )
-    details.update(observed=claimed, found_by="reduce", cause="panics_in_rule")
-    return Verdict(
-        "accepted",
-        f"{claimed}: {what} panicked at {panic.location}, the rule's own source (exit {RUST_PANIC}): "
-        f"{panic.message}; the source instance is valid: brute force solves it ({optimum.text}) "
-        "(found by reduce)",
-        details,
-    )
+    return panic
 
 
 def _rule(name: str, source: dict[str, Any]) -> Generator[PredCall, PredResult, Rule]:
