@@ -8,6 +8,10 @@ verifier runs against the replaying stand-in (`tests/support/stand_in_pred.py`),
 are exactly the real pred's. "before" is the verifier of commit `--before` (read with `git show`),
 "after" the one in this checkout. An inconclusive verdict counts as not confirmed; a call the
 transcripts never recorded (exit 97) is counted as a miss.
+
+Then a probe of false positives of the rule-failure kinds: every public round-trip certificate's
+rule and source claimed as `panics_on_valid_instance`, on every build it was recorded with (none
+of those rules panics on those instances: none may be confirmed).
 """
 
 from __future__ import annotations
@@ -25,28 +29,32 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 STAND_IN = ROOT / "tests" / "support" / "stand_in_pred.py"
-OLD_FILES = ("certificate", "calls", "checks", "drivers")
 
 
 def old_verifier(commit: str, into: Path) -> Any:
-    """The `verify` of `commit`'s runners/problem_reductions (or benchtui/targets/… after the move)."""
+    """The `verify` of `commit`'s runners/problem_reductions (or benchtui/targets/… after the move):
+    every module of that folder, as it was."""
     package = into / f"verifier_{commit}"
     package.mkdir(parents=True)
     for folder in ("benchtui/targets/problem_reductions", "runners/problem_reductions"):
-        try:
-            for name in OLD_FILES:
-                text = subprocess.run(
-                    ["git", "-C", str(ROOT), "show", f"{commit}:{folder}/{name}.py"],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                ).stdout
-                (package / f"{name}.py").write_text(text)
+        listed = subprocess.run(
+            ["git", "-C", str(ROOT), "ls-tree", "--name-only", f"{commit}:{folder}"],
+            capture_output=True,
+            text=True,
+        )
+        names = [n for n in listed.stdout.split() if n.endswith(".py") and n != "__init__.py"]
+        if listed.returncode == 0 and names:
             break
-        except subprocess.CalledProcessError:
-            continue
     else:
         raise SystemExit(f"error: commit {commit} has no problem_reductions verifier")
+    for name in names:
+        text = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{commit}:{folder}/{name}"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        (package / name).write_text(text)
     (package / "__init__.py").write_text("from .drivers import verify\n")
     sys.path.insert(0, str(into))
     return importlib.import_module(package.name).verify
@@ -87,6 +95,21 @@ def score(verify: Any, transcripts: Path, work: Path) -> dict[str, Any]:
     }
 
 
+def panic_probe(verify: Any, transcripts: Path, work: Path) -> list[tuple[str, str, str, str]]:
+    """(certificate, build, status, reason) of each round-trip certificate claimed as a panic."""
+    table = json.loads((transcripts / "certificates" / "expected.json").read_text())
+    rows = []
+    for name, entries in table.items():
+        cert = json.loads((transcripts / "certificates" / name).read_text())
+        if "bundle" not in cert:
+            continue
+        claim = {"rule": cert["rule"], "source": cert["source"], "violation": "panics_on_valid_instance"}
+        for entry in entries:
+            verdict = verify(claim, pred=replaying_pred(work / entry["pred"], transcripts, entry["pred"]))
+            rows.append((name, entry["pred"], verdict.status, verdict.reason))
+    return rows
+
+
 def upstream(transcripts: Path) -> dict[str, Any]:
     table = json.loads((transcripts / "certificates" / "expected.json").read_text())
     entries = [e for es in table.values() for e in es]
@@ -119,6 +142,7 @@ def main() -> int:
             ),
             "after (this checkout)": score(verify, transcripts, work / "a"),
         }
+        probe = panic_probe(verify, transcripts, work / "p")
     for label, result in results.items():
         print(f"\n== {label}")
         for name, build, expected, status, misses, reason in result["rows"]:
@@ -135,6 +159,11 @@ def main() -> int:
         f"| upstream verify.py (recorded) | {up['recall'][0]}/{up['recall'][1]} "
         f"| {up['false_positives'][0]}/{up['false_positives'][1]} | - |"
     )
+    print("\n== round-trip certificates claimed as panics_on_valid_instance (after): none is a bug")
+    for name, build, status, reason in probe:
+        print(f"  {'XX ' if status == 'accepted' else 'ok '}{name:46} {build:9} -> {status}: {reason[:90]}")
+    confirmed = sum(status == "accepted" for _, _, status, _ in probe)
+    print(f"false positives: {confirmed}/{len(probe)}")
     return 0
 
 

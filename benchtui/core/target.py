@@ -32,6 +32,9 @@ Cause = Literal[
     "no_violation",  # rejected: the claim does not hold on the target
     "wrong_target",  # rejected: the certificate's reduction output is not what the rule produces
     "invalid_instance",  # rejected: the certificate's instance is not a valid one of its problem
+    "unknown_rule",  # rejected: the target has no such rule (or the name is ambiguous)
+    "wrong_source",  # rejected: the instance is not of the rule's source problem
+    "tool_refused",  # rejected: the target's own program refused the input (not the rule)
     "malformed",  # rejected: not a certificate of this target
     "off_task",  # rejected: a bug, but in another rule than the session's task
     "refused",  # rejected: not verified (the session's submits are spent, or it has ended)

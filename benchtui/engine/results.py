@@ -22,6 +22,7 @@ from benchtui.engine.counting import Counted, counted_bugs
 from benchtui.engine.ledger import Ledger
 from benchtui.engine.plan import PlannedSession, slug
 from benchtui.engine.records import RAN, JournalRecord
+from benchtui.engine.results_format import INSTANCE_VIOLATIONS
 from benchtui.engine.store import JOURNAL
 
 
@@ -82,8 +83,19 @@ def is_schema_certificate(cert: Any) -> bool:
         isinstance(cert, dict)
         and isinstance(cert.get("rule"), str)
         and isinstance(cert.get("violation"), str)
+        and cert["violation"] not in INSTANCE_VIOLATIONS
         and isinstance(cert.get("source"), dict)
         and isinstance(cert.get("bundle"), dict)
+    )
+
+
+def is_instance_certificate(cert: Any) -> bool:
+    """A rule that fails on a valid instance: a rule and a source (a row's `instance_certificate`)."""
+    return (
+        isinstance(cert, dict)
+        and isinstance(cert.get("rule"), str)
+        and cert.get("violation") in INSTANCE_VIOLATIONS
+        and isinstance(cert.get("source"), dict)
     )
 
 
@@ -105,6 +117,8 @@ def _row(rec: JournalRecord, detail: OutcomeDetails | None) -> tuple[dict[str, A
     }
     if result in ("bug_found", "rejected") and is_schema_certificate(cert):
         row["certificate"] = cert
+    elif result in ("bug_found", "rejected") and is_instance_certificate(cert):
+        row["instance_certificate"] = cert
     if judgement is not None:
         row["verify_details"] = judgement.to_json()
     if result == "rejected":

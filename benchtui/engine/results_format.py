@@ -9,11 +9,19 @@ rows are rewritten while a campaign runs); these models say what those dicts mus
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchtui.core.contract import Result
+
+#: The results format's own: the violations the benchmark's results schema enumerates for a row's
+#: `certificate` (a round trip that fails, with its bundle).
+VIOLATIONS = ("unsound_extraction", "incomplete_reduction", "suboptimal_extraction")
+#: Certificates of a rule that fails on a valid instance: a rule and a source, no bundle. The
+#: benchmark's `certificate` requires a bundle and names only VIOLATIONS, so a row keeps these as
+#: its `instance_certificate` (its schema allows more keys in a row), and the file still follows it.
+INSTANCE_VIOLATIONS = ("panics_on_valid_instance", "rejects_valid_instance")
 
 
 class Certificate(BaseModel):
@@ -29,6 +37,20 @@ class Certificate(BaseModel):
     """The source problem instance."""
     bundle: dict[str, Any]
     """The reduction bundle (`pred reduce --json`)."""
+
+
+class InstanceCertificate(BaseModel):
+    """A rule that panics on, or rejects, a valid source instance: the rule and the instance alone
+    (the reduction never returns a bundle). Present only when the result is bug_found or rejected."""
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+    rule: str
+    """The rule it claims a bug in."""
+    violation: Literal["panics_on_valid_instance", "rejects_valid_instance"]
+    """What the rule does to the valid instance (INSTANCE_VIOLATIONS)."""
+    source: dict[str, Any]
+    """The source problem instance."""
 
 
 class ResultRow(BaseModel):
@@ -50,6 +72,8 @@ class ResultRow(BaseModel):
     """The journal's state of the attempt: done, error, killed."""
     reason: str = ""
     certificate: Certificate | None = None
+    instance_certificate: InstanceCertificate | None = None
+    """In place of `certificate` for a rule that fails on a valid instance (no bundle)."""
     verify_details: dict[str, Any] | None = None
     """The verifier's verdict and the certificates it checked."""
     reject_reason: str | None = None

@@ -20,6 +20,12 @@ STAND_IN_PRED_TRANSCRIPT=<build>.jsonl switches to REPLAY mode: the answers of t
 matched by the sha256 of their bytes, the `-o` value is `@out`, a hit writes the recorded stdout,
 stderr and `-o` output with `@file:<sha256>`/`@out` tokens put back as the caller named them and
 exits with the recorded status; a miss prints `not recorded: <argv as JSON>` and exits 97.
+
+STAND_IN_PRED_ANSWERS=<file.json> DOCTORS it, in either mode: `{"reduce": {"stdout": "",
+"stderr": "...", "exit": 101}}` answers every call of that subcommand so (`"signal": 9` then
+kills it by that signal, as the out-of-memory killer does; `"hang": true` never answers); the
+other subcommands answer as before. Tests build preds that crash elsewhere, refuse an instance,
+or reduce one that the real build panics on.
 """
 
 import hashlib
@@ -304,7 +310,29 @@ def replay(transcript, argv):
     return record["exit"]
 
 
+def doctored(argv):
+    """The answer STAND_IN_PRED_ANSWERS gives this call (its exit status), or None."""
+    path = os.environ.get("STAND_IN_PRED_ANSWERS")
+    if not path or not argv:
+        return None
+    with open(path, encoding="utf-8") as f:
+        answer = json.load(f).get(argv[0])
+    if answer is None:
+        return None
+    sys.stdout.write(answer.get("stdout", ""))
+    sys.stderr.write(answer.get("stderr", ""))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if answer.get("hang"):
+        time.sleep(3600)
+    if "signal" in answer:
+        os.kill(os.getpid(), answer["signal"])
+    return answer.get("exit", 0)
+
+
 def main(argv):
+    if (status := doctored(argv)) is not None:
+        return status
     if os.environ.get("STAND_IN_PRED_TRANSCRIPT"):
         return replay(os.environ["STAND_IN_PRED_TRANSCRIPT"], argv)
     if argv[:1] in (["--version"], ["-V"]):

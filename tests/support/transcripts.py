@@ -42,6 +42,20 @@ def replaying_pred(where: Path, build: str) -> Path:
     return pred
 
 
+def doctored_pred(where: Path, build: str, answers: dict[str, dict[str, Any]]) -> Path:
+    """A `pred` in `where` replaying `build` except for the subcommands `answers` doctors
+    (`{"reduce": {"stderr": "...", "exit": 101}}`; `"signal": 9` kills it; `"hang": true`)."""
+    pred = replaying_pred(where, build)
+    doctor = where / "answers.json"
+    doctor.write_text(json.dumps(answers))
+    transcript = need_transcripts() / f"{build}.jsonl"
+    pred.write_text(
+        f"#!/bin/sh\nSTAND_IN_PRED_TRANSCRIPT='{transcript}' STAND_IN_PRED_ANSWERS='{doctor}' "
+        f"exec '{sys.executable}' '{STAND_IN}' \"$@\"\n"
+    )
+    return pred
+
+
 def expected_verdicts() -> list[tuple[str, str, dict[str, Any]]]:
     """(certificate name, build, its entry in certificates/expected.json), for every entry."""
     folder = need_transcripts() / "certificates"

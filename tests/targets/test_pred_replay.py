@@ -115,7 +115,7 @@ def test_every_expected_verdict_holds_on_the_replay(name, build, tmp_path, misse
     assert not misses.exists(), misses.read_text()
     assert verdict.accepted == (entry["expected"] == "bug"), (entry, verdict)
     if verdict.accepted:
-        assert verdict.details["found_by"] in ("brute-force", "ilp", "extract")
+        assert verdict.details["found_by"] in ("brute-force", "ilp", "extract", "reduce")
         assert f"(found by {verdict.details['found_by']})" in verdict.reason
 
 

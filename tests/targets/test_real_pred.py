@@ -1,5 +1,6 @@
-"""The verifier against the REAL pred (problem-reductions 0.5.0): its rules are correct, so every
-certificate must be rejected, with a definitive verdict, never confirmed, never inconclusive.
+"""The verifier against the REAL pred (problem-reductions 0.5.0): its rules are correct on these
+instances, so every certificate must be rejected, with a definitive verdict, never confirmed,
+never inconclusive (but one: the SteinerTree panic, confirmed exactly where this pred has it).
 
 Skips where no real pred exists (a clone without ../shared and no `pred` on PATH); fails in CI.
 """
@@ -7,6 +8,8 @@ Skips where no real pred exists (a clone without ../shared and no `pred` on PATH
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -121,3 +124,34 @@ def test_pred_errors_reach_the_reason_without_backtraces(pred, monkeypatch):
     assert verdict.status == "inconclusive" and verdict.details["cause"] == "pred_error", verdict
     assert verdict.reason.startswith("pred reduce failed: Error:")
     assert "backtrace" not in verdict.reason.lower() and "\n" not in verdict.reason
+
+
+@pytest.mark.parametrize("task", CAMPAIGN["tasks"])
+def test_a_panic_claim_on_every_tasks_canonical_example_is_rejected(pred, task):
+    cert, problem = canonical_certificate(TASK_RULES[task], pred, timeout=TIMEOUT)
+    assert cert is not None, problem
+    claim = {"rule": task, "violation": "panics_on_valid_instance", "source": cert["source"]}
+    rejected(verify(claim, pred=pred, timeout=TIMEOUT))
+
+
+def test_a_panic_claim_is_confirmed_exactly_where_this_pred_panics_in_the_rules_file(pred, tmp_path):
+    """The public SteinerTree instance (a zero-weight edge): 8df8ac04's SteinerTree -> ILP panics on
+    it; a build with the rule fixed reduces it. The verdict follows what this pred does."""
+    from support.transcripts import public_certificate
+
+    cert = public_certificate("steinertree_ilp.panic.json")
+    (tmp_path / "source.json").write_text(json.dumps(cert["source"]))
+    direct = subprocess.run(
+        [pred, "reduce", "source.json", "--to", "ILP/bool", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env={**os.environ, "RUST_BACKTRACE": "0"},
+    )
+    verdict = verify(cert, pred=pred, timeout=TIMEOUT)
+    if direct.returncode == 101 and "panicked at src/rules/steinertree_ilp.rs:" in direct.stderr:
+        assert verdict.accepted and verdict.details["cause"] == "panics_in_rule", verdict
+    else:
+        assert direct.returncode == 0, direct.stderr
+        rejected(verdict)

@@ -7,12 +7,16 @@ cancellable at any call). Every call has a timeout; a timeout is *inconclusive*,
 A certificate is accepted only when pred itself shows the round trip failing on the certified
 instance: the bundle must be what `pred reduce` produces, and then either solving the bundle and
 extracting, or extracting the certificate's own (optimal) target configuration, gives a source
-solution that is invalid or worse than the source's brute-force optimum.
+solution that is invalid or worse than the source's brute-force optimum. A certificate of a rule
+that fails on a valid instance (`RULE_FAILURES`: no bundle) is accepted only when pred solves the
+instance on its own and reducing it by that rule panics in the rule's own source file.
 """
 
 from .certificate import (
     BLOCK,
     FENCE,
+    KINDS,
+    RULE_FAILURES,
     VIOLATIONS,
     PredCall,
     PredResult,
@@ -29,6 +33,8 @@ from .kind import ProblemReductions
 __all__ = [
     "BLOCK",
     "FENCE",
+    "KINDS",
+    "RULE_FAILURES",
     "VIOLATIONS",
     "PredCall",
     "ProblemReductions",

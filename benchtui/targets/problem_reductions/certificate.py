@@ -13,8 +13,14 @@ from benchtui.core.certificates import MAX_CERTIFICATE_DEPTH as MAX_CERTIFICATE_
 from benchtui.core.certificates import find_blocks as find_blocks
 from benchtui.core.certificates import parse_block as parse_block
 
-#: The violation names of the target benchmark's certificates (its results schema enumerates them).
+#: The violation names of the target benchmark's certificates (its results schema enumerates them):
+#: the round trip fails.
 VIOLATIONS = ("unsound_extraction", "incomplete_reduction", "suboptimal_extraction")
+#: The rest of the benchmark's definition of a bug: the rule fails on a valid source instance. Such
+#: a certificate is a rule and a source alone (the reduction never returns a bundle).
+RULE_FAILURES = ("panics_on_valid_instance", "rejects_valid_instance")
+KINDS = VIOLATIONS + RULE_FAILURES
+"""Every violation a certificate may name."""
 BLOCK = re.compile(r"^[ \t]*CERTIFICATE_START[ \t]*\r?\n(.*?)^[ \t]*CERTIFICATE_END[ \t]*$", re.M | re.S)
 
 

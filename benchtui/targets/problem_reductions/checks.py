@@ -7,7 +7,8 @@ from collections.abc import Generator
 from typing import Any
 
 from .calls import Stop, canonical, error_line, extract, json_of, pred_json, reduce, stop, value_of
-from .certificate import VIOLATIONS, PredCall, PredResult, Value, Verdict, parse_value
+from .certificate import KINDS, RULE_FAILURES, PredCall, PredResult, Value, Verdict, parse_value
+from .failures import check_rule_failure
 
 
 def _malformed(cert: Any) -> str:
@@ -15,10 +16,12 @@ def _malformed(cert: Any) -> str:
         return "not a JSON object"
     if not isinstance(cert.get("rule"), str) or not cert["rule"]:
         return "no rule"
-    if cert.get("violation") not in VIOLATIONS:
-        return f"violation must be one of {', '.join(VIOLATIONS)}"
+    if cert.get("violation") not in KINDS:
+        return f"violation must be one of {', '.join(KINDS)}"
     if not isinstance(cert.get("source"), dict) or not isinstance(cert["source"].get("type"), str):
         return "no source object with a type"
+    if cert["violation"] in RULE_FAILURES:
+        return ""  # a rule and a source: the reduction never returned a bundle
     target = cert.get("bundle", {}).get("target") if isinstance(cert.get("bundle"), dict) else None
     if not isinstance(target, dict) or not isinstance(target.get("type"), str):
         return "no bundle with a target with a type"
@@ -90,6 +93,11 @@ def check(cert: Any) -> Generator[PredCall, PredResult, Verdict]:
     """Verify one certificate; drive with `verify` (sync) or `verify_async` (Trio)."""
     if problem := _malformed(cert):
         return Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
+    if cert["violation"] in RULE_FAILURES:
+        try:  # its own reading of pred's exit statuses: a panic (101) is what it looks for
+            return (yield from check_rule_failure(cert))
+        except Stop as stopped:
+            return stopped.verdict
     checks = _check(cert)
     try:
         call = next(checks)

@@ -35,17 +35,27 @@ class ProblemReductionsProfile(TargetProfile):
     """The Rust library problem-reductions and its `pred` CLI (environment.path: a checkout)."""
 
 
+CHECKS_CAUSES = {**LEGACY_CAUSES, "refused_by_pred": "tool_refused", "panics_elsewhere": "tool_error"}
+"""The checks' causes in the contract's closed set (core/target.py `Cause`)."""
+KEPT_CAUSES = frozenset(
+    ("no_violation", "wrong_target", "invalid_instance", "unknown_rule", "wrong_source", "tool_refused",
+     "malformed", "timeout", "tool_error", "tool_missing")
+)  # fmt: skip
+
+
 def typed(verdict: ChecksVerdict) -> Verdict:
     """The checks' verdict as the contract's: its cause one of the closed set."""
     details = dict(verdict.details)
     raw = str(details.pop("cause", ""))
     found_by = str(details.pop("found_by", None) or "")
     if verdict.status == "accepted":
-        cause = "violation"
+        cause = "violation"  # which one: `observed` (a round trip, a panic in the rule's file…)
     else:
-        cause = LEGACY_CAUSES.get(raw, raw)
-        if cause not in ("no_violation", "wrong_target", "invalid_instance", "malformed", "timeout"):
+        cause = CHECKS_CAUSES.get(raw, raw)
+        if cause not in KEPT_CAUSES:
             cause = "tool_error" if verdict.status == "inconclusive" else "no_violation"
+    if raw and raw != cause:
+        details["pred_cause"] = raw  # what the checks found, in this target's words
     return Verdict(verdict.status, verdict.reason, cause, VERIFIER, "verifier", found_by, details)  # type: ignore[arg-type]
 
 

@@ -1,9 +1,9 @@
 """Campaign tasks (problem-reductions' rule files) as pred sees them, and their canonical certificates.
 
 A task is a file stem of `src/rules/` (`spinglass_maxcut`); pred names rules by their source and
-target variants (`SpinGlass/SimpleGraph/i32 -> MaxCut/SimpleGraph/i32`, `pred list --rules`). The
-table below maps the stems benchtui's shipped campaign uses; `rule_of` also matches a stem whose
-two halves are the lower-cased problem names of exactly one rule.
+target variants (`SpinGlass/SimpleGraph/i32 -> MaxCut/SimpleGraph/i32`, `pred list --rules`).
+`rules.TASK_RULES` maps the stems benchtui's shipped campaign uses; `rule_of` also matches a stem
+whose two halves are the lower-cased problem names of exactly one rule.
 """
 
 from __future__ import annotations
@@ -18,32 +18,8 @@ from typing import Any
 
 from .calls import error_line
 from .drivers import pred_environment
-
-#: stem -> (source spec, target spec), each a rule of `pred list --rules` (checked by a test).
-TASK_RULES: dict[str, tuple[str, str]] = {
-    "maximumindependentset_maximumclique": (
-        "MaximumIndependentSet/SimpleGraph/i32",
-        "MaximumClique/SimpleGraph/i32",
-    ),
-    "minimumvertexcover_maximumindependentset": (
-        "MinimumVertexCover/SimpleGraph/i32",
-        "MaximumIndependentSet/SimpleGraph/i32",
-    ),
-    "sat_maximumindependentset": ("Satisfiability", "MaximumIndependentSet/SimpleGraph/One"),
-    "spinglass_qubo": ("SpinGlass/SimpleGraph/f64", "QUBO/f64"),
-    "spinglass_maxcut": ("SpinGlass/SimpleGraph/i32", "MaxCut/SimpleGraph/i32"),
-    "coloring_qubo": ("KColoring/SimpleGraph/KN", "QUBO/f64"),
-    "maximumindependentset_maximumsetpacking": (
-        "MaximumIndependentSet/SimpleGraph/One",
-        "MaximumSetPacking/One",
-    ),
-    "graphpartitioning_maxcut": ("GraphPartitioning/SimpleGraph", "MaxCut/SimpleGraph/i32"),
-    "hamiltoniancircuit_travelingsalesman": (
-        "HamiltonianCircuit/SimpleGraph",
-        "TravelingSalesman/SimpleGraph/i32",
-    ),
-    "exactcoverby3sets_maximumsetpacking": ("ExactCoverBy3Sets", "MaximumSetPacking/One"),
-}
+from .rules import TASK_RULES, problem
+from .rules import rule_of as rule_of  # where callers have always found it
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,18 +59,6 @@ def rule_list(pred: str, *, timeout: float = 30.0) -> tuple[list[tuple[str, str]
         return [(r["source"], r["target"]) for r in json.loads(done.stdout)["rules"]], ""
     except (ValueError, KeyError, TypeError):
         return [], "pred list --rules --json printed no rule list"
-
-
-def _name(spec: str) -> str:
-    return spec.split("/")[0].lower()
-
-
-def rule_of(task: str, rules: list[tuple[str, str]]) -> tuple[str, str] | None:
-    """The (source, target) rule a task stem names, or None when pred has no such rule."""
-    if task in TASK_RULES:
-        return TASK_RULES[task] if TASK_RULES[task] in rules else None
-    matches = [(s, t) for s, t in rules if f"{_name(s)}_{_name(t)}" == task]
-    return matches[0] if len(matches) == 1 else None
 
 
 def canonical_certificate(
@@ -138,7 +102,7 @@ def on_task(cert: dict[str, Any], task: str) -> bool:
     task_names = TASK_RULES.get(task)
     wanted = {_names(task), _names(task.replace("_", "to"))}
     if task_names:
-        wanted.add(_names(f"{_name(task_names[0])}to{_name(task_names[1])}"))
+        wanted.add(_names(f"{problem(task_names[0])}to{problem(task_names[1])}"))
     if "->" in task:  # a shortlist episode's task: `SOURCE/variant -> TARGET/variant`
         left, right = (side.strip().split("/")[0] for side in task.split("->", 1))
         wanted.add(_names(f"{left}to{right}"))
