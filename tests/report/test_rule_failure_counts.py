@@ -85,5 +85,5 @@ def test_a_panic_is_a_bug_in_the_results_the_report_and_verify(tmp_path, capsys)
     results_file = run_dir / "results" / "fake_model-a.json"
     assert cli.main(["verify", str(results_file), "--pred", str(pred), "--json"]) == 0
     verdicts = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    panics = [v for v in verdicts if v["details"].get("found_by") == "reduce"]
+    panics = [v for v in verdicts if v.get("found_by") == "reduce"]
     assert panics and all(v["status"] == "accepted" for v in panics)
