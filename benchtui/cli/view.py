@@ -30,7 +30,9 @@ def parser() -> OneLineParser:
         "reads every session)",
     )
     p.add_argument("--open", action="store_true", help="open the address in the browser")
-    p.add_argument("--export", type=Path, metavar="DIR", help="write static pages into DIR (new or empty) and exit")
+    p.add_argument(
+        "--export", type=Path, metavar="DIR", help="write static pages into DIR (new or empty) and exit"
+    )
     add_state_dir(p)
     return p
 
@@ -76,7 +78,10 @@ def serve(viewer: object, host: str, port: int, open_browser: bool) -> int:
     assert isinstance(viewer, Viewer)
 
     def started(url: str) -> None:
-        print(f"benchtui view: {url}  (read-only; private: keep this address to yourself; Ctrl-C stops)", flush=True)
+        print(
+            f"benchtui view: {url}  (read-only; private: keep this address to yourself; Ctrl-C stops)",
+            flush=True,
+        )
         if open_browser:
             import webbrowser
 

@@ -180,7 +180,9 @@ class RunStory:
             attempt.details = outcome(details.get((session_id, attempt.number)))
             end = attempt.end
             if limits and end is not None and end.counters is not None:
-                attempt.budget = counters.line(counters.usage(counters.flat(end.counters), limits), end.exhausted)
+                attempt.budget = counters.line(
+                    counters.usage(counters.flat(end.counters), limits), end.exhausted
+                )
         return [attempts[n] for n in sorted(attempts)]
 
 

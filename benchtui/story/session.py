@@ -18,7 +18,9 @@ from benchtui.story.outcome import Verdict, certificates
 from benchtui.story.run import Attempt, RunStory, SessionRow
 
 CERTIFICATES_MAX_BYTES = 16 << 20
-FILE_NAME = re.compile(r"attempt-(\d{1,6})\.(traj\.json|worker\.log|agent\.log|certificates\.json)|evidence\.jsonl")
+FILE_NAME = re.compile(
+    r"attempt-(\d{1,6})\.(traj\.json|worker\.log|agent\.log|certificates\.json)|evidence\.jsonl"
+)
 SAVED_OUTPUTS = "workdir/.benchtui-outputs"
 """Where the observation policy saved whole outputs (kept only with `keep_workdir = true`)."""
 
@@ -97,7 +99,9 @@ class SessionStory:
     def judged(self, attempt: int) -> tuple[list[Judged], str]:
         """The certificates an attempt's verifier judged, and a problem reading them ("" if none)."""
         try:
-            data = files.read_whole(self.root, f"{self.dir}/attempt-{attempt}.certificates.json", CERTIFICATES_MAX_BYTES)
+            data = files.read_whole(
+                self.root, f"{self.dir}/attempt-{attempt}.certificates.json", CERTIFICATES_MAX_BYTES
+            )
         except files.Unreadable as exc:
             return [], str(exc)
         if data is None:
@@ -111,7 +115,7 @@ class SessionStory:
     def trajectory_file(self, attempt: int) -> str:
         return f"{self.dir}/attempt-{attempt}.traj.json"
 
-    def timeline(self, attempt: int, cursor: trajectory.Cursor = trajectory.Cursor()) -> Timeline | None:
+    def timeline(self, attempt: int, cursor: trajectory.Cursor = trajectory.START) -> Timeline | None:
         """A page of the attempt's trajectory with its evidence (None: no trajectory)."""
         try:
             page = trajectory.read_page(self.root, self.trajectory_file(attempt), cursor)
@@ -209,3 +213,24 @@ def full_output(message: dict[str, Any] | None) -> str | None:
     extra = message.get("extra") if message else None
     raw = extra.get("raw_output") if isinstance(extra, dict) else None
     return raw if isinstance(raw, str) else None
+
+
+def stamp(root: Path, session: str) -> list[tuple[str, int, int]]:
+    """The session's files, their sizes and times: what its pages show changes with them."""
+    try:
+        fd = os.open(root / "sessions" / session, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return []
+    try:
+        found = sorted((e.name, *_info(e)) for e in os.scandir(fd))
+    finally:
+        os.close(fd)
+    return found
+
+
+def _info(entry: os.DirEntry[str]) -> tuple[int, int]:
+    try:
+        info = entry.stat(follow_symlinks=False)
+    except OSError:
+        return 0, 0
+    return info.st_size, info.st_mtime_ns

@@ -45,6 +45,10 @@ class Cursor:
     """Command outputs (messages with `raw_output`) before it."""
 
 
+START = Cursor()
+"""The first page."""
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     offset: int
@@ -73,7 +77,7 @@ def is_action(message: dict[str, Any]) -> bool:
     return isinstance(extra, dict) and "raw_output" in extra
 
 
-def read_page(root: Path, relative: str, cursor: Cursor = Cursor()) -> Page:
+def read_page(root: Path, relative: str, cursor: Cursor = START) -> Page:
     """The messages from `cursor` on, within PAGE_BYTES (FileNotFoundError: no trajectory)."""
     page = Page(cursor)
     start = cursor.offset
@@ -82,7 +86,9 @@ def read_page(root: Path, relative: str, cursor: Cursor = Cursor()) -> Page:
         page.size = head.size
         found = _messages_start(_text(head.data), page)
         if found is None:
-            page.problem = page.problem or "no messages list in its first 4 MiB: not a mini-swe-agent trajectory"
+            page.problem = (
+                page.problem or "no messages list in its first 4 MiB: not a mini-swe-agent trajectory"
+            )
             return page
         start = found
     here = replace(cursor, offset=start)
@@ -105,7 +111,9 @@ def read_page(root: Path, relative: str, cursor: Cursor = Cursor()) -> Page:
             end -= pos
         except ValueError:
             if window.end >= window.size:  # its last bytes: a message cut short
-                return _stop(page, here, offset, text[pos:], "ends in the middle of a message (being written, or cut)")
+                return _stop(
+                    page, here, offset, text[pos:], "ends in the middle of a message (being written, or cut)"
+                )
             if page.entries:
                 break  # the next page starts with it
             value, end = _whole(root, relative, offset)

@@ -23,6 +23,7 @@ from benchtui.report import CampaignReport, build
 from benchtui.report import html as report_html
 from benchtui.report.text import COLUMNS, leaderboard_row, ranked_by_note
 from benchtui.story.run import RunStory
+from benchtui.story.session import stamp as session_stamp
 from benchtui.view import session_pages
 from benchtui.view.render import REPORT_CSP, Renderer, environment
 from benchtui.view.site import STATIC, RunSite, folders, link, route
@@ -128,8 +129,10 @@ class Viewer:
                 return ""
             story = run.story
             parts: list[Any] = [path, story.stamp, story.running]
-            if found.kind not in ("campaign", "report", "sessions", "model") and story.session(found.parts[0]):
-                parts.append(session_pages.stamp(run.path, found.parts[0]))
+            if found.kind not in ("campaign", "report", "sessions", "model") and story.session(
+                found.parts[0]
+            ):
+                parts.append(session_stamp(run.path, found.parts[0]))
             return '"' + hashlib.sha256(repr(parts).encode()).hexdigest()[:32] + '"'
         return ""
 
@@ -139,7 +142,9 @@ class Viewer:
     def _html(self, template: str, here: str, *, csp: str = "", **context: Any) -> Page:
         run = context.get("run")
         where = ", ".join(str(r.path) for r in self.runs)
-        body = self.render.page(template, here, live=self.live(run.view if run else None), where=where, **context)
+        body = self.render.page(
+            template, here, live=self.live(run.view if run else None), where=where, **context
+        )
         return Page(body.encode(), "text/html; charset=utf-8")
 
     def _run_page(self, run: RunView, here: str, kind: str, parts: tuple[str, ...]) -> Page | None:
@@ -186,7 +191,10 @@ class Viewer:
                 {
                     "task": task,
                     "cells": [
-                        {"label": report.matrix["cells"][m][i] or "did not run", "href": cell_link(run, m, task)}
+                        {
+                            "label": report.matrix["cells"][m][i] or "did not run",
+                            "href": cell_link(run, m, task),
+                        }
                         for m in models
                     ],
                 }
@@ -252,9 +260,11 @@ class RunContext:
 
 
 def leaderboard(report: CampaignReport | None) -> dict[str, Any]:
-    rows = [
-        {"model": m.model, "cells": leaderboard_row(report.rank(n), m)} for n, m in enumerate(report.models)
-    ] if report else []
+    rows = (
+        [{"model": m.model, "cells": leaderboard_row(report.rank(n), m)} for n, m in enumerate(report.models)]
+        if report
+        else []
+    )
     return {
         "header": COLUMNS,
         "rows": rows,

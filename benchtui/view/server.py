@@ -64,7 +64,9 @@ class ViewerServer:
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         if request.host not in self.hosts:
-            response: web.StreamResponse = web.Response(status=421, text="misdirected request: not this viewer's address\n")
+            response: web.StreamResponse = web.Response(
+                status=421, text="misdirected request: not this viewer's address\n"
+            )
         else:
             response = await handler(request)
         for name, value in HEADERS.items():
@@ -91,7 +93,9 @@ class ViewerServer:
         headers = {"ETag": tag or '"' + hashlib.sha256(page.body).hexdigest()[:32] + '"'}
         if page.csp:
             headers["Content-Security-Policy"] = page.csp
-        return web.Response(body=page.body, content_type=page.content_type.split(";")[0], charset="utf-8", headers=headers)
+        return web.Response(
+            body=page.body, content_type=page.content_type.split(";")[0], charset="utf-8", headers=headers
+        )
 
 
 async def serve(server: ViewerServer, host: str, port: int, started: Callable[[str], None]) -> None:
@@ -101,8 +105,8 @@ async def serve(server: ViewerServer, host: str, port: int, started: Callable[[s
     try:
         site = web.TCPSite(runner, host, port, backlog=128)
         await site.start()
-        sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
-        bound = sockets[0].getsockname()[1] if sockets else port
+        server_sockets = getattr(site._server, "sockets", None) or []
+        bound = server_sockets[0].getsockname()[1] if server_sockets else port
         server.allow(host, bound)
         shown = f"[{host}]" if ":" in host else host
         started(f"http://{shown}:{bound}/{server.token}/")

@@ -4,8 +4,6 @@ command's whole output, and its raw files, each paged so that no page costs more
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchtui.core import counters
@@ -23,7 +21,9 @@ EXPORT_BYTES = 64 << 20
 """An export follows a trajectory's or a file's pages this far (the rest stays in the run dir)."""
 
 
-def page(viewer: Viewer, run: RunView, context: RunContext, here: str, kind: str, parts: tuple[str, ...]) -> Page | None:
+def page(
+    viewer: Viewer, run: RunView, context: RunContext, here: str, kind: str, parts: tuple[str, ...]
+) -> Page | None:
     row = run.story.session(parts[0])
     if row is None:
         return None
@@ -42,11 +42,15 @@ def page(viewer: Viewer, run: RunView, context: RunContext, here: str, kind: str
     if kind == "page":
         return _story(viewer, story, context, here, numbers[0], Cursor(*numbers[1:]))
     if kind == "output":
-        return _output(viewer, story, context, here, numbers[0], numbers[1], numbers[2] if len(numbers) > 2 else 0)
+        return _output(
+            viewer, story, context, here, numbers[0], numbers[1], numbers[2] if len(numbers) > 2 else 0
+        )
     return None
 
 
-def _story(viewer: Viewer, story: SessionStory, context: RunContext, here: str, number: int, cursor: Cursor) -> Page | None:
+def _story(
+    viewer: Viewer, story: SessionStory, context: RunContext, here: str, number: int, cursor: Cursor
+) -> Page | None:
     attempts = story.attempts()
     shown = next((a for a in attempts if a.number == number), None)
     if shown is None and attempts:
@@ -83,7 +87,9 @@ class _Nothing:
     details = None
 
 
-def _output(viewer: Viewer, story: SessionStory, context: RunContext, here: str, number: int, offset: int, part: int) -> Page | None:
+def _output(
+    viewer: Viewer, story: SessionStory, context: RunContext, here: str, number: int, offset: int, part: int
+) -> Page | None:
     try:
         message = trajectory.message_at(story.root, story.trajectory_file(number), offset)
     except (FileNotFoundError, files.Unreadable):
@@ -116,14 +122,24 @@ def _output(viewer: Viewer, story: SessionStory, context: RunContext, here: str,
 
 
 def _file(
-    viewer: Viewer, story: SessionStory, context: RunContext, here: str, name: str, offset: int, relative: str, *, saved: bool = False
+    viewer: Viewer,
+    story: SessionStory,
+    context: RunContext,
+    here: str,
+    name: str,
+    offset: int,
+    relative: str,
+    *,
+    saved: bool = False,
 ) -> Page | None:
     try:
         chunk = files.read_range(story.root, relative, offset, TEXT_PAGE)
     except FileNotFoundError:
         return None
     except files.Unreadable as exc:
-        return _text_page(viewer, context, here, story, title=name, what="", body="", span="", problem=str(exc))
+        return _text_page(
+            viewer, context, here, story, title=name, what="", body="", span="", problem=str(exc)
+        )
     if offset and offset >= chunk.size:
         return None
     data = chunk.data
@@ -131,7 +147,10 @@ def _file(
         data = data[: _whole_characters(data)]
     end = chunk.offset + len(data)
     site = context.site
-    at = (lambda o: site.saved(story.row.id, name, o)) if saved else (lambda o: site.file(story.row.id, name, o))
+
+    def at(o: int) -> str:
+        return site.saved(story.row.id, name, o) if saved else site.file(story.row.id, name, o)
+
     stop = viewer.export and end < chunk.size and end > EXPORT_BYTES
     return _text_page(
         viewer,
@@ -147,27 +166,6 @@ def _file(
         following=at(end) if end < chunk.size and not stop else None,
         stop_note="the export stops here: the rest is in the run dir" if stop else "",
     )
-
-
-def stamp(root: Path, session: str) -> list[tuple[str, int, int]]:
-    """The session's files, their sizes and times: what its pages show changes with them."""
-    try:
-        fd = os.open(root / "sessions" / session, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        return []
-    try:
-        found = sorted((e.name, *_info(e)) for e in os.scandir(fd))
-    finally:
-        os.close(fd)
-    return found
-
-
-def _info(entry: os.DirEntry[str]) -> tuple[int, int]:
-    try:
-        info = entry.stat(follow_symlinks=False)
-    except OSError:
-        return 0, 0
-    return info.st_size, info.st_mtime_ns
 
 
 def _whole_characters(data: bytes) -> int:

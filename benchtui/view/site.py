@@ -30,7 +30,9 @@ PATTERNS = {
     "model": re.compile(r"models/([^/]{1,300})\.html"),
     "session": re.compile(rf"sessions/{_SESSION}/index\.html"),
     "attempt": re.compile(rf"sessions/{_SESSION}/attempt-{_NUMBER}\.html"),
-    "page": re.compile(rf"sessions/{_SESSION}/attempt-{_NUMBER}\.at-{_NUMBER}-{_NUMBER}-{_NUMBER}-{_NUMBER}\.html"),
+    "page": re.compile(
+        rf"sessions/{_SESSION}/attempt-{_NUMBER}\.at-{_NUMBER}-{_NUMBER}-{_NUMBER}-{_NUMBER}\.html"
+    ),
     "output": re.compile(rf"sessions/{_SESSION}/output-{_NUMBER}-{_NUMBER}(?:\.part-{_NUMBER})?\.html"),
     "file": re.compile(rf"sessions/{_SESSION}/files/{_FILE}(?:\.at-{_NUMBER})?\.html"),
     "saved": re.compile(rf"sessions/{_SESSION}/saved/{_SAVED}(?:\.at-{_NUMBER})?\.html"),
@@ -82,7 +84,9 @@ class RunSite:
         if cursor is None or cursor.offset == 0:
             return self._at(f"sessions/{session}/attempt-{attempt}.html")
         c = cursor
-        return self._at(f"sessions/{session}/attempt-{attempt}.at-{c.offset}-{c.index}-{c.calls}-{c.actions}.html")
+        return self._at(
+            f"sessions/{session}/attempt-{attempt}.at-{c.offset}-{c.index}-{c.calls}-{c.actions}.html"
+        )
 
     def output(self, session: str, attempt: int, offset: int, part: int = 0) -> str:
         tail = f".part-{part}" if part else ""
