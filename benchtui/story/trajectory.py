@@ -25,6 +25,8 @@ MAX_MESSAGE_BYTES = 64 << 20
 """One message decoded whole at most (the runner bounds a trajectory's outputs to 32 MiB)."""
 RAW_HEAD = 64 << 10
 """Of a message too large to decode: its first bytes, shown as they are in the file."""
+MARGIN = 64 << 10
+"""Read a new window when fewer bytes than this are left in the current one."""
 HEAD_BYTES = 4 << 20
 """Where the messages list must start (after `info`: a few KB)."""
 _DECODER = json.JSONDecoder()
@@ -92,30 +94,36 @@ def read_page(root: Path, relative: str, cursor: Cursor = START) -> Page:
             return page
         start = found
     here = replace(cursor, offset=start)
+    text, base, at_end = "", here.offset, False
     while len(page.entries) < PAGE_MESSAGES and here.offset - cursor.offset < PAGE_BYTES:
-        window = files.read_range(root, relative, here.offset, PAGE_BYTES * 2)
-        page.size = window.size
-        text = _text(window.data)
-        pos = _SPACE.match(text).end()  # type: ignore[union-attr]  # matches the empty string
+        pos = here.offset - base
+        if pos + MARGIN > len(text) and not at_end:  # read on: one window serves many messages
+            window = files.read_range(root, relative, here.offset, PAGE_BYTES * 2)
+            page.size, text, base, pos = window.size, _text(window.data), here.offset, 0
+            at_end = window.end >= window.size
+        pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]  # matches the empty string
         if pos >= len(text):
-            if window.end >= window.size:
+            if at_end:
                 page.problem = "the trajectory ends before its messages list does (being written, or cut)"
                 return page
-            here = replace(here, offset=here.offset + pos)
+            here = replace(here, offset=base + pos)
             continue
         if text[pos] == "]":
             return page  # its last message
-        offset = here.offset + pos
+        offset = base + pos
         try:
             value, end = _DECODER.raw_decode(text, pos)
             end -= pos
         except ValueError:
-            if window.end >= window.size:  # its last bytes: a message cut short
-                return _stop(
-                    page, here, offset, text[pos:], "ends in the middle of a message (being written, or cut)"
-                )
+            if at_end:  # its last bytes: a message cut short
+                why = "ends in the middle of a message (being written, or cut)"
+                return _stop(page, here, offset, text[pos:], why)
+            if pos > 0:
+                here = replace(here, offset=offset)
+                text = ""  # read again from this message
+                continue
             if page.entries:
-                break  # the next page starts with it
+                break  # a message larger than a window starts the next page
             value, end = _whole(root, relative, offset)
         except RecursionError:
             value, end = None, 0
@@ -153,8 +161,9 @@ def _stop(page: Page, here: Cursor, offset: int, text: str, why: str) -> Page:
 def message_at(root: Path, relative: str, offset: int) -> dict[str, Any] | None:
     """The message that starts at `offset` (a page's entry), or None when none starts there."""
     chunk = files.read_range(root, relative, offset, MAX_MESSAGE_BYTES)
+    text = _text(chunk.data)
     try:
-        value, _ = _DECODER.raw_decode(_text(chunk.data))
+        value, _ = _DECODER.raw_decode(text, _SPACE.match(text).end())  # type: ignore[union-attr]
     except (ValueError, RecursionError):
         return None
     return _fixed(value) if isinstance(value, dict) and isinstance(value.get("role"), str) else None
