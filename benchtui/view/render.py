@@ -29,6 +29,8 @@ META_CSP = CSP.removesuffix("; frame-ancestors 'none'")
 REPORT_CSP = CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
 """The report page keeps its inline CSS and matplotlib's SVG style attributes (no script: the
 report has none; what it shows of a run is escaped by `html.escape`)."""
+VERDICTS = ("accepted", "rejected", "off_task", "inconclusive", "unverified", "refused", "admitted")
+"""Verdicts with a colour of their own (another word is shown, uncoloured)."""
 LIMIT = 20_000
 """Characters of one message shown on a timeline (the rest: its own page, paged)."""
 
@@ -42,7 +44,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(v=_visible, usd=usd, when=when, cut=cut, compact=compact, pretty=pretty)
-    env.globals.update(head=head, LIMIT=LIMIT)
+    env.globals.update(head=head, LIMIT=LIMIT, VERDICTS=VERDICTS)
     return env
 
 
@@ -78,7 +80,7 @@ def usd(value: Any) -> str:
     try:
         return fmt(value if isinstance(value, Decimal) else Decimal(str(value)))
     except (InvalidOperation, ValueError):
-        return str(value)
+        return _visible(value)
 
 
 def when(t: Any) -> str:

@@ -18,7 +18,9 @@ if TYPE_CHECKING:
 TEXT_PAGE = 256 << 10
 """Characters (or bytes, of a raw file) on one page of a long text."""
 EXPORT_BYTES = 64 << 20
-"""An export follows a trajectory's or a file's pages this far (the rest stays in the run dir)."""
+"""An export follows a trajectory's pages this far (the rest stays in the run dir)."""
+EXPORT_TEXT = 8 << 20
+"""An export follows a long output's or a file's pages this far."""
 
 
 def page(
@@ -101,6 +103,7 @@ def _output(
     if part >= parts:
         return None
     site = context.site
+    stop = viewer.export and (part + 1) * TEXT_PAGE > EXPORT_TEXT
 
     def at(n: int) -> str:
         return site.output(story.row.id, number, offset, n)
@@ -117,7 +120,8 @@ def _output(
         span=f"part {part + 1} of {parts}",
         first=at(0) if part > 1 else None,
         previous=at(part - 1) if part else None,
-        following=at(part + 1) if part + 1 < parts else None,
+        following=at(part + 1) if part + 1 < parts and not stop else None,
+        stop_note="the export stops here: the rest is in the run dir" if stop else "",
     )
 
 
@@ -151,7 +155,7 @@ def _file(
     def at(o: int) -> str:
         return site.saved(story.row.id, name, o) if saved else site.file(story.row.id, name, o)
 
-    stop = viewer.export and end < chunk.size and end > EXPORT_BYTES
+    stop = viewer.export and end < chunk.size and end > EXPORT_TEXT
     return _text_page(
         viewer,
         context,
