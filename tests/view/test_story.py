@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from decimal import Decimal
 
 import pytest
 from support.view import SESSION
@@ -162,7 +163,9 @@ def test_the_story_of_a_real_session(mini_run):
     outputs = [s for s in timeline.steps if s.kind == "output"]
     assert "Wrote source.json" in outputs[0].text and outputs[0].action.tools
     assert [s.verdict for o in outputs for s in o.action.submits] == ["rejected", "accepted"]
-    assert all(s.call is not None and s.call.charged for s in timeline.steps if s.kind == "answer")
+    calls = [s.call for s in timeline.steps if s.kind == "answer"]
+    assert all(c is not None and c.charged for c in calls)
+    assert all(Decimal(c.hold_usd) >= Decimal(c.cost_usd) > 0 for c in calls)  # the hold, then the charge
     judged, problem = story.judged(1)
     assert not problem and [j.verdict.status for j in judged] == ["rejected", "accepted"]
     assert judged[1].verdict.findings["found_by"] == "brute-force"
