@@ -8,91 +8,28 @@ each run is re-read only when its journal or ledger moved (`RunStory.changed`).
 from __future__ import annotations
 
 import hashlib
-import threading
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 from benchtui.core import counters
-from benchtui.core.errors import BenchtuiError
 from benchtui.core.money import ZERO
 from benchtui.engine.campaign import slug
-from benchtui.report import CampaignReport, build
+from benchtui.report import CampaignReport
 from benchtui.report import html as report_html
 from benchtui.report.text import COLUMNS, leaderboard_row, ranked_by_note
-from benchtui.story.run import RunStory
 from benchtui.story.session import stamp as session_stamp
 from benchtui.view import session_pages
 from benchtui.view.render import REPORT_CSP, Renderer, environment
-from benchtui.view.site import STATIC, RunSite, folders, link, route
+from benchtui.view.runs import Page, RunContext, RunView
+from benchtui.view.site import STATIC, folders, link, route
 
 LIVE_MS = 2000
 """How often an open page of a running campaign asks whether it changed (a stat on the server)."""
 SESSIONS_SHOWN = 5000
 """Rows of the sessions page (a model's page lists all of its own)."""
 STATES = ("pending", "running", "done", "skipped_budget", "error", "killed")
-
-
-@dataclass(frozen=True, slots=True)
-class Page:
-    body: bytes
-    content_type: str
-    csp: str = ""
-
-
-class RunView:
-    """One run dir: its story, re-read when the run moved on, and its report, computed once per
-    state of the run."""
-
-    def __init__(self, path: Path, folder: str) -> None:
-        self.path = path
-        self.site = RunSite(folder)
-        self._lock = threading.Lock()
-        self._story: RunStory | None = None
-        self._report: tuple[tuple[Any, ...], CampaignReport | None, str] | None = None
-
-    @property
-    def story(self) -> RunStory:
-        with self._lock:
-            if self._story is None or self._story.changed():
-                self._story = RunStory(self.path)
-            return self._story
-
-    def report(self) -> tuple[CampaignReport | None, str]:
-        story = self.story
-        with self._lock:
-            if self._report is None or self._report[0] != story.stamp:
-                try:
-                    self._report = (story.stamp, build([self.path]), "")
-                except BenchtuiError as exc:
-                    self._report = (story.stamp, None, str(exc))
-            return self._report[1], self._report[2]
-
-    @property
-    def name(self) -> str:
-        return self.story.campaign.name
-
-    def summary(self) -> dict[str, Any]:
-        story = self.story
-        rows = story.sessions
-        return {
-            "site": self.site,
-            "name": story.campaign.name,
-            "path": str(self.path),
-            "state": state_of(story),
-            "planned": len(rows),
-            "ended": sum(r.state not in ("pending", "running") for r in rows),
-            "spent": story.ledger.spent_usd,
-            "runner": story.ledger.control.runner or story.campaign.runner,
-        }
-
-
-def state_of(story: RunStory) -> str:
-    if story.running:
-        return "running"
-    return "finished" if all(r.state not in ("pending", "running") for r in story.sessions) else "stopped"
 
 
 class Viewer:
@@ -155,7 +92,7 @@ class Viewer:
             return self._report(run, here)
         if kind in ("sessions", "model"):
             return self._sessions(run, here, context, parts[0] if parts else None)
-        return session_pages.page(self, run, context, here, kind, parts)
+        return session_pages.page(self._html, self.export, run, context, here, kind, parts)
 
     def _campaign(self, run: RunView) -> dict[str, Any]:
         story = run.story
@@ -242,21 +179,6 @@ class Viewer:
             model_names=[m.model.name for m in models],
             states=STATES,
         )
-
-
-class RunContext:
-    """What every page of a run shows in its header."""
-
-    def __init__(self, view: RunView) -> None:
-        self.view = view
-        self.site = view.site
-        story = view.story
-        self.name = story.campaign.name
-        self.path = str(view.path)
-        self.state = state_of(story)
-        self.planned = len(story.sessions)
-        self.ended = sum(r.state not in ("pending", "running") for r in story.sessions)
-        self.runner = story.ledger.control.runner or story.campaign.runner
 
 
 def leaderboard(report: CampaignReport | None) -> dict[str, Any]:

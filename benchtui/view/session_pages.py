@@ -4,6 +4,7 @@ command's whole output, and its raw files, each paged so that no page costs more
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from benchtui.core import counters
@@ -13,7 +14,10 @@ from benchtui.story.text import visible
 from benchtui.story.trajectory import Cursor
 
 if TYPE_CHECKING:
-    from benchtui.view.pages import Page, RunContext, RunView, Viewer
+    from benchtui.view.runs import Page, RunContext, RunView
+
+    Html = Callable[..., Page]
+    """Renders a template at a page's path (`Viewer._html`)."""
 
 TEXT_PAGE = 256 << 10
 """Characters (or bytes, of a raw file) on one page of a long text."""
@@ -24,7 +28,7 @@ EXPORT_TEXT = 8 << 20
 
 
 def page(
-    viewer: Viewer, run: RunView, context: RunContext, here: str, kind: str, parts: tuple[str, ...]
+    html: Html, export: bool, run: RunView, context: RunContext, here: str, kind: str, parts: tuple[str, ...]
 ) -> Page | None:
     row = run.story.session(parts[0])
     if row is None:
@@ -34,24 +38,24 @@ def page(
         name, offset = parts[1], int(parts[2] or 0)
         saved = kind == "saved"
         relative = f"{story.dir}/{SAVED_OUTPUTS}/{name}" if saved else f"{story.dir}/{name}"
-        return _file(viewer, story, context, here, name, offset, relative, saved=saved)
+        return _file(html, export, story, context, here, name, offset, relative, saved=saved)
     numbers = [int(p) for p in parts[1:] if p]
     if kind == "session":
         attempts = story.attempts()
-        return _story(viewer, story, context, here, attempts[-1].number if attempts else 0, Cursor())
+        return _story(html, export, story, context, here, attempts[-1].number if attempts else 0, Cursor())
     if kind == "attempt":
-        return _story(viewer, story, context, here, numbers[0], Cursor())
+        return _story(html, export, story, context, here, numbers[0], Cursor())
     if kind == "page":
-        return _story(viewer, story, context, here, numbers[0], Cursor(*numbers[1:]))
+        return _story(html, export, story, context, here, numbers[0], Cursor(*numbers[1:]))
     if kind == "output":
         return _output(
-            viewer, story, context, here, numbers[0], numbers[1], numbers[2] if len(numbers) > 2 else 0
+            html, export, story, context, here, numbers[0], numbers[1], numbers[2] if len(numbers) > 2 else 0
         )
     return None
 
 
 def _story(
-    viewer: Viewer, story: SessionStory, context: RunContext, here: str, number: int, cursor: Cursor
+    html: Html, export: bool, story: SessionStory, context: RunContext, here: str, number: int, cursor: Cursor
 ) -> Page | None:
     attempts = story.attempts()
     shown = next((a for a in attempts if a.number == number), None)
@@ -62,7 +66,7 @@ def _story(
     judged, problem = story.judged(number) if shown else ([], "")
     timeline = story.timeline(number, cursor) if shown else None
     nxt = timeline.page.next if timeline else None
-    return viewer._html(
+    return html(
         "session.html",
         here,
         run=context,
@@ -77,7 +81,7 @@ def _story(
         timeline=timeline,
         ledger=(timeline.ledger if timeline else story.ledger(number)) if shown else None,
         files=story.files(),
-        too_far=viewer.export and nxt is not None and nxt.offset > EXPORT_BYTES,
+        too_far=export and nxt is not None and nxt.offset > EXPORT_BYTES,
     )
 
 
@@ -90,7 +94,14 @@ class _Nothing:
 
 
 def _output(
-    viewer: Viewer, story: SessionStory, context: RunContext, here: str, number: int, offset: int, part: int
+    html: Html,
+    export: bool,
+    story: SessionStory,
+    context: RunContext,
+    here: str,
+    number: int,
+    offset: int,
+    part: int,
 ) -> Page | None:
     try:
         message = trajectory.message_at(story.root, story.trajectory_file(number), offset)
@@ -103,13 +114,13 @@ def _output(
     if part >= parts:
         return None
     site = context.site
-    stop = viewer.export and (part + 1) * TEXT_PAGE > EXPORT_TEXT
+    stop = export and (part + 1) * TEXT_PAGE > EXPORT_TEXT
 
     def at(n: int) -> str:
         return site.output(story.row.id, number, offset, n)
 
     return _text_page(
-        viewer,
+        html,
         context,
         here,
         story,
@@ -126,7 +137,8 @@ def _output(
 
 
 def _file(
-    viewer: Viewer,
+    html: Html,
+    export: bool,
     story: SessionStory,
     context: RunContext,
     here: str,
@@ -141,9 +153,7 @@ def _file(
     except FileNotFoundError:
         return None
     except files.Unreadable as exc:
-        return _text_page(
-            viewer, context, here, story, title=name, what="", body="", span="", problem=str(exc)
-        )
+        return _text_page(html, context, here, story, title=name, what="", body="", span="", problem=str(exc))
     if offset and offset >= chunk.size:
         return None
     data = chunk.data
@@ -155,9 +165,9 @@ def _file(
     def at(o: int) -> str:
         return site.saved(story.row.id, name, o) if saved else site.file(story.row.id, name, o)
 
-    stop = viewer.export and end < chunk.size and end > EXPORT_TEXT
+    stop = export and end < chunk.size and end > EXPORT_TEXT
     return _text_page(
-        viewer,
+        html,
         context,
         here,
         story,
@@ -184,9 +194,9 @@ def _whole_characters(data: bytes) -> int:
     return len(data)
 
 
-def _text_page(viewer: Viewer, context: RunContext, here: str, story: SessionStory, **page: Any) -> Page:
+def _text_page(html: Html, context: RunContext, here: str, story: SessionStory, **page: Any) -> Page:
     page.setdefault("problem", "")
     page.setdefault("stop_note", "")
     for key in ("first", "previous", "following"):
         page.setdefault(key, None)
-    return viewer._html("text.html", here, run=context, session=story.row.id, **page)
+    return html("text.html", here, run=context, session=story.row.id, **page)
