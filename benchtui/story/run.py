@@ -144,6 +144,17 @@ class RunStory:
     def _by_id(self) -> dict[str, SessionRow]:
         return {row.id: row for row in self.sessions}
 
+    def cells(self) -> dict[tuple[str, str | None], list[str]]:
+        """The sessions of each (model, task), in plan order (a task × model cell's sessions)."""
+        return self._cells
+
+    @cached_property
+    def _cells(self) -> dict[tuple[str, str | None], list[str]]:
+        cells: dict[tuple[str, str | None], list[str]] = defaultdict(list)
+        for row in self.sessions:
+            cells[row.model, row.task].append(row.id)
+        return dict(cells)
+
     def session(self, session_id: str) -> SessionRow | None:
         return self._by_id.get(session_id)
 

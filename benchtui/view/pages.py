@@ -197,7 +197,7 @@ def leaderboard(report: CampaignReport | None) -> dict[str, Any]:
 
 def cell_link(run: RunView, model: str, task: str) -> str:
     """A task × model cell: its one session, or the sessions page filtered to it."""
-    found = [r.id for r in run.story.sessions if r.model == model and r.task == task]
+    found = run.story.cells().get((model, task), [])
     if len(found) == 1:
         return run.site.session(found[0])
     return run.site.sessions() + "?" + urlencode({"model": model, "task": task})

@@ -97,3 +97,17 @@ def test_the_html_report_links_models_and_cells_to_the_viewer(tmp_path):
     linked = render(report, Links(model=lambda m: f"models/{m}.html", cell=lambda m, t: f"cell/{m}/{t}"))
     assert '<a href="models/fake/model-a.html">fake/model-a</a>' in linked
     assert '<a href="cell/fake/model-b/r2">' in linked
+
+
+def test_a_matrix_cell_links_to_its_session_or_its_sessions(tmp_path):
+    from benchtui.view.pages import Viewer
+
+    one = run_campaign(tmp_path, tasks=["r1", "r2"], n=2)  # one session a cell
+    page = Viewer([one]).page("index.html").body.decode()
+    matrix = page[page.index('id="matrix"') :]
+    assert 'href="sessions/fake_model-a-0001/index.html"' in matrix  # model a, task r2
+    (tmp_path / "more").mkdir()
+    (tmp_path / "more" / "target").mkdir()
+    several = run_campaign(tmp_path / "more", tasks=["r1", "r2"], n=4)  # two repeats a cell
+    page = Viewer([several]).page("report.html").body.decode()
+    assert 'href="sessions.html?model=fake%2Fmodel-b&amp;task=r2"' in page
