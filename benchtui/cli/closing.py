@@ -24,10 +24,19 @@ def resume_command(run_dir: Path) -> str:
     return f"benchtui --resume {run_dir}"
 
 
+def view_command(run_dir: Path) -> str:
+    """The command that shows every session of this run in the browser."""
+    return f"benchtui view {run_dir}"
+
+
 def closing_text(run_dir: Path, accounts: ev.AccountsCommitted | None, finished: bool) -> str:
-    """The per-model table, where the results are, and (when unfinished) how to resume."""
+    """The per-model table, where the results are, how to read each session, and (when
+    unfinished) how to resume."""
     lines = [summary_table(accounts)] if accounts is not None else []
     lines.append(f"results: {run_dir / 'results'}/ (one JSON file per model); run dir: {run_dir}")
+    lines.append(
+        f"sessions: `{view_command(run_dir)}` shows each one (what the model saw, ran and submitted)"
+    )
     if not finished:
         lines.append(f"not finished: `{resume_command(run_dir)}` continues it")
     return "\n".join(lines)

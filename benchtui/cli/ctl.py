@@ -150,6 +150,9 @@ def show_status(reply: dict[str, Any], run_dir: Path | None = None) -> str:
         lines += running_counters(run_dir, [str(sid) for sid in running])
     if reply.get("accounts"):
         lines.append(summary_table(accounts_from_json(reply["accounts"])))
+    lines.append(
+        "sessions: `benchtui view" + (f" {run_dir}" if run_dir is not None else "") + "` shows each one, live"
+    )
     return "\n".join(lines)
 
 

@@ -27,7 +27,7 @@ def run_parser() -> OneLineParser:
         epilog="Exit codes: 0 finished (skips included), 1 state could not be saved, 2 bad input, "
         "3 run dir in use, 75 not finished: sessions ended in infrastructure errors (--resume "
         "retries them), 130 stopped or interrupted (--resume continues). "
-        "Also: `benchtui demo` (a real campaign with no key), `benchtui check --help`, `benchtui ctl --help`, `benchtui report --help`, `benchtui verify --help`, `benchtui schema`.",
+        "Also: `benchtui demo` (a real campaign with no key), `benchtui check --help`, `benchtui ctl --help`, `benchtui report --help`, `benchtui view --help`, `benchtui verify --help`, `benchtui schema`.",
     )
     p.add_argument("campaign", nargs="?", type=Path, help="campaign TOML file")
     p.add_argument("--no-ui", action="store_true", help="headless: log lines instead of the TUI")
@@ -178,6 +178,12 @@ def main_report(argv: list[str]) -> int:
     return report(argv)
 
 
+def main_view(argv: list[str]) -> int:
+    from benchtui.cli.view import main as view
+
+    return view(argv)
+
+
 def main_demo(argv: list[str], stops: StopSignals) -> int:
     from benchtui.cli.demo import main_demo as demo
 
@@ -193,6 +199,7 @@ COMMANDS = {
     "verify": main_verify,
     "check": main_check,
     "report": main_report,
+    "view": main_view,
 }
 
 

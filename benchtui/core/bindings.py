@@ -23,6 +23,11 @@ BINDING_IDS = (
     "sessions_page_down",
     "sessions_first",
     "sessions_last",
+    "sessions_open",
+    # a session's story
+    "session_back",
+    "session_next_page",
+    "session_first_page",
     # the dialogs
     "quit_now",
     "quit_finish",

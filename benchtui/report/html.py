@@ -1,9 +1,14 @@
 """The report as one self-contained HTML page: inline CSS and inline SVG plots, no script, no
-network at view time (no CDN, no web font), so it can be mailed, archived or opened offline."""
+network at view time (no CDN, no web font), so it can be mailed, archived or opened offline.
+
+Rendered by the viewer (`benchtui view`, its export), it is given `Links`: each model, each
+task × model cell and through it each session then links to the viewer's pages, by relative
+links that work from disk as well as from the viewer's server."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from html import escape
 
 from benchtui.report import CampaignReport
@@ -34,10 +39,34 @@ figure svg { width: 100%; max-width: 760px; height: auto; } .note { color: #5a64
 """
 
 
-def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], table_id: str) -> str:
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Where the viewer shows a model and a task × model cell (relative URLs, made by the viewer)."""
+
+    model: Callable[[str], str]
+    cell: Callable[[str, str], str]
+    """(model, task): its session, or the sessions of that model and task."""
+
+
+Href = Callable[[int, int], str | None]
+"""(row, column) -> the cell's link, or None."""
+
+
+def _table(
+    header: tuple[str, ...], rows: Sequence[tuple[str, ...]], table_id: str, href: Href | None = None
+) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td>{_cell(c, href(r, i) if href else None)}</td>" for i, c in enumerate(row))
+        + "</tr>"
+        for r, row in enumerate(rows)
+    )
     return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _cell(text: str, link: str | None) -> str:
+    return f'<a href="{escape(link)}">{escape(text)}</a>' if link else escape(text)
 
 
 def _fairness(report: CampaignReport) -> str:
@@ -93,22 +122,28 @@ def _logical(report: CampaignReport) -> str:
     )
 
 
-def render(report: CampaignReport) -> str:
+def render(report: CampaignReport, links: Links | None = None) -> str:
     campaign = report.runs[0].campaign.name
     runs = ", ".join(str(run.path) for run in report.runs)
+    model_column = COLUMNS.index("model")
     leaderboard = _table(
-        COLUMNS, [leaderboard_row(report.rank(n), m) for n, m in enumerate(report.models)], "leaderboard"
+        COLUMNS,
+        [leaderboard_row(report.rank(n), m) for n, m in enumerate(report.models)],
+        "leaderboard",
+        (lambda r, c: links.model(report.models[r].model) if c == model_column else None) if links else None,
     )
     matrix = ""
     if report.matrix:
         models = list(report.matrix["cells"])
+        tasks = report.matrix["tasks"]
         matrix = "<h2>Task × model</h2>\n" + _table(
             ("task", *models),
             [
                 (task, *(report.matrix["cells"][m][i] or "did not run" for m in models))
-                for i, task in enumerate(report.matrix["tasks"])
+                for i, task in enumerate(tasks)
             ],
             "matrix",
+            (lambda r, c: links.cell(models[c - 1], tasks[r]) if c else None) if links else None,
         )
     comparisons = "".join(
         f"<li><b>{escape(c.a)}</b> vs <b>{escape(c.b)}</b>: "

@@ -64,11 +64,18 @@ class SessionsTable(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False, id="sessions_page_down"),
         Binding("home", "jump(0)", "First", show=False, id="sessions_first"),
         Binding("end", "jump(-1)", "Last", show=False, id="sessions_last"),
+        Binding("enter", "open", "Open", tooltip="The selected session's story", id="sessions_open"),
     ]
     cursor: reactive[int] = reactive(0)
 
     @dataclass
     class Highlighted(Message):
+        session: str
+
+    @dataclass
+    class Opened(Message):
+        """Enter on a row: show the session's story."""
+
         session: str
 
     def __init__(self, view: ViewModel, **kwargs: Any) -> None:
@@ -191,6 +198,10 @@ class SessionsTable(ScrollView, can_focus=True):
 
     def action_page(self, direction: int) -> None:
         self.cursor += direction * max(self.size.height - 1, 1)
+
+    def action_open(self) -> None:
+        if self.ids:
+            self.post_message(self.Opened(self.ids[self.cursor]))
 
     def action_jump(self, row: int) -> None:
         self.cursor = row if row >= 0 else len(self.ids) - 1

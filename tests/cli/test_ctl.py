@@ -41,6 +41,7 @@ async def test_ctl_pauses_resumes_and_reports_status(tmp_path, capsys, mock_cloc
         assert out.splitlines()[0].startswith("campaign t: paused, runner fake, parallelism 2")
         assert "fake/model-a" in out and "$0.2000" not in out and "$10.0000" in out  # the per-model table
         assert "logical budget" not in out  # a money-only campaign
+        assert f"sessions: `benchtui view {run_dir}` shows each one, live" in out
         assert await ctl(capsys, run_dir, "parallelism", "3") == (0, "campaign t: parallelism 3")
         assert scheduler.parallelism == 3
         assert (await ctl(capsys, run_dir, "resume"))[0] == 0
@@ -184,6 +185,7 @@ def test_status_of_a_finished_run_reads_the_run_dir_and_changes_nothing(tmp_path
     assert rest == headless_end  # the same table and lines as the run printed when it ended
     assert "fake/model-a                     3     2     0      0     3    $0.0900    $0.1000" in rest
     assert f"results: {run_dir / 'results'}/" in rest and "--resume" not in rest
+    assert f"sessions: `benchtui view {run_dir}` shows each one" in rest  # the command that reads them
     assert {p: p.read_bytes() for p in (tmp_path / run_dir).rglob("*") if p.is_file()} == before
 
 

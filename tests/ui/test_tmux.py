@@ -153,3 +153,26 @@ def test_ctl_from_another_window_and_keys_on_a_headless_run(tmp_path, tmux):
     until(lambda: (tmp_path / "stty.txt").read_text(), "stty")
     settings = (tmp_path / "stty.txt").read_text().split()
     assert "icanon" in settings and "echo" in settings  # the terminal is restored
+
+
+def test_enter_shows_a_real_sessions_story_in_a_real_terminal(tmp_path, tmux):
+    """`benchtui demo` (the real mini-swe-agent runner and its scripted model) in the TUI: Enter
+    on a session shows the commands it ran with their outputs; Escape goes back."""
+    from benchtui.cli.demo import mini_installed
+
+    if not mini_installed():
+        pytest.skip("the [mini] extra is not installed")
+    demo = benchtui_cmd("demo", "--sessions", "1", "--delay", "0.1", "--dir", "demo")
+    tmux.start("tui", f"{demo}; echo $? > rc", first=True)
+    until(lambda: "Campaign demo: finished" in tmux.screen("tui"), "the demo to finish", timeout=180)
+    tmux.keys("tui", "Escape")  # the summary
+    until(lambda: "Campaign demo: finished" not in tmux.screen("tui"), "the summary to close")
+    tmux.keys("tui", "Enter")  # the first session: it ran six commands, then submitted
+    until(lambda: "$ wc -l src/rules/*.rs" in tmux.screen("tui"), "the story, followed to its end")
+    screen = tmux.screen("tui")
+    assert "2 src/rules/mis_mvc.rs" in screen, screen  # wc's output, as the model saw it
+    assert "why it ended: submitted without a certificate" in screen and "openai_demo-careful-0000" in screen
+    tmux.keys("tui", "Escape")
+    until(lambda: "money" in tmux.screen("tui") and "events" in tmux.screen("tui"), "the main screen")
+    tmux.keys("tui", "q")
+    until(lambda: (tmp_path / "rc").exists() and (tmp_path / "rc").read_text().strip(), "the TUI to exit")

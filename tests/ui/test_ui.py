@@ -15,6 +15,7 @@ from benchtui.ui.app import BenchApp
 from benchtui.ui.screens.main import MainScreen
 from benchtui.ui.screens.quit import QuitScreen
 from benchtui.ui.screens.runner_picker import RunnerPicker
+from benchtui.ui.screens.session import SessionScreen
 from benchtui.ui.screens.summary import SummaryScreen
 from benchtui.ui.sessions import SessionsTable
 from benchtui.ui.widgets import ModelPanel, StatusLine, bar_cells
@@ -242,7 +243,7 @@ async def test_every_action_is_in_the_command_palette_and_every_binding_has_an_i
     } <= titles
     ids = [
         b.id
-        for screen in (MainScreen, SessionsTable, QuitScreen, RunnerPicker, SummaryScreen)
+        for screen in (MainScreen, SessionsTable, QuitScreen, RunnerPicker, SummaryScreen, SessionScreen)
         for b in screen.BINDINGS
     ]
     assert all(ids) and sorted(ids) == sorted(BINDING_IDS)  # each can be remapped in [ui.keys]

@@ -117,6 +117,7 @@ class WorkerSession:
                 input_tokens=charged.input_tokens,
                 output_tokens=charged.output_tokens,
                 cost_usd=str(cost),
+                hold_usd=str(self.meter.worst_case_usd(report.prompt_tokens)),  # what was authorised
                 charged=not unserved,
                 failed=usage.failed,
                 worst_case=why or "",

@@ -17,6 +17,7 @@ from textual.widgets import Footer, Log
 from benchtui.core.outcome import OutcomeDetails
 from benchtui.ui.detail import SessionDetail, find_certificate
 from benchtui.ui.model import LOG_LINES, ViewModel
+from benchtui.ui.screens.session import SessionScreen
 from benchtui.ui.sessions import SessionsTable
 from benchtui.ui.widgets import ModelPanel, StatusLine
 
@@ -113,6 +114,10 @@ class MainScreen(Screen[None]):
         self.detail.show(view, self.certificates.get(sid) if sid else None)
         if view is not None and view.certificate and sid not in self.certificates:
             self.load_certificate(sid, view.model)
+
+    @on(SessionsTable.Opened)
+    def open_session(self, message: SessionsTable.Opened) -> None:
+        self.app.push_screen(SessionScreen(self.run_dir, message.session))
 
     @work(exclusive=True, group="certificate")
     async def load_certificate(self, session: str, model: str) -> None:

@@ -1,0 +1,93 @@
+"""An attempt's outcome as the viewer and the TUI show it, from the typed records of the run dir
+(`core.outcome.OutcomeDetails`, read by `RunDir.details`; `attempt-N.certificates.json` through
+`core.target.Verdict.from_json`): the certificate, the verifier's verdict with what its checks
+found (`found_by`, the cause, the evidence), each certificate checked, and the session's facts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchtui.core.outcome import Judgement, OutcomeDetails
+from benchtui.core.target import Verdict as TargetVerdict
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """One certificate the verifier judged: its status (accepted, rejected, inconclusive,
+    off_task, unverified) and why."""
+
+    status: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    status: str
+    reason: str
+    judged_by: str
+    """`verifier` or `runner` (fake and demo runners judge their own)."""
+    verifier: str
+    findings: dict[str, Any]
+    """What the checks found (`cause`, `found_by`, `path`, `round_trip`, `source_optimum`, …)."""
+    checked: list[Checked] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    certificate: dict[str, Any] | None
+    verdict: Verdict | None
+    environment: str
+    """The target's fingerprint the attempt was given."""
+    copy_fingerprint: str
+    """The session copy's own fingerprint (the same target, as the worker saw it)."""
+    prompt_sha256: str
+    exit_status: str
+    extra: dict[str, Any]
+    """Everything else the runner said (limits hit, worst-case charges, node, …)."""
+
+
+SHOWN_APART = ("environment", "copy_fingerprint", "prompt_sha256", "exit_status")
+
+
+def outcome(row: OutcomeDetails | None) -> Outcome | None:
+    """The shown details of one attempt (None: the attempt left none)."""
+    if row is None:
+        return None
+    facts = row.facts.as_json()
+    return Outcome(
+        certificate=row.certificate,
+        verdict=_shown(row.judgement.verdict, row.judgement) if row.judgement else None,
+        environment=row.facts.environment or "",
+        copy_fingerprint=row.facts.copy_fingerprint or "",
+        prompt_sha256=row.facts.prompt_sha256 or "",
+        exit_status=row.facts.exit_status or "",
+        extra={k: v for k, v in facts.items() if k not in SHOWN_APART},
+    )
+
+
+def _shown(verdict: TargetVerdict, judgement: Judgement | None = None) -> Verdict:
+    findings = {"cause": verdict.cause, **dict(verdict.evidence)}
+    if verdict.found_by:
+        findings["found_by"] = verdict.found_by
+    return Verdict(
+        status=verdict.status,
+        reason=verdict.reason,
+        judged_by=verdict.judged_by,
+        verifier=verdict.verifier,
+        findings=findings,
+        checked=[Checked(c.to_json()["status"], c.reason) for c in judgement.checked] if judgement else [],
+    )
+
+
+def certificates(raw: Any) -> list[tuple[Any, Verdict | None, str]]:
+    """`attempt-N.certificates.json`: (certificate, its verdict, why it was not verified) in the
+    order judged, submitted ones first."""
+    out: list[tuple[Any, Verdict | None, str]] = []
+    for item in raw if isinstance(raw, list) else []:
+        if isinstance(item, dict):
+            refused = item.get("refused")
+            why = refused if isinstance(refused, str) else ""
+            verdict = None if why else _shown(TargetVerdict.from_json(item.get("verdict")))
+            out.append((item.get("certificate"), verdict, why))
+    return out
