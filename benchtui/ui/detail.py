@@ -11,6 +11,7 @@ from textual.widgets import Static
 from benchtui.core import counters
 from benchtui.core.errors import BenchtuiError
 from benchtui.core.money import fmt
+from benchtui.core.text import printable
 from benchtui.engine.reader import RunDir
 from benchtui.ui.model import SessionRow
 from benchtui.ui.sessions import STATE_STYLES
@@ -83,10 +84,12 @@ class SessionDetail(Static):
         if not isinstance(cert, dict):
             return Text("yes (details in the outcomes of the run dir)\n")
         source = cert.get("source", {}).get("type", "?") if isinstance(cert.get("source"), dict) else "?"
-        text = Text(f"{cert.get('rule', '?')} on {source}")
+        # The agent wrote the certificate (and the verifier's details quote pred about it).
+        text = Text(printable(f"{cert.get('rule', '?')} on {source}"))
         if cert.get("violation"):
-            text.append(f": {cert['violation']}")
+            text.append(printable(f": {cert['violation']}"))
         verdict = (row or {}).get("verify_details") or {}
         if isinstance(verdict, dict) and verdict:
-            text.append(f"\n  verifier: {', '.join(f'{k}={v}' for k, v in verdict.items())}", style="dim")
+            details = printable(", ".join(f"{k}={v}" for k, v in verdict.items()))
+            text.append(f"\n  verifier: {details}", style="dim")
         return text + "\n"
