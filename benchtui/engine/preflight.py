@@ -16,7 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from benchtui.core import workspace
+from benchtui.core import inputs, workspace
 from benchtui.core.contract import Check, RunnerProfile
 from benchtui.core.errors import BadInput
 from benchtui.engine.campaign import Campaign
@@ -102,20 +102,21 @@ def cheap(campaign: Campaign, *, network: bool = True) -> None:
 
 
 def key_checks(campaign: Campaign, profile: RunnerProfile, dotenv: Path = Path(".env")) -> list[Check]:
-    """Every model's key variable is set (in the environment, or in ./.env as the runners read it)."""
+    """Every model's key variable is set (in the environment, or in ./.env as the runners read it).
+    A .env the runners could not read (a folder, a FIFO, too large) is a problem of its own, now."""
     checks = []
-    from_file: dict[str, str | None] | None = None
+    from_file: dict[str, str] | None = None
     for model in campaign.models:
         name = profile.key_variable(model.spec())
         if name is None:
             continue
-        value = os.environ.get(name)
-        if not value and dotenv.is_file():
-            if from_file is None:
-                from dotenv import dotenv_values  # pydantic-settings' own dependency
-
-                from_file = dotenv_values(dotenv)
-            value = from_file.get(name)
+        if from_file is None:
+            where = dotenv.absolute()
+            try:
+                from_file = inputs.read_dotenv(where)
+            except BadInput as exc:
+                return [Check(str(where), str(exc).removeprefix(f"{where}: "))]
+        value = os.environ.get(name) or from_file.get(name)
         what = f"API key of {model.name}"
         if value:
             checks.append(Check(what, detail=f"{name} is set"))
