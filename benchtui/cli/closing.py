@@ -11,6 +11,7 @@ from pathlib import Path
 
 from benchtui.cli.headless import summary_table
 from benchtui.core.errors import BadInput, BenchtuiError
+from benchtui.core.text import printable
 from benchtui.engine import events as ev
 from benchtui.engine import rundir
 
@@ -70,7 +71,7 @@ def run_dir_status(run_dir: Path) -> str:
     ]
     state = "finished" if not unfinished else f"stopped, {unfinished} of {len(plan)} sessions to run"
     if unfinished and failed:
-        why = max(failed, key=lambda r: r.t).reason
+        why = printable(max(failed, key=lambda r: r.t).reason)  # it may quote what an agent wrote
         state = (
             f"failed: {len(failed)} of {len(plan)} sessions ended in infrastructure errors "
             f"(the last: {why[:300]}); {unfinished} to run"

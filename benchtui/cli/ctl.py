@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
+import struct
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,11 +80,12 @@ class NotRunning(BadInput):
 
 
 def ask(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
-    """Send one request to the run's control socket; BadInput when nothing answers."""
-    from benchtui.core.inputs import loads_json
+    """Send one request to the run's control socket, once it has proved it serves this run
+    (`handshake`); BadInput when nothing answers, or something else does."""
     from benchtui.engine.control import socket_address
 
     path = run_dir / rundir.CONTROL_SOCKET
+    refuse_link(run_dir, path)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(TIMEOUT_S)
         try:
@@ -92,30 +95,88 @@ def ask(run_dir: Path, request: dict[str, Any]) -> dict[str, Any]:
             raise BadInput(f"the campaign in {run_dir} is busy: no answer in {TIMEOUT_S:g} s") from None
         except OSError:  # no socket, or a stale one left by a killed process
             raise NotRunning(f"the campaign in {run_dir} is not running") from None
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            sock.sendall(json.dumps(request).encode() + b"\n")
-            while not chunks or not chunks[-1].endswith(b"\n"):
-                chunk = sock.recv(65536)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > MAX_REPLY:
-                    raise BadInput(f"{path} answered more than {MAX_REPLY} bytes: not a benchtui campaign")
-        except OSError as exc:
-            raise BadInput(f"the campaign in {run_dir} did not answer: {exc}") from None
-    reply = b"".join(chunks)
-    if not reply.endswith(b"\n"):
-        raise BadInput(f"the campaign in {run_dir} stopped before answering")
+        replies = Replies(sock, run_dir, path)
+        handshake(run_dir, path, replies.ask({"cmd": "hello"}), peer_pid(sock))
+        return replies.ask(request)
+
+
+def refuse_link(run_dir: Path, path: Path) -> None:
+    """A run's control socket is its own: a link there (to another run's socket, say) is refused
+    before anything connects through it, naming both ends."""
     try:
-        answer = loads_json(reply.split(b"\n", 1)[0])
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
-        raise BadInput(f"{path} answered something that is not a benchtui reply")
-    return answer
+        if path.is_symlink():
+            raise BadInput(
+                f"{path} is a link to {os.readlink(path)}, not {run_dir}'s own control socket: refused"
+            )
+    except OSError:
+        pass  # gone, or unreadable: connect says so
+
+
+def peer_pid(sock: socket.socket) -> int:
+    """The pid of the process serving the socket, as the kernel saw it listen (SO_PEERCRED)."""
+    pid, _, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    return int(pid)
+
+
+def handshake(run_dir: Path, path: Path, hello: dict[str, Any], peer: int) -> None:
+    """The socket serves this run: the same run dir (device and inode), the same identity, from
+    the process that holds the run dir's lock, which is the process the kernel says answers."""
+    from benchtui.engine.control import identity_digest
+
+    if not hello.get("ok"):
+        raise BadInput(f"{path} refused the handshake: {hello.get('error', 'no reason')}")
+    if hello.get("benchtui") != "control":
+        raise BadInput(f"{path} answered something that is not a benchtui control socket")
+    try:
+        here = os.stat(run_dir)
+    except OSError as exc:
+        raise BadInput(f"{run_dir}: {exc.strerror}") from None
+    owner = rundir.owner(run_dir)
+    same = (
+        hello.get("device") == here.st_dev
+        and hello.get("inode") == here.st_ino
+        and hello.get("identity") == identity_digest(run_dir)
+        and hello.get("pid") == peer == owner
+    )
+    if not same:
+        theirs = f"{hello.get('run_dir', 'an unknown run')} (pid {peer})"
+        raise BadInput(
+            f"{path} answers for the campaign in {theirs}, not for {run_dir} "
+            f"(pid {owner or 'unknown'}): refused, nothing sent to it"
+        )
+
+
+class Replies:
+    """One JSON request, one JSON line back, on a connected control socket."""
+
+    def __init__(self, sock: socket.socket, run_dir: Path, path: Path) -> None:
+        self.sock, self.run_dir, self.path = sock, run_dir, path
+        self.rest = b""
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        from benchtui.core.inputs import loads_json
+
+        try:
+            self.sock.sendall(json.dumps(request).encode() + b"\n")
+            while b"\n" not in self.rest:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise BadInput(f"the campaign in {self.run_dir} stopped before answering")
+                self.rest += chunk
+                if len(self.rest) > MAX_REPLY:
+                    raise BadInput(
+                        f"{self.path} answered more than {MAX_REPLY} bytes: not a benchtui campaign"
+                    )
+        except OSError as exc:
+            raise BadInput(f"the campaign in {self.run_dir} did not answer: {exc}") from None
+        line, self.rest = self.rest.split(b"\n", 1)
+        try:
+            answer = loads_json(line)
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            raise BadInput(f"{self.path} answered something that is not a benchtui reply")
+        return answer
 
 
 def running_counters(run_dir: Path, running: list[str]) -> list[str]:

@@ -8,6 +8,7 @@ Either way the state is saved and `--resume` continues. When stdin is a terminal
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import sys
@@ -34,7 +35,8 @@ class LinePrinter:
         self.ended: ev.CampaignEnded | None = None
         self.broken = False
         self.on_broken: Callable[[], None] = lambda: None
-        """Called once if the output goes away (`| head`): the headless run then stops launching."""
+        """Called once if the output goes away (`| head`, a terminal that hung up): the headless
+        run then stops launching."""
 
     def __call__(self, event: ev.Event) -> None:
         if isinstance(event, ev.AccountsCommitted):
@@ -54,7 +56,9 @@ class LinePrinter:
             return
         try:
             print(line, file=self.out, flush=True)
-        except BrokenPipeError:
+        except OSError as exc:  # EPIPE: `| head` went away; EIO: the terminal hung up
+            if exc.errno not in (errno.EPIPE, errno.EIO):
+                raise
             self.broken = True
             with contextlib.suppress(AttributeError, OSError, ValueError):  # quiet at exit, too
                 os.dup2(os.open(os.devnull, os.O_WRONLY), self.out.fileno())
@@ -123,7 +127,8 @@ async def _watch_keys(scheduler: Scheduler, printer: LinePrinter, fd: int = 0) -
                     printer.write("stopping: no new sessions; running ones finish")
                     scheduler.stop()
     finally:
-        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        with contextlib.suppress(termios.error):  # a terminal that hung up has nothing to restore
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
 async def main(prep: engine.PreparedRun, printer: LinePrinter, keys: bool = False) -> ev.CampaignEnded:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import sys
 from pathlib import Path
@@ -106,16 +108,25 @@ def main_run(argv: list[str], stops: StopSignals) -> int:
         print(closing_text(prep.run_dir, accounts, ended is not None and ended.finished), flush=True)
     except BrokenPipeError:  # `| head`: the campaign's own exit code still tells how it ended
         quiet_stdout()
+    except OSError as exc:  # EIO: the terminal hung up after the TUI closed; the state is saved
+        if exc.errno != errno.EIO:
+            raise
+        quiet_stdout()
     return exit_code(ended)
 
 
 def quiet_stdout() -> None:
     """Point stdout at /dev/null, so the interpreter's last flush on a closed pipe says nothing."""
-    import contextlib
     import os
 
     with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def say(line: str) -> None:
+    """The last line on stderr: on a terminal that hung up (EIO) it is lost, the exit code not."""
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr, flush=True)
 
 
 def exit_code(ended: object) -> int:
@@ -216,19 +227,19 @@ def main(argv: list[str] | None = None) -> int:
             return runs(argv[1:], stops)
         return command(argv[1:]) if command else main_run(argv, stops)
     except BenchtuiError as exc:
-        print(f"benchtui: {one_line(str(exc))}", file=sys.stderr)
+        say(f"benchtui: {one_line(str(exc))}")
         return exc.exit_code
     except BrokenPipeError:  # `benchtui report | head`: the reader has what it wanted
         quiet_stdout()
         return EXIT_OK
     except OSError as exc:  # e.g. a full disk before the run's own storage took over
         where = f" ({exc.filename})" if exc.filename else ""
-        print(f"benchtui: {one_line(f'{exc.strerror or exc}{where}')}", file=sys.stderr)
+        say(f"benchtui: {one_line(f'{exc.strerror or exc}{where}')}")
         return 1
     except BaseException as exc:
         if not stops.explains(exc):
             raise
-        print("benchtui: interrupted", file=sys.stderr)
+        say("benchtui: interrupted")
         return EXIT_INTERRUPTED
     finally:
         if program and command is None:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchtui.core import inputs
 from benchtui.core.atomic import atomic_write
@@ -139,9 +140,7 @@ def content_hash(path: Path, *, cache: Path | None = None, stats: HashStats | No
         if stat.S_ISLNK(st.st_mode):
             digest.update(os.readlink(full).encode())
         elif stat.S_ISREG(st.st_mode):
-            data = full.read_bytes()
-            stats.read_bytes += len(data)
-            digest.update(data)
+            stats.read_bytes += _hash_into(digest, full)
         else:  # a FIFO or a device: reading it would block or never end
             digest.update(f"special {stat.S_IFMT(st.st_mode):o}".encode())
         digest.update(b"\0")
@@ -149,6 +148,24 @@ def content_hash(path: Path, *, cache: Path | None = None, stats: HashStats | No
     if slot is not None and time.time_ns() - newest > RACY_S * 1e9:
         _store(slot, key, result)
     return result
+
+
+def _hash_into(digest: Any, path: Path) -> int:
+    """Add the file's bytes, a MiB at a time (read whole before: a 10 GB file in the target took
+    10 GB of memory); a file that became a FIFO or a folder since its lstat adds what it is."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    read = 0
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            digest.update(f"special {stat.S_IFMT(mode):o}".encode())
+            return 0
+        while chunk := os.read(fd, 1 << 20):
+            digest.update(chunk)
+            read += len(chunk)
+    finally:
+        os.close(fd)
+    return read
 
 
 def default_cache() -> Path | None:
@@ -189,14 +206,10 @@ def binary_digest(tool: str) -> str | None:
     found = shutil.which(tool)
     if found is None:
         return None
-    digest = hashlib.sha256()
-    try:
-        with open(os.path.realpath(found), "rb") as binary:
-            for chunk in iter(lambda: binary.read(1 << 20), b""):
-                digest.update(chunk)
-    except OSError:
+    try:  # a FIFO named like the tool would block an open that waits for a writer
+        return f"sha256:{inputs.sha256(Path(os.path.realpath(found)), 'a tool')[:16]}"
+    except (OSError, BadInput):
         return None
-    return f"sha256:{digest.hexdigest()[:16]}"
 
 
 def tool_version(tool: str) -> str:

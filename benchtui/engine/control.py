@@ -1,10 +1,15 @@
 """The control endpoint: `<run dir>/control.sock`, so `benchtui ctl` can steer a running campaign.
 
-Protocol: JSON lines. Each request is one object, e.g. `{"cmd": "pause"}`, `{"cmd": "kill",
+Protocol: JSON lines. Each request is one object, e.g. `{"cmd": "hello"}`, `{"cmd": "pause"}`, `{"cmd": "kill",
 "session": "m-0001"}`, `{"cmd": "runner", "profile": "mini"}`, `{"cmd": "parallelism", "n": 8}`,
 `{"cmd": "stop", "now": false}`, `{"cmd": "status"}`; each reply is one object with `"ok": true`
 (plus `message`, or the status fields) or `"ok": false, "error": "..."`. Commands are the
 scheduler's own control calls, run in the engine's Trio thread like the UI's keys.
+
+`hello` is the handshake: the socket says which run it serves (the run dir's path, device and
+inode, a digest of its identity.json) and which process serves it. `benchtui ctl` asks it before
+any command and refuses a socket that answers for another run (a link, or a hard link, to another
+campaign's socket), checking the pid against the kernel's (SO_PEERCRED) and the run dir's lock.
 
 Anyone who can reach the socket is a client, so the campaign must never notice a bad one: a
 line is at most MAX_LINE bytes and its JSON is parsed safely (deep nesting is an error reply);
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import socket
@@ -28,10 +34,12 @@ from typing import Any
 
 import trio
 
+from benchtui.core import inputs
 from benchtui.core.bounds import MAX_PARALLELISM
+from benchtui.core.errors import BadInput
 from benchtui.core.inputs import loads_json
 from benchtui.engine import events as ev
-from benchtui.engine.rundir import CONTROL_SOCKET
+from benchtui.engine.rundir import CONTROL_SOCKET, IDENTITY
 from benchtui.engine.scheduler import Scheduler
 
 MAX_LINE = 64 * 1024
@@ -53,6 +61,29 @@ def socket_address(path: Path) -> Iterator[str]:
         os.close(fd)
 
 
+def identity_digest(run_dir: Path) -> str:
+    """A digest of the run's identity.json ("" when it cannot be read)."""
+    try:
+        data = inputs.read_bytes(run_dir / IDENTITY, inputs.SMALL_MAX_BYTES, "the identity")
+    except (OSError, BadInput):
+        return ""
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def whoami(run_dir: Path, campaign: str) -> dict[str, Any]:
+    """The handshake's answer: which run this socket serves, and from which process."""
+    info = os.stat(run_dir)
+    return {
+        "benchtui": "control",
+        "campaign": campaign,
+        "run_dir": str(run_dir.absolute()),
+        "device": info.st_dev,
+        "inode": info.st_ino,
+        "identity": identity_digest(run_dir),
+        "pid": os.getpid(),
+    }
+
+
 def accounts_to_json(acc: ev.AccountsCommitted) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(json.dumps(asdict(acc), default=str))
     return data
@@ -70,9 +101,11 @@ def accounts_from_json(data: dict[str, Any]) -> ev.AccountsCommitted:
 class Controller:
     """Answers requests with the scheduler's control calls; remembers the last committed accounts."""
 
-    def __init__(self, scheduler: Scheduler) -> None:
+    def __init__(self, scheduler: Scheduler, hello: dict[str, Any] | None = None) -> None:
         self.scheduler = scheduler
         self.accounts: ev.AccountsCommitted | None = None
+        self.hello = hello or {}
+        """The handshake's answer (`whoami`)."""
 
     def listen(self, event: ev.Event) -> None:
         if isinstance(event, ev.AccountsCommitted):
@@ -82,6 +115,8 @@ class Controller:
         if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
             return {"ok": False, "error": 'a request is a JSON object with a "cmd"'}
         s, cmd = self.scheduler, request["cmd"]
+        if cmd == "hello":
+            return {"ok": True, **self.hello}
         try:
             if cmd == "status":
                 return {
@@ -221,6 +256,7 @@ async def serve(
                 await sock.bind(address)
             os.chmod(path, 0o600)  # the run dir is 0700 already; the socket too, whatever the umask
             bound = path.stat().st_ino
+            controller.hello = whoami(run_dir, scheduler.campaign.name)
             sock.listen()
         except OSError as exc:
             bus.emit(

@@ -17,7 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from benchtui.core import workspace
+from benchtui.core import inputs, workspace
 from benchtui.core.contract import Check, LogicalLimits, ModelSpec, RunnerProfile
 from benchtui.core.errors import BadInput
 from benchtui.core.target import TargetKind
@@ -120,20 +120,21 @@ def cheap(campaign: Campaign, runner: ResolvedProfile, target: TargetKind, *, ne
 def key_checks(
     models: Sequence[ModelSpec], profile: RunnerProfile, dotenv: Path = Path(".env")
 ) -> list[Check]:
-    """Every model's key variable is set (in the environment, or in ./.env as the runners read it)."""
+    """Every model's key variable is set (in the environment, or in ./.env as the runners read it).
+    A .env the runners could not read (a folder, a FIFO, too large) is a problem of its own, now."""
     checks = []
-    from_file: dict[str, str | None] | None = None
+    from_file: dict[str, str] | None = None
     for model in models:
         name = profile.key_variable(model)
         if name is None:
             continue
-        value = os.environ.get(name)
-        if not value and dotenv.is_file():
-            if from_file is None:
-                from dotenv import dotenv_values  # pydantic-settings' own dependency
-
-                from_file = dotenv_values(dotenv)
-            value = from_file.get(name)
+        if from_file is None:
+            where = dotenv.absolute()
+            try:
+                from_file = inputs.read_dotenv(where)
+            except BadInput as exc:
+                return [Check(str(where), str(exc).removeprefix(f"{where}: "))]
+        value = os.environ.get(name) or from_file.get(name)
         what = f"API key of {model.name}"
         if value:
             checks.append(Check(what, detail=f"{name} is set"))

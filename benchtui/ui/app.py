@@ -17,14 +17,16 @@ from typing import Any
 import outcome
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.screen import Screen
 
 from benchtui.core.errors import BenchtuiError, first_error
 from benchtui.engine import events as ev
 from benchtui.engine import run as engine
 from benchtui.engine.scheduler import Scheduler
+from benchtui.ui import terminal
 from benchtui.ui.bridge import TrioGuest
-from benchtui.ui.messages import CampaignDone, RedrawNow, Toast
+from benchtui.ui.messages import CampaignDone, RedrawNow, TerminalLost, Toast
 from benchtui.ui.model import ViewModel
 from benchtui.ui.palette import key_for, palette_commands
 from benchtui.ui.screens.main import MainScreen
@@ -36,6 +38,9 @@ REDRAW_HZ = 10
 LOG_HZ = 2
 """How often new lines reach the events pane (each write lays the screen out again)."""
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+HANGUP_ECHO_S = 1.0
+"""One hang-up is told several times (a failed write, the kernel's SIGHUP, the shell's to its
+job): within this of the first, they are the same hang-up, one stop."""
 STOP_GRACE_S = 10.0
 KILL_CONFIRM_S = 3.0  # a second press of the kill key within this kills
 
@@ -81,7 +86,12 @@ class BenchApp(App[bool]):
         self._kill_armed: tuple[str, float] | None = None
         self.interrupts = 0
         """Ctrl-C presses and stop signals so far (1: stop launching, 2: interrupt sessions)."""
+        self.terminal_lost_at: float | None = None
+        """When the terminal was found gone (`terminal.let_go`): nothing is written to it since."""
         self.main: MainScreen
+
+    def get_driver_class(self) -> type[Driver]:
+        return terminal.driver_for(super().get_driver_class())
 
     # -- the campaign, in Trio ----------------------------------------------------------------
     def on_mount(self) -> None:
@@ -90,9 +100,10 @@ class BenchApp(App[bool]):
         self.push_screen(self.main)
         self.set_interval(1 / REDRAW_HZ, self._redraw_view)
         self.set_interval(1 / LOG_HZ, self._write_log)
+        self.set_interval(1.0, self._check_terminal)
         loop = asyncio.get_running_loop()  # its handlers wake the loop (and so the Trio guest)
         for signum in STOP_SIGNALS:
-            loop.add_signal_handler(signum, self.action_interrupt)
+            loop.add_signal_handler(signum, self._stop_signal, signum)
 
         def done(result: outcome.Outcome[Any]) -> None:
             self.post_message(CampaignDone(result))
@@ -148,12 +159,16 @@ class BenchApp(App[bool]):
         self._write_log()
 
     def _redraw_view(self) -> None:
-        if self.is_running and self.main.is_mounted:
+        if self._showing():
             self.main.redraw()
 
     def _write_log(self) -> None:
-        if self.is_running and self.main.is_mounted:
+        if self._showing():
             self.main.write_log()
+
+    def _showing(self) -> bool:
+        """Worth drawing: nobody sees a terminal that is gone (its frames would cost CPU only)."""
+        return self.is_running and self.main.is_mounted and self.terminal_lost_at is None
 
     def _urgent(self, event: ev.Event) -> None:
         """The answer to a key (pause, resume, …) is drawn at once, so keys feel instant."""
@@ -163,8 +178,43 @@ class BenchApp(App[bool]):
     def on_redraw_now(self, _: RedrawNow) -> None:
         """Only the status line: the frame that answers a key paints one line, not every widget
         the campaign changed since the last tick (those follow on the timer)."""
-        if self.is_running and self.main.is_mounted:
+        if self._showing():
             self.main.status.sync()
+
+    # -- the terminal, which can hang up ------------------------------------------------------
+    def _stop_signal(self, signum: int) -> None:
+        """One Ctrl-C per signal, but one hang-up told twice (see HANGUP_ECHO_S) is one stop."""
+        if signum == signal.SIGHUP and self._terminal_gone():
+            lost_at = self.terminal_lost_at
+            if lost_at is not None and time.monotonic() - lost_at < HANGUP_ECHO_S:
+                return
+            self._lose_terminal("SIGHUP")
+        self.action_interrupt()
+
+    def on_terminal_lost(self, message: TerminalLost) -> None:
+        """Found gone by a failed write or the check: a stop, unless one is under way already."""
+        if self._lose_terminal(message.why) and self.interrupts == 0:
+            self.action_interrupt()
+
+    def _check_terminal(self) -> None:
+        """A hung-up terminal the screen has not written to yet (nothing changed on it)."""
+        if self.terminal_lost_at is None and self._terminal_gone():
+            self.post_message(TerminalLost("it hung up"))
+
+    def _terminal_gone(self) -> bool:
+        if self.terminal_lost_at is not None:
+            return True
+        return isinstance(self._driver, terminal.HangUpDriver) and terminal.hung_up(self._driver.fileno)
+
+    def _lose_terminal(self, why: str) -> bool:
+        """Let go of the terminal (the first time only: True): no more writes to it, the closing
+        lines to the run dir's log."""
+        if self.terminal_lost_at is not None or not isinstance(self._driver, terminal.HangUpDriver):
+            return False
+        self.terminal_lost_at = time.monotonic()
+        self._driver.output.gone = True
+        self._driver.quiet_input = terminal.let_go(self.prep.run_dir / terminal.LOG, why)
+        return True
 
     # -- actions (keys, command palette) ------------------------------------------------------
     def _control(self, name: str, *args: Any, **kwargs: Any) -> bool:
@@ -311,6 +361,8 @@ def run_app(
     before the app's own handlers were in place (each acts as one Ctrl-C once it runs)."""
     app = make_app(prep, early_stops=early_stops)
     app.run()
+    if app.terminal_lost_at is not None:
+        terminal.errors_to_log()
     if app.error is not None:
         raise app.error
     return app.view.ended, app.view.accounts

@@ -12,6 +12,7 @@ from benchtui.core import counters
 from benchtui.core.errors import BenchtuiError
 from benchtui.core.money import fmt
 from benchtui.core.outcome import OutcomeDetails
+from benchtui.core.text import printable
 from benchtui.engine.reader import RunDir
 from benchtui.ui.model import SessionRow
 from benchtui.ui.sessions import STATE_STYLES
@@ -84,11 +85,13 @@ class SessionDetail(Static):
         if cert is None:
             return Text("yes (details in the outcomes of the run dir)\n")
         source = cert.get("source", {}).get("type", "?") if isinstance(cert.get("source"), dict) else "?"
-        text = Text(f"{cert.get('rule', '?')} on {source}")
+        # The agent wrote the certificate (and the verifier's details quote pred about it).
+        text = Text(printable(f"{cert.get('rule', '?')} on {source}"))
         if cert.get("violation"):
-            text.append(f": {cert['violation']}")
+            text.append(printable(f": {cert['violation']}"))
         if row is not None and row.judgement is not None:
             v = row.judgement.verdict
             judged = f"{v.status} ({v.cause})" if v.judged_by == "verifier" else "claimed by the runner"
-            text.append(f"\n  verifier: {judged}" + (f", {v.reason}" if v.reason else ""), style="dim")
+            said = printable(f"{judged}, {v.reason}" if v.reason else judged)  # the reason quotes pred
+            text.append(f"\n  verifier: {said}", style="dim")
         return text + "\n"

@@ -32,3 +32,10 @@ class Toast(Message):
 @dataclass
 class RedrawNow(Message):
     """A change the user waits for (their own key's effect): redraw now, not at the next tick."""
+
+
+@dataclass
+class TerminalLost(Message):
+    """The terminal is gone (a write to it failed, or it says it hung up): `why`, for the log."""
+
+    why: str

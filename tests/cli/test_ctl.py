@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 from functools import partial
 from pathlib import Path
 
 import pytest
 import trio
-from support import Recorder, benchtui, last_states, ledger, start, write_campaign
+from support import Recorder, benchtui, last_states, ledger, popen, start, write_campaign
 from support.ctl import ctl, in_call, prepare
 
 from benchtui.engine import rundir
@@ -218,3 +220,47 @@ async def test_ctl_status_shows_the_logical_budget_each_running_session_has_take
         ]
         assert ledger(run_dir)["running"]["fake_model-a-0000"]["counters"] == {"model_calls": 1}
         mock_clock.autojump_threshold = 0
+
+
+def _running(tmp_path: Path, name: str):
+    """`benchtui <name>.toml --no-ui` in the shared state dir, once its control socket answers."""
+    write_campaign(tmp_path, name=name, sessions=4, latency=60, parallelism=1)
+    proc = popen(f"{name}.toml", "--no-ui", cwd=tmp_path)
+    for line in proc.stdout:  # type: ignore[union-attr]
+        if line.startswith("start "):
+            return proc
+    raise AssertionError(proc.stderr.read())  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("link", ["symbolic", "hard"])
+def test_ctl_refuses_a_socket_that_answers_for_another_campaign_and_leaves_that_one_alone(tmp_path, link):
+    # Before: a control socket linked to another campaign's stopped that campaign, while ctl
+    # printed the first one's name.
+    a, b = _running(tmp_path, "a"), _running(tmp_path, "b")
+    runs = tmp_path / "runs"
+    try:
+        ours, theirs = runs / "a" / rundir.CONTROL_SOCKET, runs / "b" / rundir.CONTROL_SOCKET
+        ours.unlink()
+        ours.symlink_to(theirs) if link == "symbolic" else os.link(theirs, ours)
+        done = benchtui("ctl", runs / "a", "stop", "--now", cwd=tmp_path)
+        assert done.returncode == 2 and done.stdout == "", done
+        (line,) = done.stderr.strip().splitlines()
+        assert str(runs / "a") in line and str(runs / "b") in line and "refused" in line, line
+        if link == "hard":  # it answered the handshake: the pid it gave, the kernel's, is b's
+            assert f"(pid {b.pid})" in line and f"(pid {a.pid})" in line, line
+        status = benchtui("ctl", runs / "b", "status", cwd=tmp_path)
+        assert status.stdout.startswith("campaign b: running, runner fake"), status  # not stopped
+        assert a.poll() is None and b.poll() is None
+    finally:
+        for proc in (a, b):
+            _interrupt(proc)
+
+
+def _interrupt(proc) -> None:
+    """Two stop signals (one at a time: two at once are one pending signal): sessions interrupted."""
+    proc.send_signal(signal.SIGTERM)
+    for line in proc.stdout:
+        if "stopping" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(60)

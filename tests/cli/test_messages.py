@@ -129,6 +129,25 @@ def test_ctl_status_of_a_failed_run_says_it_failed_and_why_without_its_target(tm
     assert "failed: 4 of 4 sessions ended in infrastructure errors" in head and "Connection refused" in head
 
 
+def test_ctl_status_of_a_failed_run_shows_its_reason_as_text(tmp_path):
+    # A reason quotes runners' errors, which can carry what an agent wrote: before, ctl status
+    # printed the last one raw (an escape sequence ran in the terminal).
+    reason = "APIConnectionError: \\u001b]0;owned\\u0007\\u009b2J\\u202eok"
+    write_campaign(
+        tmp_path,
+        sessions=2,
+        total="10",
+        extra_runners='[runners.stub]\nkind = "support.stub_runners:Outage"\n'
+        f'down = ["fake/model-a", "fake/model-b"]\nreason = "{reason}"\n',
+    )
+    done = benchtui("t.toml", "--no-ui", "--runner", "stub", cwd=tmp_path, env=_support_path())
+    assert done.returncode == 75, done.stderr
+    status = benchtui("ctl", "status", cwd=tmp_path, env=_support_path())
+    head = status.stdout.splitlines()[0]
+    assert "APIConnectionError: \ufffd]0;owned\ufffd\ufffd2J\ufffdok" in head, head
+    assert not [c for c in status.stdout if c in "\x1b\x07\x9b\u202e"]
+
+
 def _support_path() -> dict[str, str]:
     """The stub runners are found by dotted path: the tests folder on the subprocess's path."""
     from support import ROOT

@@ -8,7 +8,10 @@ OpenAI-compatible server, and a port nothing listens on), never a real API.
 from __future__ import annotations
 
 import json
+import os
 import socket
+import subprocess
+import sys
 
 import pytest
 from support import benchtui
@@ -92,3 +95,46 @@ def test_a_model_whose_provider_answers_is_not_held_back(tmp_path):
         path = write_campaign(tmp_path, llm.url)
         done = benchtui(path, "--no-ui", "--state-dir", tmp_path / "runs", cwd=tmp_path, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+MEASURED = (
+    "import atexit, sys\n"
+    "atexit.register(lambda: print('read', open('/proc/self/io').read().split()[1], file=sys.stderr))\n"
+    "from benchtui.cli.main import main\n"
+    "sys.exit(main())\n"
+)
+"""`benchtui ARGS...`, then on stderr's last line the bytes the process read in all (rchar)."""
+
+
+def sparse_gib(path):
+    with open(path, "wb") as f:
+        f.truncate(1 << 30)  # 1 GiB that costs nothing on disk
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (sparse_gib, "too large (1,073,741,824 bytes, at most 1,048,576)"),
+        (os.mkfifo, "not a regular file (a FIFO)"),
+        (os.mkdir, "not a regular file (a folder)"),
+    ],
+    ids=["sparse 1 GiB", "FIFO", "folder"],
+)
+def test_a_dotenv_that_is_huge_a_fifo_or_a_folder_is_refused_in_one_line_unread(tmp_path, make, says):
+    # Before: python-dotenv read a 1 GiB sparse .env whole (a minute, gigabytes of memory), would
+    # block on a FIFO forever, and a folder was silently no .env at all.
+    make(tmp_path / ".env")
+    with ScriptedLLM([Reply(SUBMIT)]) as llm:
+        path = write_campaign(tmp_path, llm.url)
+        done = subprocess.run(
+            [sys.executable, "-c", MEASURED, str(path), "--no-ui", "--state-dir", str(tmp_path / "runs")],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    *lines, read = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"benchtui: {tmp_path / '.env'}: ") and says in lines[0], lines[0]
+    assert int(read.split()[1]) < 256 << 20  # the interpreter and its modules, never the 1 GiB
+    assert not (tmp_path / "runs").exists()

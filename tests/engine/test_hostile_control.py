@@ -163,16 +163,18 @@ async def test_a_directory_where_the_socket_goes_is_a_warning_not_a_crash(tmp_pa
     assert (prep.run_dir / rundir.CONTROL_SOCKET).is_dir()  # not ours: left alone
 
 
-def _fake_server(path, reply: bytes) -> threading.Thread:
+def _fake_server(path, replies: list[bytes]) -> threading.Thread:
+    """A socket at `path` that answers each request line with the next of `replies`."""
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))
     server.listen()
 
     def answer() -> None:
         conn, _ = server.accept()
-        conn.recv(1000)
-        conn.sendall(reply)
-        conn.close()
+        with conn, contextlib.suppress(OSError):
+            for reply in replies:
+                conn.recv(1000)
+                conn.sendall(reply)
         server.close()
 
     thread = threading.Thread(target=answer, daemon=True)
@@ -180,20 +182,32 @@ def _fake_server(path, reply: bytes) -> threading.Thread:
     return thread
 
 
+def _hello(run_dir, **changed) -> bytes:
+    """A handshake this process can give for `run_dir` (its lock then names this pid)."""
+    (run_dir / rundir.LOCK).write_text(f"{os.getpid()}\n")
+    return json.dumps({"ok": True, **control.whoami(run_dir, "fake"), **changed}).encode() + b"\n"
+
+
 @pytest.mark.parametrize(
-    ("reply", "phrase"),
+    ("replies", "phrase"),
     [
-        (b"garbage\n", "not a benchtui reply"),
-        (b"[" * 100_000 + b"\n", "not a benchtui reply"),
-        (b'{"ok": true}\n', "malformed status reply"),
-        (b'{"ok": false, "error": "\\u001b[2J\\nfake line"}\n', "\\x1b[2J\\nfake line"),
+        (lambda d: [b"garbage\n"], "not a benchtui reply"),
+        (lambda d: [b"[" * 100_000 + b"\n"], "not a benchtui reply"),
+        (lambda d: [b'{"ok": true}\n'], "answered something that is not a benchtui control socket"),
+        (lambda d: [b'{"ok": false, "error": "\\u001b[2J\\nfake line"}\n'], "\\x1b[2J\\nfake line"),
+        (lambda d: [_hello(d, inode=1)], "answers for the campaign in"),  # another run dir
+        (lambda d: [_hello(d, pid=1)], "answers for the campaign in"),  # not the kernel's pid
+        (lambda d: [_hello(d, identity="0" * 16)], "answers for the campaign in"),
+        (lambda d: [_hello(d), b'{"ok": true}\n'], "malformed status reply"),
+        (lambda d: [_hello(d), b'{"ok": false, "error": "\\u001b[2J"}\n'], "benchtui: \\x1b[2J"),
     ],
 )
-def test_ctl_against_a_socket_that_is_not_benchtui_is_one_line(tmp_path, capsys, reply, phrase):
+def test_ctl_against_a_socket_that_is_not_benchtui_is_one_line(tmp_path, capsys, replies, phrase):
     from benchtui.cli import main as cli
 
     (tmp_path / rundir.CAMPAIGN).write_text("")
-    thread = _fake_server(tmp_path / rundir.CONTROL_SOCKET, reply)
+    (tmp_path / rundir.IDENTITY).write_text("{}")
+    thread = _fake_server(tmp_path / rundir.CONTROL_SOCKET, replies(tmp_path))
     rc = cli.main(["ctl", str(tmp_path), "status"])
     thread.join(5)
     err = capsys.readouterr().err

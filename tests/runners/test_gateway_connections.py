@@ -27,16 +27,27 @@ ATTACKER = textwrap.dedent(
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     host, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    first = sys.argv[4].encode().decode("unicode_escape").encode() if len(sys.argv) > 4 else b""
     held = []
-    for _ in range(count):  # connect, send nothing, hold: no token is ever shown
+    for _ in range(count):  # connect, send `first` (or nothing), hold: no token is ever shown
         s = socket.socket()
-        s.setblocking(False)
-        s.connect_ex((host, port))
+        s.connect((host, port))
+        s.sendall(first)
         held.append(s)
     print("ready", flush=True)
     sys.stdin.read()
     """
 )
+
+
+def attack(url: str, count: int, first: str = "") -> subprocess.Popen[str]:
+    host, port = host_port(url)
+    return subprocess.Popen(
+        [sys.executable, "-c", ATTACKER, host, str(port), str(count), first],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 def host_port(url: str) -> tuple[str, int]:
@@ -65,13 +76,7 @@ async def test_1100_idle_connections_leave_the_engine_its_descriptors_and_calls(
         meter, ledger, _ = open_meter(Decimal("1"), model_at(up))
         async with open_gateway() as gateway:
             assert (await gateway.figures()).limit == 256  # a quarter of 1,024
-            host, port = host_port(gateway.url)
-            attacker = subprocess.Popen(
-                [sys.executable, "-c", ATTACKER, host, str(port), "1100"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
+            attacker = attack(gateway.url, 1100)
             try:
                 with trio.fail_after(60):
                     line = await trio.to_thread.run_sync(attacker.stdout.readline)  # type: ignore[union-attr]
@@ -94,6 +99,62 @@ async def test_1100_idle_connections_leave_the_engine_its_descriptors_and_calls(
                 attacker.stdin.close()  # type: ignore[union-attr]
                 attacker.wait(10)
     assert len(up.calls) == 3
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize(
+    "first",
+    [r"POST /v1/chat/completions HTTP/1.1\r\n", r"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-A: "],
+    ids=["a request line", "part of the headers"],
+)
+async def test_1100_connections_stuck_in_their_head_never_cost_a_live_session_a_call(descriptors_1024, first):
+    # Before: a connection that had sent part of its head counted as busy and was never closed
+    # for a newcomer; 1,100 of them held every slot for the 10 s head deadline, so a live
+    # session's connection was closed at once, its SDK's two retries too: its call failed.
+    with ScriptedUpstream(lambda c: Answer(text="still here")) as up:
+        meter, _, _ = open_meter(Decimal("1"), model_at(up))
+        async with open_gateway() as gateway:
+            limit = (await gateway.figures()).limit
+            attacker = attack(gateway.url, 1100, first)
+            try:
+                with trio.fail_after(120):
+                    line = await trio.to_thread.run_sync(attacker.stdout.readline)  # type: ignore[union-attr]
+                    assert line.strip() == "ready"
+                    while (await gateway.figures()).evicted < 1100 - limit:  # all of it came in
+                        await trio.sleep(0.05)
+                    async with gateway.session(meter, meter._model, REAL_KEY) as grant:
+                        answers = [
+                            await trio.to_thread.run_sync(
+                                partial(call, "openai-chat", gateway.url, grant.token, stream=False)
+                            )
+                            for _ in range(2)
+                        ]
+                    figures = await gateway.figures()
+            finally:
+                attacker.stdin.close()  # type: ignore[union-attr]
+                attacker.wait(10)
+    assert answers == ["still here", "still here"]
+    assert figures.open <= limit and figures.evicted >= 1100 - limit + 1  # the oldest made room
+    assert len(up.calls) == 2
+
+
+@pytest.mark.trio
+async def test_the_connection_waiting_longest_is_the_one_closed_for_a_newcomer():
+    async with open_gateway(max_connections=3) as gateway:
+        address = host_port(gateway.url)
+        dripping = socket.create_connection(address)  # the oldest: sent a request line, no headers
+        dripping.sendall(b"POST /v1/chat/completions HTTP/1.1\r\n")
+        await trio.sleep(0.2)
+        silent = socket.create_connection(address)
+        await trio.sleep(0.2)
+        newer = [socket.create_connection(address) for _ in range(3)]
+        with trio.fail_after(10):
+            while (await gateway.figures()).evicted < 2:
+                await trio.sleep(0.05)
+        assert await closed_within(dripping, 2) is not None and await closed_within(silent, 2) is not None
+        assert await closed_within(newer[0], 0.5) is None  # the younger stay
+        for s in [dripping, silent, *newer]:
+            s.close()
 
 
 async def closed_within(sock: socket.socket, seconds: float, drip: bytes = b"") -> float | None:

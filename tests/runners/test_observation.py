@@ -15,6 +15,18 @@ def test_escape_sequences_and_control_characters_never_reach_the_model():
     assert not any(ord(c) < 32 and c not in "\n\t" for c in shown)
 
 
+C1 = "".join(map(chr, range(0x80, 0xA0)))
+BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def test_c1_and_bidi_controls_never_reach_the_model_but_tabs_and_newlines_do():
+    # Before: only C0 and DEL went; U+0080-U+009F (8-bit escapes) and bidi overrides reached the model.
+    text = f"a{C1}b\tc\n\td{BIDI}e\x7f\x00\x07\n"
+    assert policy.shape(text, 1000).text == "ab\tc\n\tde\n"
+    cut = policy.shape("\n".join(f"{C1}row\t{i}{BIDI}" for i in range(5000)), 500)
+    assert cut.cut and not set(cut.text) & set(C1 + BIDI) and "row\t4999" in cut.text
+
+
 def test_repeated_lines_collapse_to_one_and_a_count():
     shown = policy.shape("start\n" + "warning: same\n" * 500 + "end\n", 1000)
     assert shown.text.count("warning: same") == 1 and "repeated 499 more times" in shown.text

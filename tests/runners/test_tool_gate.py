@@ -234,3 +234,40 @@ async def test_free_calls_with_ever_new_options_are_counted_past_a_bound(tmp_pat
         nursery.cancel_scope.cancel()
     assert server.ran == 5 and meter.used("tools.pred") == 2  # 3 free, 2 counted, 2 refused
     assert done.stdout.decode().count("rc=126") == 2
+
+
+@pytest.mark.trio
+async def test_the_gate_answers_the_agent_inert(tmp_path):
+    # A verdict's reason quotes the certificate (pred's error line about its instance does): before,
+    # the agent's C1 and bidi controls came back in the gate's answer as it wrote them.
+    from benchtui.runners.kit.toolgate.submit import Submissions
+    from benchtui.targets.problem_reductions import Verdict
+
+    limits = LogicalLimits(submits=1)
+    meter, _, _ = open_meter(Decimal("1"), limits=limits)
+
+    async def verify(cert):
+        return Verdict("rejected", f"pred reduce failed: unknown problem {cert['rule']!s}\n\tsee --help")
+
+    submissions = Submissions(meter, limits, verify, record=lambda kind, **f: None, budget_line=lambda: "")
+    server = gate.ToolGate(meter, limits, {}, submit=submissions)
+    (tmp_path / "cert.json").write_text(json.dumps({"rule": "A\u009b31mB\u202eC\u0085D\x1b]0;t\x07E"}))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(server.serve, tmp_path / "gate")
+        interpreter, _ = gate.python()
+        gate.install(
+            tmp_path / "shims",
+            ["submit"],
+            interpreter=interpreter,
+            shim=str(gate.SHIM),
+            gate=str(tmp_path / "gate"),
+        )
+        env = {**os.environ, "PATH": f"{tmp_path / 'shims'}:/usr/bin:/bin"}
+        with trio.fail_after(30):
+            done = await trio.run_process(
+                ["bash", "-c", "submit cert.json"], env=env, cwd=tmp_path, capture_stdout=True, check=False
+            )
+        nursery.cancel_scope.cancel()
+    out = done.stdout.decode()
+    assert out.startswith("REJECTED\npred reduce failed: unknown problem A31mBCD]0;tE\n\tsee --help\n"), out
+    assert not [c for c in out if (ord(c) < 32 and c not in "\t\n") or 0x7F <= ord(c) < 0xA0 or c == "\u202e"]

@@ -77,6 +77,19 @@ def test_the_headless_line_of_an_ended_session_shows_its_reason_as_text():
     assert line.endswith("agent said \ufffd]0;owned\ufffd\ufffd[2J\ufffdok")
 
 
+def test_the_detail_pane_shows_a_certificate_as_text():
+    """The agent wrote the certificate, and the verifier's details quote pred about it: before,
+    its rule, source type and violation reached the pane raw (C1, escapes, bidi overrides)."""
+    hostile = "x\x1b[2J\u009b5m\u0085\u202eevil"
+    row = {
+        "certificate": {"rule": hostile, "source": {"type": hostile}, "violation": hostile},
+        "verify_details": {"pred": hostile},
+    }
+    shown = SessionDetail._certificate(row).plain
+    assert not [c for c in shown if (ord(c) < 32 and c != "\n") or 0x7F <= ord(c) < 0xA0 or c == "\u202e"]
+    assert shown.count("x\ufffd[2J\ufffd5m\ufffd\ufffdevil") == 4
+
+
 async def test_a_keys_frame_paints_the_status_line_and_nothing_the_campaign_changed(
     tmp_path, monkeypatch, no_timers
 ):

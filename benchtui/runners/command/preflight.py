@@ -14,7 +14,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from benchtui.core import inputs
 from benchtui.core.contract import Check
+from benchtui.core.errors import BadInput
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit.bubblewrap import bubblewrap_args, bwrap_executable
@@ -55,8 +57,8 @@ def preflight(profile: CommandProfile) -> list[Check]:
 def interpreter(executable: Path) -> str:
     """The `#!` interpreter of a script ("" for a binary): a path, or the name `env` looks up."""
     try:
-        head = executable.resolve().read_bytes()[:256]
-    except OSError:
+        head = inputs.read_head(executable.resolve(), 256, "the agent's executable")
+    except (OSError, BadInput):  # read whole before (a 100 MB binary); a FIFO would have blocked
         return ""
     if not head.startswith(b"#!"):
         return ""

@@ -12,7 +12,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
+from benchtui.core import inputs
 from benchtui.core.contract import ModelSpec, RunnerProfile
+from benchtui.core.errors import BadInput
 
 DEFAULT_PROMPT = Path(__file__).with_name("prompt.md")
 ADDED_KEYS: dict[str, Any] = {"unsandboxed": False, "max_processes": 256, "max_disk_mb": 1024}
@@ -76,9 +78,11 @@ class CommandProfile(RunnerProfile):
         data = dict(data)
         path = Path(data["prompt_template"]).expanduser().resolve() if data.get("prompt_template") else None
         try:
-            data["prompt_sha256"] = hashlib.sha256((path or DEFAULT_PROMPT).read_bytes()).hexdigest()
+            data["prompt_sha256"] = hashlib.sha256(_prompt_bytes(path or DEFAULT_PROMPT)).hexdigest()
         except OSError as exc:
             raise ValueError(f"prompt_template {path}: {exc.strerror}") from None
+        except BadInput as exc:  # a folder, a FIFO, a huge file
+            raise ValueError(f"prompt_template {exc}") from None
         if path:
             data["prompt_template"] = path
         if data.get("environment") == "local" and data.get("unsandboxed") is not True:
@@ -97,7 +101,8 @@ class CommandProfile(RunnerProfile):
         return data
 
     def render_prompt(self, task: str | None) -> str:
-        return (self.prompt_template or DEFAULT_PROMPT).read_text().replace("{task}", task or "any rule")
+        text = _prompt_bytes(self.prompt_template or DEFAULT_PROMPT).decode(errors="replace")
+        return text.replace("{task}", task or "any rule")
 
     def invocation(self, argv0: Path, values: dict[str, str], token: str) -> tuple[list[str], dict[str, str]]:
         """The agent's argv and environment, placeholders filled (`values["{gateway}"]` is the
@@ -119,3 +124,7 @@ def _fill(text: str, values: dict[str, str]) -> str:
     for key, value in values.items():
         text = text.replace(key, value)
     return text
+
+
+def _prompt_bytes(path: Path) -> bytes:
+    return inputs.read_bytes(path, inputs.TEMPLATE_MAX_BYTES, "the prompt template")

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchtui.core import inputs
+from benchtui.core.errors import BadInput
 from benchtui.runners.kit.bubblewrap import COMMAND_ENV, SYSTEM_DIRS, bubblewrap_args, bwrap_executable
 
 PROJECT = Path(__file__).resolve().parents[3]
@@ -99,8 +101,8 @@ def mounts_for(executable: Path) -> list[Path]:
     """Read-only binds an agent needs: its install tree and its script interpreter's."""
     found, todo = [], [executable, executable.resolve()]
     try:
-        head = executable.resolve().read_bytes()[:256]
-    except OSError:
+        head = inputs.read_head(executable.resolve(), 256, "the agent's executable")
+    except (OSError, BadInput):
         head = b""
     if head.startswith(b"#!"):
         interpreter = head[2:].split(b"\n")[0].split()[0].decode()

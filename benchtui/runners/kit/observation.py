@@ -1,7 +1,8 @@
 """The observation policy: what a model sees of a command's output, the same for every model.
 
-ANSI and other control sequences are stripped (a carriage return keeps what the line finally
-showed), runs of a repeated line collapse to one line and a count, and an output longer than
+ANSI and other escape sequences are stripped, then every control character but newline and tab
+(C0, DEL, C1) and every bidi control (`core.text.inert`: a carriage return first keeps what the
+line finally showed), runs of a repeated line collapse to one line and a count, and an output longer than
 the budget keeps a head and a tail chosen so that diagnostic lines (error, panic, failed, …)
 from the part cut still appear; a marker says what was cut and where the full output is: a
 read-only file in the session's copy (at most MAX_SAVED bytes), which the agent can read with an
@@ -14,6 +15,8 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from benchtui.core.text import inert
 
 MAX_SAVED = 1 << 20
 SAVED_DIR = ".benchtui-outputs"
@@ -28,7 +31,6 @@ ANSI = re.compile(
     r"|\x1b[@-Z\\-_=>78]"  # two-character escapes
     r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
 )
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +44,12 @@ class Observation:
 
 
 def clean(text: str) -> str:
-    """No escape sequences, no control characters but newline and tab; `\\r` overwrites."""
+    """No escape sequences, no control characters but newline and tab, no bidi controls; `\\r`
+    overwrites."""
     text = ANSI.sub("", text).replace("\r\n", "\n")
     if "\r" in text:
         text = "\n".join(line.rsplit("\r", 1)[-1] if "\r" in line else line for line in text.split("\n"))
-    return CONTROL.sub("", text)
+    return inert(text)
 
 
 def collapse(lines: list[str]) -> tuple[list[str], bool]:

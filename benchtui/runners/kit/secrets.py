@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from benchtui.core import inputs
+
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.I)
 MIN_REDACT = 8  # shorter values would mangle ordinary text and are no real secret anyway
 REDACTED = b"[redacted]"
@@ -29,13 +31,10 @@ def public_environment(declared: Iterable[str] = ()) -> dict[str, str]:
 
 
 def collect(declared: Iterable[str] = (), dotenv: Path = Path(".env")) -> dict[str, str]:
-    """Secret-looking variables from ./.env, overridden by the process environment."""
+    """Secret-looking variables from ./.env (read within bounds: `inputs.read_dotenv`),
+    overridden by the process environment."""
     declared = set(declared)
-    found: dict[str, str] = {}
-    if dotenv.is_file():
-        from dotenv import dotenv_values
-
-        found.update({k: v for k, v in dotenv_values(dotenv).items() if v and is_secret(k, declared)})
+    found = {k: v for k, v in inputs.read_dotenv(dotenv).items() if v and is_secret(k, declared)}
     found.update({k: v for k, v in os.environ.items() if v and is_secret(k, declared)})
     return found
 

@@ -26,6 +26,7 @@ from minisweagent.exceptions import FormatError, InterruptAgentFlow
 from minisweagent.models.litellm_model import LitellmModel
 from minisweagent.models.utils.actions_toolcall import BASH_TOOL
 
+from benchtui.core.text import inert
 from benchtui.runners.kit import observation
 from benchtui.runners.mini import billing
 from benchtui.runners.mini.protocol import ParentGone, WorkerChannel
@@ -149,7 +150,8 @@ class MeteredModel(LitellmModel):
                 shown_as=str(self.outputs_dir / name) if self.outputs_dir else "",
             )
             seen.append(view)
-            shown.append({**output, "output": view.text})
+            why = inert(str(output.get("exception_info") or ""))  # it may quote the command
+            shown.append({**output, "output": view.text, "exception_info": why})
             command = actions[i].get("command", "") if i < len(actions) else ""
             self.channel.send(
                 "action",

@@ -16,7 +16,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from benchtui.core import inputs
 from benchtui.core.contract import ModelSpec, RunnerProfile
+from benchtui.core.errors import BadInput
 
 DEFAULT_TEMPLATES = Path(__file__).with_name("templates.yaml")
 TEMPLATE_KEYS = ("system_template", "instance_template", "observation_template", "format_error_template")
@@ -117,8 +119,10 @@ def load_templates(path: Path) -> dict[str, str]:
     import yaml
 
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        data = yaml.safe_load(inputs.read_text(path, inputs.TEMPLATE_MAX_BYTES, "the templates file"))
+    except BadInput as exc:  # a folder, a FIFO, a huge file
+        raise ValueError(f"templates {exc}") from None
+    except (OSError, yaml.YAMLError) as exc:
         raise ValueError(f"templates {path}: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise ValueError(f"templates {path}: not a YAML mapping")
@@ -133,7 +137,9 @@ def load_templates(path: Path) -> dict[str, str]:
 
 def templates_digest(path: Path) -> str:
     load_templates(path)
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(
+        inputs.read_bytes(path, inputs.TEMPLATE_MAX_BYTES, "the templates file")
+    ).hexdigest()
 
 
 RUNNER_PACKAGES = ("minisweagent", "litellm", "openai")

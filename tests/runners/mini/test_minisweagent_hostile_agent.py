@@ -85,3 +85,23 @@ async def test_commands_that_cannot_run_are_told_to_the_model_not_a_worker_crash
             len(odd),
         ), (sandbox, record)
         assert "still here" in llm.requests[-1].messages[-1]["content"]
+
+
+@pytest.mark.trio
+async def test_what_a_command_prints_reaches_the_model_inert(tmp_path):
+    # Before: C1 controls (U+0085 NEL, U+009F APC...) and bidi overrides reached the model as printed;
+    # only C0 and DEL were taken out. Tabs and newlines are the output: they stay.
+    printed = r"printf 'A\302\205B\342\200\256C\tD\177E\302\237F\n\tindented\342\201\246\n'"
+    with ScriptedLLM([Reply(printed), Reply(SUBMIT)]) as llm:
+        path = write_campaign(tmp_path, llm.url)
+        with trio.fail_after(60):
+            prep, _ = await run_campaign(path, tmp_path / "runs")
+    seen = llm.requests[1].messages[-1]["content"]
+    assert "ABC\tDEF\n\tindented\n" in seen, seen
+    assert not [c for c in seen if (ord(c) < 32 and c not in "\t\n") or 0x7F <= ord(c) < 0xA0]
+    assert not [
+        c
+        for c in seen
+        if c in "\u061c\u200e\u200f" or 0x202A <= ord(c) <= 0x202E or 0x2066 <= ord(c) <= 0x2069
+    ]
+    assert journal(prep.run_dir)  # the session ran to its end

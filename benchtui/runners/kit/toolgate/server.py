@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import trio
 
 from benchtui.core.contract import TOOLS, LogicalLimits, Meter
+from benchtui.core.text import inert
 
 MAX_REQUEST = 2 << 20  # a submitted certificate (1 MB at most) plus its argv, JSON-escaped
 CLIENT_TIMEOUT_S = 10.0
@@ -71,7 +72,10 @@ def is_free(argv: list[str], free: tuple[str, ...]) -> bool:
 
 @dataclass
 class Answer:
-    """What the shim does: print `stdout` and `stderr` (texts of the gate), exit `exit`."""
+    """What the shim does: print `stdout` and `stderr` (texts of the gate), exit `exit`. The
+    gate's texts quote what agents wrote (a certificate's fields in a verdict's reason, pred's
+    messages about it): they go out inert (`core.text.inert`). A free call's cached bytes are the
+    tool's own, replayed as a counted call's output reaches the agent: untouched."""
 
     exit: int
     stdout: str = ""
@@ -80,7 +84,11 @@ class Answer:
     raw_err: bytes = b""
 
     def fields(self) -> dict[str, Any]:
-        answer: dict[str, Any] = {"exit": self.exit, "stdout": self.stdout, "stderr": self.stderr}
+        answer: dict[str, Any] = {
+            "exit": self.exit,
+            "stdout": inert(self.stdout),
+            "stderr": inert(self.stderr),
+        }
         if self.raw_out or self.raw_err:  # a cached answer: the tool's bytes, as they were
             answer |= {"out": self.raw_out.decode("latin-1"), "err": self.raw_err.decode("latin-1")}
         return answer
