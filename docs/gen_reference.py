@@ -158,8 +158,8 @@ def _sections(schema: dict[str, Any], defs: dict[str, Any], path: str, heading: 
         yield from _sections(desc, defs, name, f"`{table}`")
 
 
-def _profiles(schema: dict[str, Any], defs: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    table = schema["properties"]["runners"]["additionalProperties"]
+def _profiles(table: dict[str, Any], defs: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(kind, its profile's name, its profile) of a kind table's if/then branches."""
     found = []
     for branch in table.get("allOf", []):
         kind = branch["if"]["properties"]["kind"]["const"]
@@ -176,8 +176,8 @@ def campaign_reference() -> str:
     out: list[str] = [
         "## Every key",
         "",
-        "Generated from the pydantic models of `benchtui/engine/campaign/` and each runner",
-        "kind's `Profile`, through the JSON Schema `benchtui schema` prints: the descriptions are",
+        "Generated from the pydantic models of `benchtui/engine/campaign/` and each runner and",
+        "target kind's `Profile`, through the JSON Schema `benchtui schema` prints: the descriptions are",
         "the fields' docstrings. Money is a number (dollars, exact); `—` means no default (optional).",
         "",
     ]
@@ -192,13 +192,35 @@ def campaign_reference() -> str:
         _cell(f"Every profile has `kind`: {kind_doc} The other keys depend on the kind:"),
         "",
     ]
-    kinds = _profiles(schema, defs)
-    for kind, _name, profile in kinds:
+    out += _kinds(schema["properties"]["runners"]["additionalProperties"], defs)
+    target = schema["properties"]["target"]
+    out += [
+        "### `[target]`",
+        "",
+        _cell(target.get("description", "")),
+        "",
+        _cell(
+            f"`kind`: {target['properties']['kind']['description']} Without a `[target]` table, "
+            '`kind = "problem-reductions"`. The other keys depend on the kind:'
+        ),
+        "",
+        *_kinds(target, defs),
+    ]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _kinds(table: dict[str, Any], defs: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for kind, _name, profile in _profiles(table, defs):
         out += [f'#### `kind = "{kind}"`', ""]
         if profile.get("description"):
             out += [_cell(profile["description"]), ""]
-        out += _table(profile.get("properties", {}), profile.get("required", []), defs, skip=("kind",)) + [""]
-    return "\n".join(out).rstrip() + "\n"
+        props = {k: v for k, v in profile.get("properties", {}).items() if k != "kind"}
+        if props:
+            out += _table(props, profile.get("required", []), defs) + [""]
+        else:
+            out += ["No other keys.", ""]
+    return out
 
 
 # -- what each runner kind enforces -----------------------------------------------------------

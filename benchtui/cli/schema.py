@@ -2,8 +2,9 @@
 
 pydantic's schema is the starting point; three changes make it useful in an editor (taplo,
 VS Code's Even Better TOML, check-jsonschema):
-- each `[runners.*]` table is checked against the profile its `kind` names (an if/then per
-  installed kind), so a typo gets that profile's error, not "not valid under any of the schemas";
+- each `[runners.*]` table, and `[target]`, is checked against the profile its `kind` names (an
+  if/then per installed kind), so a typo gets that profile's error, not "not valid under any of
+  the schemas";
 - money is a number (pydantic also allows any string for a Decimal: "lots of money" passed);
 - `$schema` says which draft it is written in.
 """
@@ -14,19 +15,23 @@ import contextlib
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from pydantic import BaseModel
+
 from benchtui.core import registry
 from benchtui.core.contract import RunnerProfile
+from benchtui.core.registry import Family
+from benchtui.core.target import TargetProfile
 from benchtui.engine.campaign import Campaign
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
 
-def _profiles() -> dict[str, type[RunnerProfile]]:
-    """The installed kinds' profiles (a broken third-party runner must not hide the others)."""
+def _profiles(family: Family[Any]) -> dict[str, type[BaseModel]]:
+    """The installed kinds' profiles (a broken third-party kind must not hide the others)."""
     found = {}
-    for kind in registry.available():
+    for kind in family.available():
         try:
-            found[kind] = registry.runner_class(kind).Profile
+            found[kind] = family.kind_class(kind).Profile
         except Exception:  # noqa: BLE001
             continue
     return found
@@ -34,8 +39,15 @@ def _profiles() -> dict[str, type[RunnerProfile]]:
 
 def runner_table_schema(defs: dict[str, Any]) -> dict[str, Any]:
     """A `[runners.*]` table: a `kind`, then the keys of that kind's profile (added to `defs`)."""
+    return kind_table_schema(registry.RUNNERS, RunnerProfile, defs)
+
+
+def kind_table_schema(family: Family[Any], base: type[BaseModel], defs: dict[str, Any]) -> dict[str, Any]:
+    """A table of a plugin family (`[runners.*]`, `[target]`): a `kind`, then the keys of that
+    kind's profile (added to `defs`)."""
     branches = []
-    for kind, profile in _profiles().items():
+    profiles = _profiles(family)
+    for kind, profile in profiles.items():
         schema = profile.model_json_schema(ref_template="#/$defs/{model}")
         defs.update(schema.pop("$defs", {}))
         defs[profile.__name__] = schema
@@ -45,17 +57,12 @@ def runner_table_schema(defs: dict[str, Any]) -> dict[str, Any]:
                 "then": {"$ref": f"#/$defs/{profile.__name__}"},
             }
         )
-    kind_doc = RunnerProfile.model_fields["kind"].description
+    kind_doc = base.model_fields["kind"].description
+    required = [] if base.model_fields["kind"].default is not None else ["kind"]
     return {
         "type": "object",
-        "required": ["kind"],
-        "properties": {
-            "kind": {
-                "type": "string",
-                "description": kind_doc,
-                "examples": sorted(_profiles()),
-            }
-        },
+        "required": required,
+        "properties": {"kind": {"type": "string", "description": kind_doc, "examples": sorted(profiles)}},
         "allOf": branches,
     }
 
@@ -86,5 +93,11 @@ def json_schema() -> dict[str, Any]:
     schema = Campaign.model_json_schema(ref_template="#/$defs/{model}")
     defs = schema.setdefault("$defs", {})
     defs.pop("RunnerProfile", None)
+    defs.pop("TargetProfile", None)
     schema["properties"]["runners"]["additionalProperties"] = runner_table_schema(defs)
+    described = schema["properties"]["target"].get("description", "")
+    schema["properties"]["target"] = {
+        **kind_table_schema(registry.TARGETS, TargetProfile, defs),
+        "description": described,
+    }
     return {"$schema": DRAFT, **_numbers_for_money(schema)}

@@ -9,6 +9,8 @@ from benchtui.core.target import TargetKind, TargetProfile
 
 
 class NoTargetProfile(TargetProfile):
+    """A target without a verifier or an inventory: certificates are recorded unverified (claims)."""
+
     kind: Literal["none"] = "none"
     """A target without a verifier: sessions' certificates are recorded unverified."""
 

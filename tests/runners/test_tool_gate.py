@@ -240,16 +240,20 @@ async def test_free_calls_with_ever_new_options_are_counted_past_a_bound(tmp_pat
 async def test_the_gate_answers_the_agent_inert(tmp_path):
     # A verdict's reason quotes the certificate (pred's error line about its instance does): before,
     # the agent's C1 and bidi controls came back in the gate's answer as it wrote them.
+    from support.judging import scripted_verification
+
+    from benchtui.core.target import Verdict
     from benchtui.runners.kit.toolgate.submit import Submissions
-    from benchtui.targets.problem_reductions import Verdict
 
     limits = LogicalLimits(submits=1)
     meter, _, _ = open_meter(Decimal("1"), limits=limits)
 
     async def verify(cert):
-        return Verdict("rejected", f"pred reduce failed: unknown problem {cert['rule']!s}\n\tsee --help")
+        reason = f"pred reduce failed: unknown problem {cert['rule']!s}\n\tsee --help"
+        return Verdict("inconclusive", reason, "tool_error")
 
-    submissions = Submissions(meter, limits, verify, record=lambda kind, **f: None, budget_line=lambda: "")
+    how = scripted_verification(verify)
+    submissions = Submissions(meter, limits, how, record=lambda kind, **f: None, budget_line=lambda: "")
     server = gate.ToolGate(meter, limits, {}, submit=submissions)
     (tmp_path / "cert.json").write_text(json.dumps({"rule": "A\u009b31mB\u202eC\u0085D\x1b]0;t\x07E"}))
     async with trio.open_nursery() as nursery:

@@ -15,6 +15,7 @@ import pytest
 import trio
 import trio.testing
 from support.gateway import open_meter
+from support.judging import scripted_verification
 from support.mini import STAND_IN_PRED
 
 from benchtui.core.contract import LogicalLimits
@@ -24,7 +25,7 @@ from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.toolgate.node import NodeGate, NodeGateSpec
 from benchtui.runners.kit.toolgate.remote import NodeTools
 from benchtui.runners.kit.toolgate.submit import Submissions
-from benchtui.targets.problem_reductions import Verdict
+from benchtui.core.target import Verdict
 
 LIMITS = LogicalLimits(tools=(("pred", 5), ("pred solve", 2)))
 
@@ -136,9 +137,10 @@ async def test_a_submit_on_a_node_is_verified_here_and_an_accepted_one_ends_the_
 
     async def verify(cert):
         checked.append(cert)
-        return Verdict("accepted" if cert.get("rule") == "Good" else "rejected", "verified here")
+        return Verdict.of("violation" if cert.get("rule") == "Good" else "no_violation", "verified here")
 
-    submissions = Submissions(meter, limits, verify, record=lambda kind, **f: None, budget_line=lambda: "")
+    how = scripted_verification(verify)
+    submissions = Submissions(meter, limits, how, record=lambda kind, **f: None, budget_line=lambda: "")
     server.submit = submissions
     ended = trio.Event()
     async with on_a_node(tmp_path, opened_gate(server, submissions, ["submit"])) as (node, env):

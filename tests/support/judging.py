@@ -32,3 +32,22 @@ def pred_verification(
 def report_of(*blocks: str, steps: int = 1, exit_status: str = "Submitted", **done) -> WorkerReport:
     """A worker's report that printed `blocks`."""
     return WorkerReport(done=WorkerDone(steps=steps, exit_status=exit_status, blocks=list(blocks), **done))
+
+
+def scripted_verification(verify, certificates_file: Path | None = None) -> Verification:
+    """A session's Verification whose target answers with `verify(cert)` (an async function
+    returning a core Verdict), for tests of what carries verdicts (the tool gate, submit)."""
+    from benchtui.core.target import TargetKind, TargetProfile
+
+    class Scripted(TargetKind):
+        verifies = True
+
+        async def verify(self, certificate, tools):
+            return await verify(certificate)
+
+    return Verification(
+        target=Scripted(TargetProfile(kind="scripted")),
+        tools=TargetTools(),
+        max_certificates=5,
+        certificates_file=certificates_file or Path("/nonexistent/certificates.json"),
+    )

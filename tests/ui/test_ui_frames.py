@@ -81,10 +81,12 @@ def test_the_detail_pane_shows_a_certificate_as_text():
     """The agent wrote the certificate, and the verifier's details quote pred about it: before,
     its rule, source type and violation reached the pane raw (C1, escapes, bidi overrides)."""
     hostile = "x\x1b[2J\u009b5m\u0085\u202eevil"
-    row = {
-        "certificate": {"rule": hostile, "source": {"type": hostile}, "violation": hostile},
-        "verify_details": {"pred": hostile},
-    }
+    from benchtui.core.outcome import Judgement, OutcomeDetails
+    from benchtui.core.target import Verdict
+
+    verdict = Verdict("rejected", f"pred said {hostile}", "no_violation")
+    cert = {"rule": hostile, "source": {"type": hostile}, "violation": hostile}
+    row = OutcomeDetails("s", 1, cert, Judgement(verdict))
     shown = SessionDetail._certificate(row).plain
     assert not [c for c in shown if (ord(c) < 32 and c != "\n") or 0x7F <= ord(c) < 0xA0 or c == "\u202e"]
     assert shown.count("x\ufffd[2J\ufffd5m\ufffd\ufffdevil") == 4

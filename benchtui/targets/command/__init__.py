@@ -30,6 +30,9 @@ SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 class CommandTargetProfile(TargetProfile):
+    """Any benchmark whose findings a program can check: the campaign's own checker verifies each
+    certificate in the tool gate's one-shot sandbox (docs/guide/verify.md#a-checker-of-your-own)."""
+
     path_keys: ClassVar[tuple[str, ...]] = ("workdir",)
 
     kind: Literal["command"] = "command"
@@ -46,6 +49,7 @@ class CommandTargetProfile(TargetProfile):
     memory_mb: int = Field(default=2048, gt=0, le=1 << 20)
     """Address space of the checker (a bound, not a reservation)."""
     max_processes: int = Field(default=64, gt=0, le=100_000)
+    """Processes the checker may run at once (a pids cgroup where one can be made)."""
     output_bytes: int = Field(default=1 << 16, gt=0, le=1 << 30)
     """Output kept of one verification; a checker printing more is stopped (inconclusive)."""
 

@@ -31,6 +31,10 @@ NO_PRED = (
 
 
 class ProblemReductionsProfile(TargetProfile):
+    """The Rust library problem-reductions (`environment.path`: a checkout) and its `pred` CLI:
+    certificates verified by pred's round trip, tasks are its rule files, the inventory its rules.
+    `pred` is the runner profile's (`pred`)."""
+
     kind: Literal["problem-reductions"] = "problem-reductions"
     """The Rust library problem-reductions and its `pred` CLI (environment.path: a checkout)."""
 
