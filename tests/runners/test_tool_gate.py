@@ -250,7 +250,7 @@ async def test_the_gate_answers_the_agent_inert(tmp_path):
 
     async def verify(cert):
         reason = f"pred reduce failed: unknown problem {cert['rule']!s}\n\tsee --help"
-        return Verdict("inconclusive", reason, "tool_error")
+        return Verdict("rejected", reason, "tool_refused")
 
     how = scripted_verification(verify)
     submissions = Submissions(meter, limits, how, record=lambda kind, **f: None, budget_line=lambda: "")
