@@ -77,7 +77,7 @@ async def run_remote_worker(
     if "failed" in ended and report.done is None:  # after its report, the session's outcome stands
         report.start_error = report.start_error or ended["failed"]
     node = task.get("node")
-    report.facts = SessionFacts(executor="ray", node=node if isinstance(node, str) else None)
+    report.facts = SessionFacts(executor="ray", node=node if isinstance(node, dict | str) else None)
     paths = request["paths"]
     for name, key in (("traj.json", "trajectory"), ("worker.log", "log")):
         data = (task.get("files") or {}).get(name)
