@@ -135,7 +135,15 @@ def _ref(node: dict[str, Any]) -> str | None:
             return str(branch["$ref"]).rsplit("/", 1)[-1]
         if branch.get("type") == "array" and "$ref" in branch.get("items", {}):
             return str(branch["items"]["$ref"]).rsplit("/", 1)[-1]
+        values = branch.get("additionalProperties")
+        if branch.get("type") == "object" and isinstance(values, dict) and "$ref" in values:
+            return str(values["$ref"]).rsplit("/", 1)[-1]
     return None
+
+
+def _is_map(node: dict[str, Any]) -> bool:
+    """A table of tables by name (`[providers."<api_base>"]`)."""
+    return any(b.get("type") == "object" and isinstance(b.get("additionalProperties"), dict) for b in _branches(node))
 
 
 def _sections(schema: dict[str, Any], defs: dict[str, Any], path: str, heading: str) -> Iterator[list[str]]:
@@ -153,7 +161,7 @@ def _sections(schema: dict[str, Any], defs: dict[str, Any], path: str, heading: 
         sub = defs[_ref(node) or ""]
         is_list = any(b.get("type") == "array" for b in _branches(node))
         name = f"{path}.{key}" if path else key
-        table = f"[[{name}]]" if is_list else f"[{name}]"
+        table = f"[[{name}]]" if is_list else f"[{name}.<name>]" if _is_map(node) else f"[{name}]"
         desc = {**sub, "description": node.get("description", sub.get("description", ""))}
         yield from _sections(desc, defs, name, f"`{table}`")
 

@@ -30,6 +30,7 @@ from benchtui.core.contract import PROBLEM_REDUCTIONS, LogicalLimits, ModelSpec,
 from benchtui.core.errors import BadInput
 from benchtui.core.executor import ExecutorConfig
 from benchtui.core.money import fmt_exact, usd_floor
+from benchtui.engine.providers import provider_of
 
 # The TOML file's data while a Campaign is being built (the lowest-precedence settings source).
 _toml_data: ContextVar[dict[str, Any] | None] = ContextVar("_toml_data", default=None)
@@ -153,9 +154,14 @@ class Model(Strict):
     api_base: str | None = None
     """The API's base URL (an OpenAI-compatible server, a proxy, a local model)."""
     api_key_env: str | None = None
-    """Name of the environment variable holding this model's API key (never the key itself)."""
+    """Name of the environment variable holding this model's API key (never the key itself); not
+    needed for a server that takes no key (a local model)."""
     litellm: dict[str, Any] = Field(default_factory=dict)
     """Extra litellm keyword arguments."""
+    max_connections: int | None = Field(default=None, gt=0, le=bounds.MAX_PARALLELISM, strict=True)
+    """Sessions of this model at once (a provider's limit on concurrent requests): a model at its
+    limit is passed over until one of its sessions ends, the others fill the free slots. Not part
+    of the identity (free to change on resume, like parallelism)."""
 
     @field_validator("name")
     @classmethod
@@ -196,6 +202,12 @@ class Target(Strict):
     """What the target brings. `problem-reductions` (the default: campaigns before this key had
     it): its verifier, its task inventory, its `pred` CLI. `none`: a target without them; the
     sessions' certificates are recorded unverified."""
+
+
+class Provider(Strict):
+    max_connections: int = Field(gt=0, le=bounds.MAX_PARALLELISM, strict=True)
+    """Sessions at once across every model of this provider (its concurrent-request limit per key
+    or organisation); each model's own `max_connections` applies as well."""
 
 
 class Ui(Strict):
@@ -254,6 +266,10 @@ class Campaign(BaseSettings):
     """Terminal UI options (not part of the campaign's identity: free to change on resume)."""
     protocol: Protocol | None = None
     """`kind = "shortlist"`: a triage session per model chooses the rules its episodes hunt in."""
+    providers: dict[str, Provider] = Field(default_factory=dict, max_length=64)
+    """Limits per provider, keyed by a model's `api_base` (`[providers."http://127.0.0.1:8000/v1"]`)
+    or, for models without one, by the provider part of their name (`[providers.openai]`). Not
+    part of the identity (free to change on resume)."""
 
     @classmethod
     def settings_customise_sources(
@@ -331,6 +347,13 @@ class Campaign(BaseSettings):
                 f"runner {self.runner!r} (kind {self.runners[self.runner].kind!r}) cannot run on "
                 f"[executor] kind = {self.executor.kind!r}"
             )
+        known = {provider_of(m.name, m.api_base) for m in self.models}
+        unknown = [p for p in self.providers if p.rstrip("/") not in known]
+        if unknown:
+            raise ValueError(
+                f"[providers] {', '.join(map(repr, unknown))}: no model goes there "
+                f"(the models' providers: {', '.join(map(repr, sorted(known)))})"
+            )
         if self.per_model_usd > self.budget.total_usd:
             raise ValueError(
                 f"per_model_usd {fmt_exact(self.per_model_usd)} exceeds total_usd "
@@ -406,7 +429,7 @@ class Campaign(BaseSettings):
         """Everything that makes sessions comparable; `--resume` refuses if any part changed."""
         parts: dict[str, Any] = _canonical(
             {
-                "models": [m.model_dump() for m in self.models],
+                "models": [m.model_dump(exclude=SCHEDULING) for m in self.models],
                 "sessions": {
                     "sessions_per_model": self.sessions_per_model,
                     "tasks": self.tasks,
@@ -425,6 +448,10 @@ class Campaign(BaseSettings):
         if self.protocol is not None:  # campaigns without one keep the identity they had
             parts["protocol"] = _canonical(self.protocol.model_dump())
         return parts
+
+
+SCHEDULING = {"max_connections"}
+"""Model keys that only say when sessions start, not what they get: outside the identity."""
 
 
 def _budget_identity(budget: Budget) -> dict[str, Any]:
