@@ -10,7 +10,7 @@ from pathlib import Path
 from benchtui.core.errors import BadInput
 from benchtui.core.inputs import read_text
 from benchtui.targets.problem_reductions.certificate import Verdict, parse_block
-from benchtui.targets.problem_reductions.drivers import resolve_pred, verify
+from benchtui.targets.problem_reductions.drivers import INSTALL_PRED, resolve_pred, verify
 from benchtui.targets.problem_reductions.sources import NoCertificate, certificates_in
 
 # -- CLI: benchtui verify CERT.json [--pred PATH] ---------------------------------------------------
@@ -57,8 +57,7 @@ def main_verify(argv: list[str]) -> int:
     pred = resolve_pred(args.pred)
     if not (os.path.isabs(pred) and os.access(pred, os.X_OK)):
         print(
-            f"benchtui verify: pred not found ({args.pred!r}): install it with `cargo install --locked "
-            "--path problemreductions-cli` from a problem-reductions checkout, or give --pred PATH",
+            f"benchtui verify: pred not found ({args.pred!r}): {INSTALL_PRED}, or give --pred PATH",
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT

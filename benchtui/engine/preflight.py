@@ -17,8 +17,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from benchtui.core import workspace
-from benchtui.core.contract import Check, RunnerProfile
-from benchtui.core.errors import BadInput
+from benchtui.core.contract import PROBLEM_REDUCTIONS, Check, RunnerProfile
+from benchtui.core.errors import Problems
 from benchtui.engine.campaign import Campaign
 
 
@@ -83,22 +83,27 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "AL
 
 
 def cheap(campaign: Campaign, *, network: bool = True) -> None:
-    """The checks run before a campaign starts, before the run dir is written: the active
-    profile's tools, every model's key variable, and (`network`) that every `api_base` accepts a
-    TCP connection. BadInput on the first problem, so a missing `pred`, key or server is exit 2
-    before any session starts, not N sessions ending in errors (`benchtui check` checks everything)."""
+    """The checks run before a campaign starts, before the run dir is written: the target
+    exists, the active profile's tools, every model's key variable, and (`network`) that every
+    `api_base` accepts a TCP connection. Problems raises every problem found, one line each (as
+    `benchtui check` lists them), so a missing `pred`, key or server is exit 2 before any session
+    starts, and a newcomer fixes them all in one go, not one per try."""
     profile = campaign.runners[campaign.runner]
     checks = [
+        target_check(campaign, fingerprint=False),
         *runner_checks(campaign, campaign.runner, None, full=False),
         *limit_checks(campaign, campaign.runner),
         *key_checks(campaign, profile),
+        *(endpoint_checks(campaign, profile) if network else []),
     ]
-    if network and not any(not c.ok for c in checks):
-        checks += endpoint_checks(campaign, profile)
     problems = [c for c in checks if not c.ok]
     if problems:
-        hint = " (--no-preflight skips this check)" if problems[0].what.startswith("api_base") else ""
-        raise BadInput(f"{problems[0].what}: {problems[0].problem}{hint}")
+        raise Problems(
+            [f"{c.what}: {c.problem}{SKIP_HINT if c.what.startswith('api_base') else ''}" for c in problems]
+        )
+
+
+SKIP_HINT = " (--no-preflight skips this check)"
 
 
 def key_checks(campaign: Campaign, profile: RunnerProfile, dotenv: Path = Path(".env")) -> list[Check]:
@@ -201,8 +206,22 @@ def worst_case(campaign: Campaign) -> dict[str, Decimal]:
     return {m.name: min(sessions, campaign.per_model_usd) for m in campaign.models}
 
 
-def target_check(campaign: Campaign) -> Check:
+def target_check(campaign: Campaign, *, fingerprint: bool = True) -> Check:
+    """The target checkout is a directory (`fingerprint`: and what its fingerprint is)."""
     path = campaign.environment.path
-    if not path.exists():
-        return Check(f"target {path}", "does not exist (environment.path)")
-    return Check(f"target {path}", detail=workspace.fingerprint(path, campaign.environment.tools))
+    if not path.is_dir():
+        what = "does not exist" if not path.exists() else "is not a directory"
+        where = (
+            PROBLEM_REDUCTIONS_CHECKOUT
+            if campaign.target.kind == PROBLEM_REDUCTIONS
+            else "the target checkout"
+        )
+        return Check(f"environment.path {path}", f"{what}: give {where}")
+    detail = workspace.fingerprint(path, campaign.environment.tools) if fingerprint else "a directory"
+    return Check(f"environment.path {path}", detail=detail)
+
+
+PROBLEM_REDUCTIONS_CHECKOUT = (
+    "a checkout of problem-reductions (git clone https://github.com/CodingThrust/problem-reductions; "
+    "the shipped campaigns expect it beside benchtui's checkout, at commit 8df8ac04)"
+)

@@ -79,15 +79,15 @@ def prepare(opts: Options) -> PreparedRun:
             raise BadInput("give a campaign file, or --resume to continue the latest run")
         run_dir = named or rundir.latest(state_dir)
         state_dir = run_dir.parent
-        campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, **overrides)
+        campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, require_target=False, **overrides)
         if campaign.name != run_dir.name:  # an edited frozen copy: .latest would point elsewhere
             raise BadInput(
                 f"{run_dir / rundir.CAMPAIGN}: names the run {campaign.name!r}, not {run_dir.name!r}"
             )
     else:
-        campaign = campaign_file.load(opts.campaign, **overrides)
+        campaign = campaign_file.load(opts.campaign, require_target=False, **overrides)
         run_dir = opts.state_dir / campaign.name
-    start = preflight.at_start(campaign, network=opts.preflight)  # every check: exit 2, nothing written
+    start = preflight.at_start(campaign, network=opts.preflight)  # every problem (the target's too): exit 2
     fingerprint, notes = start.fingerprint, start.notes
     digest = campaign.identity(fingerprint)
     inventory: list[str] = []

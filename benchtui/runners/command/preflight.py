@@ -18,7 +18,7 @@ from benchtui.core.contract import Check
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit.bubblewrap import bubblewrap_args, bwrap_executable
-from benchtui.targets.problem_reductions import resolve_pred
+from benchtui.targets.problem_reductions import INSTALL_PRED, resolve_pred
 
 TIMEOUT_S = 30.0
 # Inside the sandbox: the agent's executable, and its script interpreter (a path, or a name
@@ -40,7 +40,7 @@ def preflight(profile: CommandProfile, *, target: str) -> list[Check]:
             Check("pred", detail=pred)
             if os.path.isabs(pred) and os.access(pred, os.X_OK)
             else Check(
-                "pred", f"{profile.pred!r} not found: install it or set the profile's `pred` to its path"
+                "pred", f"{profile.pred!r} not found: {INSTALL_PRED}, or set the profile's `pred` to its path"
             )
         )
     if profile.environment == "bubblewrap":

@@ -42,7 +42,7 @@ from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.verdict import WorkerReport, judge
-from benchtui.targets.problem_reductions import find_blocks, resolve_pred
+from benchtui.targets.problem_reductions import INSTALL_PRED, find_blocks, resolve_pred
 
 
 class Placement(Protocol):
@@ -135,7 +135,7 @@ class CommandRunner(RunnerKind):
             return _infra(f"agent CLI {profile.command[0]!r} not found (see the README: agent CLIs)")
         verified = session.target == PROBLEM_REDUCTIONS  # a target without pred: certificates unverified
         if verified and self.pred is None:
-            return _infra(f"pred not found ({profile.pred!r}): install it or set the profile's `pred`")
+            return _infra(f"pred not found ({profile.pred!r}): {INSTALL_PRED}, or set the profile's `pred`")
         key_name = session.model.api_key_env or profile.api_key_env
         secrets = keys.collect(filter(None, [key_name]))
         if key_name and key_name not in secrets:

@@ -103,13 +103,13 @@ class MeteredModel(LitellmModel):
         while True:
             if not self.channel.authorise(prompt_tokens):
                 raise Accepted() if self.channel.ended == "accepted" else BudgetExhausted()
-            billing.OBSERVED.status = None
+            billing.OBSERVED.status, billing.OBSERVED.sent = None, False
             try:
                 with billing.total_deadline(self.deadline_s) as hit:
                     response = super()._query(messages, **kwargs)
                 break
             except Exception as exc:
-                why = billing.failed_attempt_cost(exc, billing.OBSERVED.status, hit[0])
+                why = billing.failed_attempt_cost(exc, billing.OBSERVED.status, hit[0], billing.OBSERVED.sent)
                 throttled = why is None and getattr(exc, "status_code", None) == throttle.TOO_MANY_REQUESTS
                 self._charge(prompt_tokens, why, failed=True, throttled=throttled, after=_headers(exc))
                 if hit[0] and not isinstance(exc, billing.CallDeadline):

@@ -16,7 +16,7 @@ from benchtui.core.workspace import binary_digest
 from benchtui.runners.kit.bubblewrap import SANDBOX_BIN, bubblewrap_args, bwrap_executable
 from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.mini.profile import MiniSweProfile, missing_packages
-from benchtui.targets.problem_reductions import resolve_pred, verify
+from benchtui.targets.problem_reductions import INSTALL_PRED, resolve_pred, verify
 from benchtui.targets.problem_reductions.tasks import canonical_certificate, rule_list, rule_of, run_pred
 
 TOOL_TIMEOUT_S = 30.0
@@ -25,9 +25,7 @@ TOOL_TIMEOUT_S = 30.0
 def _pred(profile: MiniSweProfile) -> tuple[str | None, Check]:
     found = resolve_pred(profile.pred)
     if not os.path.isabs(found):
-        problem = (
-            f"{profile.pred!r} not found: install it (cargo install) or set the profile's `pred` to its path"
-        )
+        problem = f"{profile.pred!r} not found: {INSTALL_PRED}, or set the profile's `pred` to its path"
         return None, Check("pred", problem)
     done = run_pred(found, ("--version",), timeout=TOOL_TIMEOUT_S)
     if done.error:

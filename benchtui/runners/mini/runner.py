@@ -43,7 +43,7 @@ from benchtui.runners.mini import preflight as checks
 from benchtui.runners.mini.profile import TRIAGE_TEMPLATE, MiniSweProfile, load_templates
 from benchtui.runners.mini.protocol import EngineChannel
 from benchtui.runners.mini.serving import Worker, WorkerSession
-from benchtui.targets.problem_reductions import resolve_pred
+from benchtui.targets.problem_reductions import INSTALL_PRED, resolve_pred
 from benchtui.targets.problem_reductions.tasks import rule_list
 
 SHORTLIST_FILE = "shortlist.json"
@@ -109,6 +109,10 @@ class WorkerProcess:
             trio.lowlevel.notify_closing(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
+
+
+KEYLESS = "no-key"
+"""The key sent to an `api_base` whose model names no `api_key_env` (a server that checks none)."""
 
 
 class MiniSweRunner(RunnerKind):
@@ -186,8 +190,7 @@ class MiniSweRunner(RunnerKind):
         if self.pred is None:
             return SessionOutcome(
                 "error",
-                reason=f"pred not found ({self.profile.pred!r}): install it "
-                "(cargo install) or set the profile's `pred` to its path",
+                reason=f"pred not found ({self.profile.pred!r}): {INSTALL_PRED}, or set the profile's `pred`",
                 infra_error=True,  # not the model's doing: retried on --resume once pred is there
             )
         key_name = session.model.api_key_env or self.profile.api_key_env
@@ -306,7 +309,9 @@ class MiniSweRunner(RunnerKind):
             "budget": counting.describe(session.limits),
             "env": keys.public_environment(filter(None, [key_name])),
             "secrets": secrets,
-            "api_key": secrets.get(key_name) if key_name else None,
+            # No key variable but an api_base: a keyless server (a local model). The provider's
+            # SDK refuses to send without some key, so it gets one that names none.
+            "api_key": secrets.get(key_name) if key_name else (KEYLESS if session.model.api_base else None),
         }
 
     def _worker(self) -> Worker:

@@ -23,11 +23,12 @@ from .certificate import (
     parse_value,
 )
 from .checks import check
-from .drivers import resolve_pred, verify, verify_async
+from .drivers import INSTALL_PRED, resolve_pred, verify, verify_async
 
 __all__ = [
     "BLOCK",
     "FENCE",
+    "INSTALL_PRED",
     "VIOLATIONS",
     "PredCall",
     "PredResult",
