@@ -18,7 +18,8 @@ from typing import Any
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 FIGURES = DOCS / "figures.toml"
-MARK = re.compile(r"<!--fig ([\w.]+)(?::(\w+))?-->(.*?)<!--/fig-->", re.DOTALL)
+MARK = re.compile(r"(?<!`)<!--fig ([\w.]+)(?::(\w+))?-->(.*?)<!--/fig-->", re.DOTALL)
+"""A mark; one right after a backtick is an example in a code span (a page explaining marks)."""
 HALF_MINUTES = {
     1.0: "a minute",
     1.5: "a minute and a half",
@@ -100,3 +101,27 @@ def install_table(figures: dict[str, Any]) -> str:
     return "\n".join(
         [*rows, "", f"Measured {install['measured']}. Packages: {install['packages']}; venv: {install['venv']}."]
     )
+
+
+def update(path: Path, table: str, values: dict[str, Any]) -> None:
+    """Set `values` in `[table]` of the figures file, keeping its comments and layout (the
+    benchmark scripts write their measurements with it)."""
+    text = path.read_text(encoding="utf-8")
+    head = re.search(rf"^\[{re.escape(table)}\]\s*$", text, re.MULTILINE)
+    if head is None:
+        raise KeyError(f"no table [{table}] in {path.name}")
+    end = re.compile(r"^\[", re.MULTILINE).search(text, head.end())
+    body = text[head.end() : end.start() if end else len(text)]
+    for key, value in values.items():
+        line = f"{key} = {_toml(value)}"
+        body, found = re.subn(rf"^{re.escape(key)} = .*$", line.replace("\\", "\\\\"), body, count=1, flags=re.MULTILINE)
+        if not found:
+            body = body.rstrip("\n") + f"\n{line}\n" + ("\n" if end else "")
+    path.write_text(text[: head.end()] + body + (text[end.start() :] if end else ""), encoding="utf-8")
+    tomllib.loads(path.read_text(encoding="utf-8"))  # still valid TOML
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(value)
