@@ -102,7 +102,10 @@ async def test_question_mark_shows_the_keys_over_the_screen_and_resizes_no_pane(
         tmp_path, sessions=2, models=MODELS, start_paused=True, extra='ui = { keys = { kill = "ctrl+k" } }\n'
     )
     async with app.run_test(size=size) as pilot:
-        await until(pilot, lambda: app.scheduler is not None, what="the scheduler")
+        await until(pilot, lambda: app.view.accounts is not None, what="the ledger")
+        app.redraw()  # the money panel at its full height first (it waits for the ledger)
+        await until(pilot, lambda: app.main.models.shown is not None, what="the money panel")
+        await pilot.pause()
         panes = {w.id: w.region for w in app.main.query("#models, #sessions, #log")}
         await pilot.press("question_mark")
         await until(pilot, lambda: isinstance(app.screen, KeysScreen), what="the keys")
