@@ -4,7 +4,9 @@
   prints (the pydantic models and their field docstrings), table by table, and every runner
   kind's profile;
 - `runners/index.md`: what each runner kind enforces (its declared `enforces` and `executors`);
-- `reference/cli.md`: every command with its arguments and options, from the argparse parsers.
+- `reference/cli.md`: every command with its arguments and options, from the argparse parsers;
+- `getting-started.md`: the install table, and on every page (and the README) each marked figure,
+  from `docs/figures.toml` (`docs/figures.py`).
 
 Each generated part sits between two marker comments in its page; the text around them is
 written by hand. `--check` changes nothing and exits 1 naming the stale pages
@@ -15,12 +17,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import json
 import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 DOCS = Path(__file__).resolve().parent
@@ -135,7 +139,15 @@ def _ref(node: dict[str, Any]) -> str | None:
             return str(branch["$ref"]).rsplit("/", 1)[-1]
         if branch.get("type") == "array" and "$ref" in branch.get("items", {}):
             return str(branch["items"]["$ref"]).rsplit("/", 1)[-1]
+        values = branch.get("additionalProperties")
+        if branch.get("type") == "object" and isinstance(values, dict) and "$ref" in values:
+            return str(values["$ref"]).rsplit("/", 1)[-1]
     return None
+
+
+def _is_map(node: dict[str, Any]) -> bool:
+    """A table of tables by name (`[providers."<api_base>"]`)."""
+    return any(b.get("type") == "object" and isinstance(b.get("additionalProperties"), dict) for b in _branches(node))
 
 
 def _sections(schema: dict[str, Any], defs: dict[str, Any], path: str, heading: str) -> Iterator[list[str]]:
@@ -153,7 +165,7 @@ def _sections(schema: dict[str, Any], defs: dict[str, Any], path: str, heading: 
         sub = defs[_ref(node) or ""]
         is_list = any(b.get("type") == "array" for b in _branches(node))
         name = f"{path}.{key}" if path else key
-        table = f"[[{name}]]" if is_list else f"[{name}]"
+        table = f"[[{name}]]" if is_list else f"[{name}.<name>]" if _is_map(node) else f"[{name}]"
         desc = {**sub, "description": node.get("description", sub.get("description", ""))}
         yield from _sections(desc, defs, name, f"`{table}`")
 
@@ -318,7 +330,9 @@ def cli_reference() -> str:
     for name, parser in parsers().items():
         title = f"benchtui {name}".strip()
         out += [f"### `{title}`", "", "```", _usage(parser), "```", ""]
-        if parser.description:
+        if parser.description and parser.formatter_class is argparse.RawDescriptionHelpFormatter:
+            out += ["```", parser.description, "```", ""]
+        elif parser.description:
             out += [_cell(parser.description), ""]
         rows = []
         for action in parser._actions:
@@ -335,10 +349,25 @@ def cli_reference() -> str:
 
 # -- writing ----------------------------------------------------------------------------------
 
+def figures() -> ModuleType:
+    """docs/figures.py (loaded by path: this script also runs from the tests, docs/ not on sys.path)."""
+    spec = importlib.util.spec_from_file_location("benchtui_docs_figures", DOCS / "figures.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def install_table() -> str:
+    found = figures()
+    return str(found.install_table(found.load()))
+
+
 GENERATED = {
     "reference/campaign.md": ("campaign keys", campaign_reference),
     "runners/index.md": ("runner table", runners_table),
     "reference/cli.md": ("commands", cli_reference),
+    "getting-started.md": ("install table", install_table),
 }
 
 
@@ -358,10 +387,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a page is stale")
     args = parser.parse_args(argv)
     stale = []
-    for page in GENERATED:
-        path = DOCS / page
+    marked = figures()
+    values = marked.load()
+    for path in marked.pages():
+        page = str(path.relative_to(DOCS)) if path.is_relative_to(DOCS) else str(path.relative_to(DOCS.parent))
         old = path.read_text(encoding="utf-8")
-        new = render(page, old)
+        new = marked.fill(render(page, old) if page in GENERATED else old, values)
         if new != old:
             stale.append(page)
             if not args.check:
@@ -372,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     for page in stale:
-        print(f"wrote docs/{page}")
+        print(f"wrote {page if page == 'README.md' else 'docs/' + page}")
     return 0
 
 

@@ -26,7 +26,7 @@ EXIT_OK, EXIT_PROBLEMS = 0, 2
 
 def run_checks(campaign: Campaign, *, ping: bool) -> list[Check]:
     target = campaign.make_target()
-    checks = [target_check(campaign), *inventory_check(campaign)]
+    checks = [target_check(campaign, target), *inventory_check(campaign)]
     for runner in campaign.profiles.values():
         checks += runner_checks(runner, tasks=campaign.tasks, full=True, target=target)
     # Keys and endpoints of every profile that calls a model API (each once).

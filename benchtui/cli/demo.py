@@ -8,6 +8,9 @@ session explores a small target with real commands (`ls`, `cat`, `pred`), then s
 Verification: with a real `pred` on PATH the demo uses it; without one it puts a tiny stand-in
 `pred` in the demo folder that answers `--version` and `list` only, so the demo's sessions never
 claim a bug and nothing needs verifying (a certificate would be judged inconclusive).
+
+Everything it writes is under the state dir (`runs/.demo/` by default), so a checkout it runs in
+stays clean (`runs/` is ignored by git).
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from typing import TYPE_CHECKING
 
 import tomli_w
 
-from benchtui.cli.args import OneLineParser
+from benchtui.cli.args import OneLineParser, add_state_dir
 from benchtui.core.errors import BadInput
+from benchtui.engine import rundir
 
 if TYPE_CHECKING:
     from benchtui.engine.stopsignals import StopSignals
@@ -50,6 +54,9 @@ case "$1" in
 esac
 """
 INSTALL_MINI = "pip install 'benchtui[mini]'"
+DEMO_FOLDER = ".demo"
+"""The demo's files (campaign, target, stand-in pred, its run dirs) go here in the state dir:
+nothing lands in the user's checkout beside it, and a hidden name never clashes with a run."""
 
 
 def parser() -> OneLineParser:
@@ -62,9 +69,10 @@ def parser() -> OneLineParser:
     p.add_argument(
         "--dir",
         type=Path,
-        default=Path("benchtui-demo"),
-        help="where the demo's files go (default: ./benchtui-demo)",
+        default=None,
+        help=f"where the demo's files go (default: {DEMO_FOLDER} in the state dir, e.g. runs/{DEMO_FOLDER})",
     )
+    add_state_dir(p)
     p.add_argument("--sessions", type=int, default=3, metavar="N", help="sessions per model (default 3)")
     p.add_argument("--delay", type=float, default=0.6, metavar="S", help="seconds each scripted answer takes")
     return p
@@ -83,7 +91,7 @@ def main_demo(argv: list[str], stops: StopSignals, run: Callable[[list[str], Sto
         raise BadInput(f"benchtui demo runs the mini-swe-agent runner: install it with {INSTALL_MINI}")
     from benchtui.runners.mini.scripted import ScriptedLLM
 
-    folder = args.dir.resolve()
+    folder = (args.dir or rundir.state_dir(args.state_dir) / DEMO_FOLDER).resolve()
     with ScriptedLLM(script=lambda request: answer(request, args.delay)) as llm:
         campaign = write_demo(folder, llm.url, args.sessions)
         os.environ.setdefault(KEY_VARIABLE, "demo-key-not-a-secret")

@@ -24,6 +24,7 @@ from benchtui.core.money import fmt
 from benchtui.engine import events as ev
 from benchtui.engine import run as engine
 from benchtui.engine.scheduler import Scheduler
+from benchtui.engine.stopsignals import first_stop_note
 
 
 class LinePrinter:
@@ -86,12 +87,10 @@ def summary_table(acc: ev.AccountsCommitted) -> str:
 async def _watch_signals(scheduler: Scheduler, printer: LinePrinter) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         count = 0
-        async for _ in signals:
+        async for signum in signals:
             count += 1
             if count == 1:
-                printer.write(
-                    "stopping: no new sessions; running ones finish (Ctrl-C again to interrupt them)"
-                )
+                printer.write(first_stop_note(signum))
                 scheduler.stop()
             else:
                 printer.write("interrupting running sessions (they are retried on --resume)")

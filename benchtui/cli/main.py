@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import errno
 import json
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchtui.cli.args import OneLineParser, add_state_dir
-from benchtui.core.errors import BenchtuiError, one_line
+from benchtui.core.errors import BenchtuiError, Problems, one_line
 from benchtui.engine import rundir
 from benchtui.engine.stopsignals import StopSignals
 
@@ -22,14 +23,29 @@ EXIT_RETRY = 75
 """Not stopped, yet not finished: sessions ended in infrastructure errors (sysexits' EX_TEMPFAIL)."""
 
 
+SUMMARIES = {
+    "demo": "a real campaign with no API key: mini-swe-agent against a scripted model server",
+    "check": "preflight a campaign: tools, keys, endpoints, cost preview (--ping: one call per model)",
+    "ctl": "steer a running campaign: pause, resume, stop, status, kill, runner, parallelism",
+    "report": "leaderboard, pairwise tests and fairness audit of run dirs (text, json, html)",
+    "view": "read sessions in the browser: a read-only viewer of run dirs on 127.0.0.1 (--export)",
+    "verify": "re-check the certificates in any file benchtui wrote, with its target's verifier",
+    "schema": "the campaign file's JSON Schema, for editors",
+}
+"""One line per command, for `benchtui --help` (a test checks every command has one)."""
+
+
 def run_parser() -> OneLineParser:
+    names = [*SUMMARIES, *(n for n in [*RUNS, *COMMANDS] if n not in SUMMARIES)]
+    commands = "\n".join(f"  {name:<8} {SUMMARIES.get(name, '')}".rstrip() for name in names)
     p = OneLineParser(
         prog="benchtui",
-        description="Run a fair, budgeted, resumable campaign.",
+        description="Run a fair, budgeted, resumable campaign (the options below):\n"
+        f"  benchtui CAMPAIGN.toml\n\ncommands (`benchtui COMMAND --help` for each):\n{commands}",
         epilog="Exit codes: 0 finished (skips included), 1 state could not be saved, 2 bad input, "
         "3 run dir in use, 75 not finished: sessions ended in infrastructure errors (--resume "
-        "retries them), 130 stopped or interrupted (--resume continues). "
-        "Also: `benchtui demo` (a real campaign with no key), `benchtui check --help`, `benchtui ctl --help`, `benchtui report --help`, `benchtui view --help`, `benchtui verify --help`, `benchtui schema`.",
+        "retries them), 130 stopped or interrupted (--resume continues).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("campaign", nargs="?", type=Path, help="campaign TOML file")
     p.add_argument("--no-ui", action="store_true", help="headless: log lines instead of the TUI")
@@ -227,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
             return runs(argv[1:], stops)
         return command(argv[1:]) if command else main_run(argv, stops)
     except BenchtuiError as exc:
-        say(f"benchtui: {one_line(str(exc))}")
+        for line in exc.lines if isinstance(exc, Problems) else [str(exc)]:  # one line per problem
+            say(f"benchtui: {one_line(line)}")
         return exc.exit_code
     except BrokenPipeError:  # `benchtui report | head`: the reader has what it wanted
         quiet_stdout()

@@ -58,7 +58,7 @@ def kind_table_schema(family: Family[Any], base: type[BaseModel], defs: dict[str
             }
         )
     kind_doc = base.model_fields["kind"].description
-    required = [] if base.model_fields["kind"].default is not None else ["kind"]
+    required = ["kind"] if base.model_fields["kind"].is_required() else []
     return {
         "type": "object",
         "required": required,

@@ -20,10 +20,6 @@ from benchtui.runners.kit.oneshot import OneShot
 EXIT_ACCEPTED, EXIT_REJECTED, EXIT_BAD_INPUT, EXIT_INCONCLUSIVE = 0, 1, 2, 4
 MAX_BYTES = 256 << 20
 """Of the file to verify: a long session's trajectory is some MB; a larger file is not ours."""
-NO_PRED = (
-    "pred not found ({pred!r}): install it with `cargo install --locked --path problemreductions-cli` "
-    "from a problem-reductions checkout, or give --pred PATH"
-)
 
 
 def _target(campaign: Path | None) -> TargetKind:
@@ -83,7 +79,10 @@ def main_verify(argv: list[str]) -> int:
     }
     missing = [name for name in target.programs if name not in programs]
     if missing:
-        print(f"benchtui verify: {NO_PRED.format(pred=args.pred)}", file=sys.stderr)
+        name = missing[0]
+        given = args.pred if name == "pred" else name
+        how = target.install.get(name, f"install {name}")
+        print(f"benchtui verify: {name} not found ({given!r}): {how}, or give --pred PATH", file=sys.stderr)
         return EXIT_BAD_INPUT
     tools = TargetTools(programs, args.timeout, OneShot(sandboxed=bwrap_executable() is not None))
     verdicts: list[Verdict] = []

@@ -16,6 +16,7 @@ BINDING_IDS = (
     "parallelism_down",
     "summary",
     "quit",
+    "help",
     # the sessions table
     "sessions_up",
     "sessions_down",
@@ -35,4 +36,5 @@ BINDING_IDS = (
     "runner_cancel",
     "summary_close",
     "summary_quit",
+    "help_close",
 )

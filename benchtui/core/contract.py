@@ -216,6 +216,13 @@ class Meter(Protocol):
         its `model_calls` unit is given back, so a flaky provider costs a model no calls."""
         ...
 
+    def throttled(self, retry_after_s: float | None = None) -> None:
+        """The provider answered 429 (too many requests), asking for `retry_after_s` (its
+        Retry-After; None: it named none). The engine keeps one backoff per provider: the next
+        `authorise` of every session of that provider waits until it has passed, so a runner
+        does not sleep on a 429 itself. Charge the refused call with `served=False` as well."""
+        ...
+
     async def use(self, *counters: str) -> str | None:
         """Take one unit of each counter (all or none) before the action they allow; durable when
         it returns None. Returns the name of a counter whose limit is spent (nothing taken)."""

@@ -15,6 +15,14 @@ class BadInput(BenchtuiError):
     exit_code = 2
 
 
+class Problems(BadInput):
+    """Several problems found at once (a start's preflight): each is shown on its own line."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("; ".join(lines))
+        self.lines = lines
+
+
 class RunDirBusy(BenchtuiError):
     """Another benchtui holds the run dir."""
 

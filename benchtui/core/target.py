@@ -183,6 +183,8 @@ class TargetTools:
     """Of each call of a verifier's program (the runner profile's `verify_timeout_s`)."""
     sandbox: Sandbox | None = None
     """Where a target runs programs of its own (the `command` target's checker)."""
+    missing: Mapping[str, str] = field(default_factory=dict)
+    """Programs asked for and not found, with how they were asked for (`{"pred": "/opt/pred"}`)."""
 
 
 def locate(program: str) -> str | None:
@@ -222,6 +224,10 @@ class TargetKind:
     """Programs of the target its sessions and its verifier use (`pred`): runners locate them."""
     verifier: ClassVar[str] = ""
     """How its verdicts name their verifier."""
+    install: ClassVar[dict[str, str]] = {}
+    """How to get each of its `programs`, for the messages that find one missing."""
+    checkout: ClassVar[str] = "the target checkout"
+    """What `environment.path` must be, for the message that finds it missing."""
 
     def __init__(self, profile: TargetProfile) -> None:
         self.profile = profile

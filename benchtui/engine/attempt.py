@@ -22,6 +22,7 @@ from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.ledger import InFlight
 from benchtui.engine.meter import SessionMeter
+from benchtui.engine.providers import Backoff
 from benchtui.engine.records import JournalRecord, SessionState, now
 from benchtui.engine.runner_pool import RunnerPool
 
@@ -69,6 +70,7 @@ class Attempt:
         wall_time_s: float | None,
         conclude: Callable[[JournalRecord, SessionOutcome | None], tuple[JournalRecord, list[JournalRecord]]]
         | None = None,
+        backoff: Backoff | None = None,
     ) -> None:
         self.accounts = accounts
         self.conclude = conclude
@@ -84,6 +86,7 @@ class Attempt:
             spec.budget_usd,
             limits=spec.limits,
             on_overspent=lambda: self.cancel(OVERSPENT),
+            backoff=backoff,
         )
         self.scope = trio.CancelScope()
         self.stopped_by: Ending | None = None
@@ -163,6 +166,7 @@ class Attempt:
             if self.spec.limits
             else None,
             exhausted=tuple(meter.exhausted),
+            extra=meter.throttling(),
         )
         more: list[JournalRecord] = []
         if self.conclude is not None:

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
+from typing import Any
 
 from benchtui.core.contract import MODEL_CALLS, LogicalLimits, ModelSpec, Usage
 from benchtui.core.money import token_cost, usd
 from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.ledger import InFlight
+from benchtui.engine.providers import Backoff
 
 UNLIMITED = LogicalLimits()
+MAX_QUIET_WAIT_S = 10.0
+"""A provider's first 429 is a notice on screen; later ones only when they impose this long a wait."""
 
 
 class SessionMeter:
@@ -32,6 +36,7 @@ class SessionMeter:
         *,
         limits: LogicalLimits = UNLIMITED,
         on_overspent: Callable[[], None] = lambda: None,
+        backoff: Backoff | None = None,
     ) -> None:
         self._accounts = accounts
         self._flight = flight
@@ -42,6 +47,10 @@ class SessionMeter:
         self._exhausted: list[str] = []
         self.calls = 0
         self.tokens = 0
+        self._backoff = backoff or Backoff(model.name)
+        """Its provider's, shared by every session of that provider (engine/providers.py)."""
+        self.throttled_answers = 0
+        self.throttle_wait_s = 0.0
 
     @property
     def budget_usd(self) -> Decimal:
@@ -66,7 +75,14 @@ class SessionMeter:
     async def authorise(self, worst_case_usd: Decimal) -> bool:
         """Hold the worst case and take a `model_calls` unit; returns once both are on disk, or
         False if either does not fit."""
-        if self._spent(MODEL_CALLS) or not self._accounts.authorise(self._flight, usd(worst_case_usd)):
+        if self._spent(MODEL_CALLS):
+            return False
+        if self._backoff.remaining():  # the provider asked for a pause (429): every session waits
+            self._progress(
+                f"waiting {self._backoff.remaining():.1f} s: {self._backoff.provider} answered 429"
+            )
+            self.throttle_wait_s += await self._backoff.wait()
+        if not self._accounts.authorise(self._flight, usd(worst_case_usd)):
             return False
         self.calls += 1
         if self.limits:  # campaigns without logical budgets keep no counters (their ledger is as it was)
@@ -114,12 +130,36 @@ class SessionMeter:
         if not served and self.used(MODEL_CALLS):
             self._flight.counters[MODEL_CALLS] -= 1
         cost = self.price(usage)
+        if served and (usage.input_tokens or usage.output_tokens):
+            self._backoff.served()
         self._accounts.charge(self._flight, cost, settles=None if settles is None else usd(settles))
         self.tokens += usage.input_tokens + usage.output_tokens
         self._progress("")
         if self._accounts.enforce and self._flight.spent > self._flight.reservation:
             self._on_overspent()
         return cost
+
+    def throttled(self, retry_after_s: float | None = None) -> None:
+        """The provider answered 429: its next call, and every other session's of the same
+        provider, waits until its backoff has passed (Retry-After, else an exponential wait)."""
+        wait, started = self._backoff.throttled(retry_after_s)
+        self.throttled_answers += 1
+        asked = f"Retry-After {retry_after_s:g} s" if retry_after_s is not None else "no Retry-After"
+        if started and (self._backoff.answers == 1 or wait >= MAX_QUIET_WAIT_S):
+            self._accounts.emit(
+                ev.Notice(
+                    level="warning",
+                    message=f"{self._backoff.provider} answered 429 (too many requests, {asked}): "
+                    f"its sessions wait {wait:g} s before calling it again",
+                )
+            )
+        self._progress(f"429 from {self._backoff.provider} ({asked}): waiting {wait:g} s")
+
+    def throttling(self) -> dict[str, Any]:
+        """What its provider's 429s cost this attempt (for its end line; empty when nothing)."""
+        if not (self.throttled_answers or self.throttle_wait_s):
+            return {}
+        return {"throttled": self.throttled_answers, "throttle_wait_s": round(self.throttle_wait_s, 3)}
 
     def progress(self, note: str) -> None:
         self._progress(note)

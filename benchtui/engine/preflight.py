@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from benchtui.core import inputs, workspace
 from benchtui.core.contract import Check, LogicalLimits, ModelSpec, RunnerProfile
-from benchtui.core.errors import BadInput
+from benchtui.core.errors import BadInput, Problems
 from benchtui.core.target import TargetKind
 from benchtui.engine.campaign import Campaign, ResolvedProfile
 
@@ -98,23 +98,27 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "AL
 
 
 def cheap(campaign: Campaign, runner: ResolvedProfile, target: TargetKind, *, network: bool = True) -> None:
-    """The checks run before a campaign starts, before the run dir is written: the active
-    profile's (`runner`) tools and limits, every model's key variable, and (`network`) that every
-    `api_base` accepts a TCP connection. BadInput on the first problem, so a missing `pred`, key or
-    server is exit 2 before any session starts, not N sessions ending in errors (`benchtui check`
-    checks everything)."""
+    """The checks run before a campaign starts, before the run dir is written: the target
+    exists, the active profile's (`runner`) tools and limits, every model's key variable, and
+    (`network`) that every `api_base` accepts a TCP connection. Problems raises every problem
+    found, one line each (as `benchtui check` lists them), so a missing `pred`, key or server is
+    exit 2 before any session starts, and a newcomer fixes them all in one go, not one per try."""
     models = [m.spec() for m in campaign.models]
     checks = [
+        target_check(campaign, target, fingerprint=False),
         *runner_checks(runner, tasks=None, full=False, target=target),
         *limit_checks(runner, campaign.logical_limits),
         *key_checks(models, runner.profile),
+        *(endpoint_checks(models, runner.profile) if network else []),
     ]
-    if network and not any(not c.ok for c in checks):
-        checks += endpoint_checks(models, runner.profile)
     problems = [c for c in checks if not c.ok]
     if problems:
-        hint = " (--no-preflight skips this check)" if problems[0].what.startswith("api_base") else ""
-        raise BadInput(f"{problems[0].what}: {problems[0].problem}{hint}")
+        raise Problems(
+            [f"{c.what}: {c.problem}{SKIP_HINT if c.what.startswith('api_base') else ''}" for c in problems]
+        )
+
+
+SKIP_HINT = " (--no-preflight skips this check)"
 
 
 def key_checks(
@@ -225,8 +229,11 @@ def target_fingerprint(target: TargetKind, runner: ResolvedProfile) -> str:
     return f" {found}" if found else ""
 
 
-def target_check(campaign: Campaign) -> Check:
+def target_check(campaign: Campaign, target: TargetKind, *, fingerprint: bool = True) -> Check:
+    """The target checkout is a directory (`fingerprint`: and what its fingerprint is)."""
     path = campaign.environment.path
-    if not path.exists():
-        return Check(f"target {path}", "does not exist (environment.path)")
-    return Check(f"target {path}", detail=workspace.fingerprint(path, campaign.environment.tools))
+    if not path.is_dir():
+        what = "does not exist" if not path.exists() else "is not a directory"
+        return Check(f"environment.path {path}", f"{what}: give {target.checkout}")
+    detail = workspace.fingerprint(path, campaign.environment.tools) if fingerprint else "a directory"
+    return Check(f"environment.path {path}", detail=detail)

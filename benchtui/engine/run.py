@@ -129,12 +129,12 @@ def _campaign_and_run_dir(opts: Options) -> tuple[Campaign, Path]:
     overrides: dict[str, Any] = {"runner": opts.runner, "parallelism": opts.parallelism}
     named = rundir.named_run(opts.campaign, opts.state_dir) if opts.resume else None
     if opts.campaign is not None and named is None:
-        campaign = campaign_file.load(opts.campaign, **overrides)
+        campaign = campaign_file.load(opts.campaign, require_target=False, **overrides)  # checked below
         return campaign, opts.state_dir / campaign.name
     if not opts.resume:
         raise BadInput("give a campaign file, or --resume to continue the latest run")
     run_dir = named or rundir.latest(opts.state_dir)
-    campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, **overrides)
+    campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, require_target=False, **overrides)
     if campaign.name != run_dir.name:  # an edited frozen copy: .latest would point elsewhere
         raise BadInput(f"{run_dir / rundir.CAMPAIGN}: names the run {campaign.name!r}, not {run_dir.name!r}")
     return campaign, run_dir

@@ -177,7 +177,7 @@ def _lock_is_free(staging: Path) -> bool:
 
 def state_dir(given: Path | None = None) -> Path:
     """Where run dirs live: `--state-dir`, else $BENCHTUI_STATE_DIR, else `runs`."""
-    return given or Path(os.environ.get("BENCHTUI_STATE_DIR", "runs"))
+    return given or Path(os.environ.get("BENCHTUI_STATE_DIR") or "runs")  # set but empty: unset
 
 
 def set_latest(state_dir: Path, name: str) -> None:

@@ -7,6 +7,7 @@ through `Accounts` and return their end record here, where their slot is handed 
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -22,6 +23,7 @@ from benchtui.engine.breaker import Breaker
 from benchtui.engine.campaign import Campaign
 from benchtui.engine.ledger import ControlState, InFlight
 from benchtui.engine.plan import PlannedSession
+from benchtui.engine.providers import Providers, provider_of
 from benchtui.engine.records import JournalRecord, RunState, now, run_state
 from benchtui.engine.runner_pool import RunnerPool
 
@@ -69,6 +71,15 @@ class Scheduler:
         """A shortlist campaign's rule inventory (frozen at its start)."""
         self.on_grow = on_grow
         """Called with the episodes a triage planned, once they are durable."""
+        self.providers = Providers(
+            {m.name: m.max_connections for m in campaign.models},
+            {m.name: provider_of(m.name, m.api_base) for m in campaign.models},
+            {p.rstrip("/"): v.max_connections for p, v in campaign.providers.items()},
+        )
+        """Sessions at once per model and per provider, and each provider's shared 429 backoff."""
+        self._queued = Counter(s.model for s in queue)
+        """Sessions not launched yet, by model (the search for one that can start stops when it
+        has seen every model that has any)."""
         self._cursor = 0
         self._grown: dict[str, list[PlannedSession]] = {}
         caps = campaign.per_model_usd * len(campaign.models)
@@ -158,6 +169,8 @@ class Scheduler:
             raise ValueError("parallelism must be at least 1")
         self.limiter.total_tokens = n
         self.control.parallelism = n
+        self._released.set()  # a launch waiting for a free slot looks again
+        self._released = trio.Event()
         self._control_changed()
 
     def running_sessions(self) -> list[str]:
@@ -183,11 +196,19 @@ class Scheduler:
                             break
                         await self._released.wait()  # a triage may still plan episodes
                         continue
+                    if self.providers.limited and (
+                        self.limiter.available_tokens <= 0 or not self._bring_forward_one_that_can_start()
+                    ):
+                        # Who may start depends on who ended: choose once a slot is free and a
+                        # waiting model is below its connection limit.
+                        await self._released.wait()
+                        continue
                     if triaging and self._shared_total and not self.queue[self._cursor].triage:
                         await self._released.wait()  # see _shared_total
                         continue
                     session = self.queue[self._cursor]
                     self._cursor += 1
+                    self._queued[session.model] -= 1
                     if session.model in self.breaker.tripped:  # stays pending: --resume runs it
                         self.held += 1
                         continue
@@ -202,6 +223,26 @@ class Scheduler:
                     else:
                         attempt = self._attempts[session.id] = self._attempt(session, flight)
                         nursery.start_soon(self._run_attempt, attempt)
+
+    def _bring_forward_one_that_can_start(self) -> bool:
+        """Put the first queued session whose model is within its connection limits (and its
+        provider's) at the cursor; False when there is none. Those passed over keep their order
+        and their place ahead of the rest: a model at its limit is skipped for now, and its next
+        session is the first to start once one of its own ends (docs/design/invariants.md#f4)."""
+        running = Counter(a.spec.model.name for a in self._attempts.values())
+        blocked: set[str] = set()
+        for i in range(self._cursor, len(self.queue)):
+            model = self.queue[i].model
+            if model in blocked:
+                continue
+            if model in self.breaker.tripped or self.providers.can_start(model, running):
+                if i != self._cursor:
+                    self.queue.insert(self._cursor, self.queue.pop(i))
+                return True
+            blocked.add(model)
+            if len(blocked) == sum(n > 0 for n in self._queued.values()):
+                return False
+        return False
 
     async def _reserve(self, session: PlannedSession) -> InFlight | Literal["skip", "hold"]:
         """docs/design/invariants.md#f3: reserve the full per-session budget, waiting while running
@@ -248,6 +289,7 @@ class Scheduler:
             flight,
             wall_time_s=wall,
             conclude=conclude,
+            backoff=self.providers.backoff(session.model),
         )
 
     def _conclude_triage(
@@ -280,6 +322,7 @@ class Scheduler:
             return
         models = [m.name for m in self.campaign.models]
         tail = self.queue[self._cursor :] + sessions
+        self._queued.update(s.model for s in sessions)
         self.queue[self._cursor :] = shortlist.ordered(tail, models)
         self.on_grow(sessions)
         self.accounts.emit(

@@ -37,6 +37,11 @@ class ModelAudit:
     """Per task ("" without tasks), how many sessions got each prompt hash."""
     tasks_ran: frozenset[tuple[str, int]] = frozenset()
     """(run, session index) of the sessions that started: the tasks × repeats it was compared on."""
+    throttled: int = 0
+    """429 answers its provider gave its sessions."""
+    throttle_wait_s: float = 0.0
+    """Seconds its sessions waited for their provider's backoff after those 429s."""
+    throttled_sessions: int = 0
 
     def prompt_summary(self) -> dict[str, Any]:
         """The prompts in three numbers (hashes are not listed: one per task)."""
@@ -63,6 +68,11 @@ class ModelAudit:
             "input_usd_per_mtok": float(m.input_usd_per_mtok),
             "output_usd_per_mtok": float(m.output_usd_per_mtok),
             "max_output_tokens": m.max_output_tokens,
+            "throttled": {
+                "answers": self.throttled,
+                "sessions": self.throttled_sessions,
+                "wait_s": round(self.throttle_wait_s, 3),
+            },
             **({"logical": self.logical.to_json()} if self.logical is not None else {}),
         }
 
@@ -108,6 +118,9 @@ def _model_audit(model: Model, views: list[SessionHistory], runs: list[RecordedR
         logical=logical_audit(started, runs) if has_logical(runs) else None,
         task_prompts=_task_prompts(started),
         tasks_ran=frozenset((v.run, v.planned.index) for v in started),
+        throttled=sum(v.throttled for v in views),
+        throttle_wait_s=sum(v.throttle_wait_s for v in views),
+        throttled_sessions=sum(bool(v.throttled or v.throttle_wait_s) for v in views),
     )
 
 
@@ -194,6 +207,22 @@ def _logical(audits: list[ModelAudit]) -> list[str]:
     return findings
 
 
+def _throttling(audits: list[ModelAudit]) -> list[str]:
+    """A note per model whose provider answered 429: its sessions waited (time, not money or
+    calls: a refused call is charged nothing and gives its `model_calls` unit back), and a
+    wall-clock limit counts that wait."""
+    notes = []
+    for a in audits:
+        if a.throttled or a.throttle_wait_s:
+            where = a.model.api_base or "its provider's default endpoint"
+            notes.append(
+                f"throttling: {a.model.name}'s provider ({where}) answered 429 {a.throttled} time(s); "
+                f"{a.throttled_sessions} of its sessions waited {a.throttle_wait_s:.1f} s in all for its "
+                "backoff (time only: no charge, no model call counted; a wall_time_s limit counts it)"
+            )
+    return notes
+
+
 def _limits(models: list[Model]) -> list[str]:
     findings = []
     limits = {m.max_output_tokens for m in models}
@@ -223,4 +252,4 @@ def audit(runs: list[RecordedRun]) -> Audit:
     findings += _logical(audits)
     findings += evidence.findings(runs)
     findings += _limits(list(campaign.models))
-    return Audit(audits, findings, notes)
+    return Audit(audits, findings, notes + _throttling(audits))

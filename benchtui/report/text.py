@@ -28,6 +28,10 @@ COLUMNS = (
 )
 
 
+CERTS_LEGEND = "certs c/cl/r/o/i/u: confirmed/claimed/rejected/off_task/inconclusive/unverified"
+"""What the letters of the certs column stand for (the text report and the TUI's summary)."""
+
+
 def rate_text(rate: Rate) -> str:
     if rate.value is None or rate.ci95 is None:
         return "-"
@@ -160,8 +164,7 @@ def render(report: CampaignReport) -> str:
         "",
         ranked_by_note(report),
         "bug rate: sessions with a bug / trials (sessions that ran and got a model answer; infra: "
-        "infrastructure errors, not trials); certs: confirmed/claimed/rejected/off_task/inconclusive/"
-        "unverified; models the data cannot separate share a rank",
+        f"infrastructure errors, not trials); {CERTS_LEGEND}; models the data cannot separate share a rank",
     ]
     out += logical_lines(report)
     out += matrix_lines(report)

@@ -24,15 +24,18 @@ from benchtui.core.errors import BenchtuiError, first_error
 from benchtui.engine import events as ev
 from benchtui.engine import run as engine
 from benchtui.engine.scheduler import Scheduler
+from benchtui.engine.stopsignals import first_stop_note
 from benchtui.ui import terminal
 from benchtui.ui.bridge import TrioGuest
 from benchtui.ui.messages import CampaignDone, RedrawNow, TerminalLost, Toast
 from benchtui.ui.model import ViewModel
 from benchtui.ui.palette import key_for, palette_commands
-from benchtui.ui.screens.main import MainScreen
+from benchtui.ui.screens.keys import KeysScreen, bindings
+from benchtui.ui.screens.main import NARROW_BELOW, SHORT_BELOW, MainScreen
 from benchtui.ui.screens.quit import QuitChoice, QuitScreen
 from benchtui.ui.screens.runner_picker import RunnerPicker
 from benchtui.ui.screens.summary import SummaryScreen
+from benchtui.ui.sessions import SessionsTable
 
 REDRAW_HZ = 10
 LOG_HZ = 2
@@ -51,6 +54,9 @@ class BenchApp(App[bool]):
     # Ctrl-C acts as in headless (Textual's own would only say how to quit): the first stops
     # launching, the second interrupts running sessions; SIGINT, SIGTERM and SIGHUP do the same.
     BINDINGS = [Binding("ctrl+c", "interrupt", "Stop", show=False, priority=True, id="interrupt")]
+    # Every screen gets -narrow/-wide and -short/-tall (app.tcss fits the panes and dialogs to them).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (SHORT_BELOW, "-tall")]
 
     def __init__(
         self,
@@ -189,7 +195,7 @@ class BenchApp(App[bool]):
             if lost_at is not None and time.monotonic() - lost_at < HANGUP_ECHO_S:
                 return
             self._lose_terminal("SIGHUP")
-        self.action_interrupt()
+        self.action_interrupt(signum)
 
     def on_terminal_lost(self, message: TerminalLost) -> None:
         """Found gone by a failed write or the check: a stop, unless one is under way already."""
@@ -224,9 +230,10 @@ class BenchApp(App[bool]):
         self.guest.call(partial(getattr(self.scheduler, name), *args, **kwargs))
         return True
 
-    def action_interrupt(self) -> None:
-        """What one Ctrl-C or stop signal does in headless: stop launching, then interrupt; the
-        app then exits, so the same closing lines are printed and the terminal is restored."""
+    def action_interrupt(self, signum: int | None = None) -> None:
+        """What one Ctrl-C or stop signal (`signum`; None: the key) does in headless: stop
+        launching, then interrupt; the app then exits, so the same closing lines are printed and
+        the terminal is restored."""
         self.interrupts += 1
         self.quitting = True
         if not self.guest.running:  # ended already (the summary is showing): leave
@@ -234,10 +241,7 @@ class BenchApp(App[bool]):
         elif self.scheduler is None:
             self.guest.cancel()
         elif self.interrupts == 1:
-            self.notify(
-                "stopping: no new sessions; running ones finish (Ctrl-C again to interrupt them)",
-                severity="warning",
-            )
+            self.notify(first_stop_note(signum), severity="warning")
             self._control("stop")
         else:
             self.notify(
@@ -300,6 +304,16 @@ class BenchApp(App[bool]):
 
         self.push_screen(RunnerPicker(self.prep.campaign.runners, self.view.runner), chosen)
 
+    def action_keys(self) -> None:
+        """`?`: every key and what the panes show, over the screen."""
+        if isinstance(self.screen, KeysScreen):
+            return
+        groups = {
+            "Campaign": bindings(MainScreen.BINDINGS),
+            "Sessions table": bindings(SessionsTable.BINDINGS),
+        }
+        self.push_screen(KeysScreen(groups, self.prep.campaign.ui.keys))
+
     def action_summary(self) -> None:
         if not isinstance(self.screen, SummaryScreen):
             self.push_screen(SummaryScreen(self.view))
@@ -324,7 +338,9 @@ class BenchApp(App[bool]):
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         for command in super().get_system_commands(screen):
-            if command.title != "Quit":  # Textual's says "as soon as possible"; ours asks first
+            # Textual's Quit says "as soon as possible" (ours asks first); its Keys panel squeezes
+            # the panes (ours is an overlay).
+            if command.title not in ("Quit", "Keys"):
                 yield command
         actions: dict[str, Callable[[], Any]] = {
             "quit": self.action_quit,
@@ -335,6 +351,7 @@ class BenchApp(App[bool]):
             "parallelism_up": partial(self.action_parallelism, 1),
             "parallelism_down": partial(self.action_parallelism, -1),
             "summary": self.action_summary,
+            "help": self.action_keys,
         }
         yield from palette_commands(actions, self.prep.campaign.ui.keys)
 

@@ -20,6 +20,7 @@ ENTRIES = (
     ("parallelism_up", "More parallelism", "One more session at once"),
     ("parallelism_down", "Less parallelism", "One session fewer at once"),
     ("summary", "Summary", "Per-model results and money"),
+    ("help", "Keys", "Every key, and what the panes' columns mean"),
 )
 
 

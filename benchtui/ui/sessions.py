@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rich.cells import set_cell_size
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
@@ -30,8 +30,12 @@ STATE_STYLES = {
 }
 LABELS = {"skipped_budget": "skipped"}  # keeps the state column narrow
 COLUMNS = (("session", None), ("model", None), ("state", 7), ("cost", 7), ("calls", 5), ("outcome", 14))
+OUTCOME = len(COLUMNS) - 1
+"""The last column takes the width the others leave (at least its own)."""
+DROPPED_FIRST = ("model", "calls", "cost")
+"""Columns left out, in this order, when the table is too narrow for all of them: the session id
+names its model, and the detail pane shows the calls and the cost."""
 SEPARATOR = "│"  # visible: text read out of a screenshot keeps its columns apart
-CHROME = 3 * len(COLUMNS) - 1  # a space each side of every cell, a separator between cells
 LABEL_STYLES = {LABELS.get(state, state): Style.parse(style) for state, style in STATE_STYLES.items()}
 SEPARATOR_STYLE = Style.parse("grey35")
 HEADER = tuple(key for key, _ in COLUMNS)
@@ -39,6 +43,13 @@ CACHED_LINES = 1024
 """Lines kept drawn (a row whose cells did not change since the last frame is not drawn again)."""
 
 Cells = tuple[str, str, str, str, str, str]
+
+
+def fitted(text: str, width: int) -> str:
+    """`text` padded to `width` cells, or cut to it with `…` marking the cut."""
+    if cell_len(text) <= width:
+        return set_cell_size(text, width)
+    return set_cell_size(text, max(width - 1, 0)) + "…" if width else ""
 
 
 def outcome_text(view: SessionRow) -> str:
@@ -87,8 +98,12 @@ class SessionsTable(ScrollView, can_focus=True):
             "session": max(map(len, self.ids), default=0),
             "model": max((len(v.model) for v in view.sessions.values()), default=0),
         }
-        self.widths = [max(width or longest[key], len(key)) for key, width in COLUMNS]
-        self.virtual_size = Size(sum(self.widths) + CHROME, len(self.ids) + 1)
+        self.natural = [max(width or longest[key], len(key)) for key, width in COLUMNS]
+        """Each column's width when there is room for all of them."""
+        self.shown = list(range(len(COLUMNS)))
+        """The columns on screen (see DROPPED_FIRST), each with its width in `widths`."""
+        self.widths = list(self.natural)
+        self.virtual_size = Size(self._row_width(), len(self.ids) + 1)
         self._lines: dict[tuple[Any, ...], Strip] = {}
         self._frame: tuple[int, int, int, Style] = (0, 0, 0, Style.null())
 
@@ -98,10 +113,35 @@ class SessionsTable(ScrollView, can_focus=True):
         self._lines.clear()  # a new theme: the kept lines have the old colours
 
     def on_resize(self) -> None:
-        """The outcome column takes the width the others leave."""
-        fixed = sum(self.widths[:-1]) + CHROME
-        self.widths[-1] = max(COLUMNS[-1][1] or 0, self.size.width - fixed)
-        self.virtual_size = Size(fixed + self.widths[-1], len(self.ids) + 1)
+        self.fit(self.size.width)
+
+    def fit(self, width: int) -> None:
+        """Columns for `width` cells, never wider (no horizontal scrolling): all of them while
+        they fit, else without the ones DROPPED_FIRST names, in order; the outcome column takes
+        the width the others leave, and a session id is shortened only when nothing else fits."""
+        shown = list(range(len(COLUMNS)))
+        for name in DROPPED_FIRST:
+            if self._needed(shown) <= width:
+                break
+            shown.remove(next(i for i, (key, _) in enumerate(COLUMNS) if key == name))
+        widths = list(self.natural)
+        over = self._needed(shown) - width
+        if over > 0:  # the session id gives way, down to its header's width
+            widths[0] = max(len(COLUMNS[0][0]), widths[0] - over)
+        widths[OUTCOME] = max(
+            self.natural[OUTCOME], width - self._needed(shown, widths) + self.natural[OUTCOME]
+        )
+        self.shown, self.widths = shown, widths
+        self.virtual_size = Size(min(self._row_width(), max(width, 1)), len(self.ids) + 1)
+        self._lines.clear()
+
+    def _needed(self, shown: list[int], widths: list[int] | None = None) -> int:
+        """The cells `shown` take with the outcome column at its least."""
+        widths = widths or self.natural
+        return sum(widths[i] for i in shown) + 3 * len(shown) - 1  # a space each side, separators
+
+    def _row_width(self) -> int:
+        return self._needed(self.shown, self.widths)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # What every line of this frame shares, looked up once (each is a walk of the DOM).
@@ -119,7 +159,7 @@ class SessionsTable(ScrollView, can_focus=True):
                 return Strip.blank(width, base)
             cells = self._cells(self.view.sessions[self.ids[row]])
             component = "sessions-table--cursor" if row == self.cursor and self.has_focus else None
-        key = (cells, component, tuple(self.widths), scroll_x, width, base)
+        key = (cells, component, tuple(self.widths), tuple(self.shown), scroll_x, width, base)
         strip = self._lines.get(key)
         if strip is None:
             if len(self._lines) >= CACHED_LINES:
@@ -141,18 +181,15 @@ class SessionsTable(ScrollView, can_focus=True):
         label = LABEL_STYLES.get(cells[2]) if cells is not HEADER else None
         state = styled(label) if label is not None else plain
         segments: list[Segment] = []
-        for i, (cell, width) in enumerate(zip(cells, self.widths, strict=True)):
-            if i:
+        for n, i in enumerate(self.shown):
+            cell = fitted(cells[i], self.widths[i])
+            if n:
                 segments.append(Segment(SEPARATOR, separator))
             if i == 2 and state is not plain:
-                segments += [
-                    Segment(" ", plain),
-                    Segment(set_cell_size(cell, width), state),
-                    Segment(" ", plain),
-                ]
+                segments += [Segment(" ", plain), Segment(cell, state), Segment(" ", plain)]
             else:
-                segments.append(Segment(f" {set_cell_size(cell, width)} ", plain))
-        return Strip(segments, sum(self.widths) + CHROME)
+                segments.append(Segment(f" {cell} ", plain))
+        return Strip(segments, self._row_width())
 
     @staticmethod
     def _cells(view: SessionRow) -> Cells:

@@ -6,6 +6,7 @@ show changed, so they cost nothing between events.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -32,6 +33,19 @@ COUNTS = (
     ("kill", "killed"),
     ("certs", "certificates"),
 )
+
+
+MONEY_FORMS: tuple[tuple[str, Callable[[Decimal, Decimal, Decimal], str]], ...] = (
+    ("spent + reserved / cap", lambda spent, reserved, cap: f"{fmt(spent)} + {fmt(reserved)} / {fmt(cap)}"),
+    ("spent / cap", lambda spent, reserved, cap: f"{fmt(spent)} / {fmt(cap)}"),
+)
+"""The money column, widest first: a narrow panel takes the first that leaves the bar MIN_BAR."""
+BAR_LEGENDS = ("spent █ reserved ▒ free ░", "█ spent ▒ reserved", "█ spent")
+"""The bar column's heading, widest first: the first that fits (`?` shows the whole legend)."""
+MIN_BAR = 8
+STATUS_DROPPED_FIRST = (0, 6, 4)
+"""Parts of the status line left out, in this order, when it is wider than the terminal: the
+program's name, the elapsed time, the parallelism (the footer's +/- still change it)."""
 
 
 def clock_text(seconds: float) -> str:
@@ -99,7 +113,12 @@ class StatusLine(Widget):
             Text(f"sessions {ended}/{planned} ended"),
             Text(f"elapsed {clock_text(elapsed)}"),
         ]
-        return Text(" · ", style="dim").join(parts)
+        # A narrow terminal: parts leave, least needed first, rather than the line being cut.
+        for drop in STATUS_DROPPED_FIRST:
+            if Text(" · ").join(parts).cell_len <= self.size.width:
+                break
+            parts[drop] = Text("")
+        return Text(" · ", style="dim").join(p for p in parts if p.plain)
 
 
 class ModelPanel(Widget):
@@ -117,15 +136,19 @@ class ModelPanel(Widget):
             return Text(" waiting for the ledger…", style="dim")
         rows = [(m.name, m.spent_usd, m.reserved_usd, m.cap_usd) for m in acc.models]
         rows.append(("total", acc.spent_usd, acc.reserved_usd, acc.budget_usd))
-        money = [f"{fmt(spent)} + {fmt(reserved)} / {fmt(cap)}" for _, spent, reserved, cap in rows]
         name_w = min(max(len(name) for name, *_ in rows), 32)
-        money_w = max(len(m) for m in money)
         counts_w = sum(len(label) + 1 for label, _ in COUNTS)
-        bar_w = max(self.size.width - name_w - money_w - counts_w - 5, 8)
+        # Narrow: the money as spent / cap (the bar still shows what is reserved), never a cut word.
+        for heading, form in MONEY_FORMS:
+            money = [form(spent, reserved, cap) for _, spent, reserved, cap in rows]
+            money_w = max(len(heading), *map(len, money))
+            bar_w = max(self.size.width - name_w - money_w - counts_w - 5, MIN_BAR)
+            if name_w + bar_w + money_w + counts_w + 5 <= self.size.width:
+                break
+        legend = next((b for b in BAR_LEGENDS if len(b) <= bar_w), "")
         lines = [
             Text(
-                f" {'model':<{name_w}} {'spent █ reserved ▒ free ░':<{bar_w}} "
-                f"{'spent + reserved / cap':<{money_w}} "
+                f" {'model':<{name_w}} {legend:<{bar_w}} {heading:<{money_w}} "
                 + "".join(f"{label:>{len(label) + 1}}" for label, _ in COUNTS),
                 style="bold",
             )

@@ -5,10 +5,12 @@ extra it says how to install it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 from support import benchtui
+from support.checkout import BENCHTUI, fresh_checkout, git_status
 
 from benchtui.cli.demo import MODELS, STAND_IN_PRED
 from benchtui.runners.kit.bubblewrap import bwrap_executable
@@ -70,3 +72,23 @@ def test_without_the_mini_extra_the_demo_says_how_to_install_it(tmp_path):
         "benchtui: benchtui demo runs the mini-swe-agent runner: install it with pip install 'benchtui[mini]'"
     )
     assert not (tmp_path / "d").exists()
+
+
+def test_the_demo_writes_only_under_the_state_dir_and_leaves_a_checkout_clean(tmp_path):
+    """Run as a newcomer does, in a fresh checkout: `git status` shows nothing new afterwards,
+    and the demo's files and run are under `runs/.demo/` (runs/ is ignored)."""
+    checkout = fresh_checkout(tmp_path / "benchtui")
+    before = {p.name for p in checkout.iterdir()}
+    env = {**os.environ, "OPENAI_API_KEY": "", "BENCHTUI_STATE_DIR": ""}  # empty: the default, runs/
+    done = subprocess.run(
+        [BENCHTUI, "demo", "--no-ui", "--sessions", "1", "--delay", "0"],
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git_status(checkout) == ""
+    assert {p.name for p in checkout.iterdir()} - before == {"runs"}
+    assert (checkout / "runs" / ".demo" / "runs" / "demo" / "sessions.jsonl").is_file()

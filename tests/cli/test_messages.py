@@ -153,3 +153,40 @@ def _support_path() -> dict[str, str]:
     from support import ROOT
 
     return {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "tests"), os.environ.get("PYTHONPATH")]))}
+
+
+@pytest.mark.parametrize(
+    ("sent", "said"), [("SIGTERM", "SIGTERM received: a second SIGTERM"), ("SIGINT", "Ctrl-C again")]
+)
+def test_the_first_stop_names_what_was_sent_headless(tmp_path, sent, said):
+    """A supervisor's SIGTERM is not told to press Ctrl-C; a Ctrl-C (SIGINT) is."""
+    import signal
+
+    from support import popen
+
+    write_campaign(tmp_path, sessions=3, latency=1.0, parallelism=1)
+    proc = popen("t.toml", "--no-ui", cwd=tmp_path)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("start "):
+            break
+    proc.send_signal(getattr(signal, sent))
+    out = proc.stdout.read()
+    assert proc.wait(timeout=60) == 130
+    (stopping,) = [line for line in out.splitlines() if "stopping: no new sessions" in line]
+    assert said in stopping
+    assert ("Ctrl-C again" in stopping) == (sent == "SIGINT")
+
+
+def test_help_lists_every_command_before_the_options(capsys):
+    from benchtui.cli import main as cli
+    from benchtui.engine.stopsignals import StopSignals
+
+    with pytest.raises(SystemExit):
+        cli.main_run(["--help"], StopSignals())
+    text = capsys.readouterr().out
+    assert set(cli.SUMMARIES) == {*cli.COMMANDS, *cli.RUNS}, "a command without its line in `benchtui --help`"
+    first_option = text.index("--no-ui  ")
+    for name, summary in cli.SUMMARIES.items():
+        assert f"  {name:<8} {summary}" in text
+        assert text.index(f"  {name:<8} ") < first_option

@@ -42,9 +42,38 @@ def test_a_missing_key_is_exit_2_naming_variable_and_model_before_the_run_dir_is
         )
         done = benchtui(path, "--no-ui", "--state-dir", tmp_path / "runs", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
-    (line,) = done.stderr.strip().splitlines()
-    assert "NO_SUCH_KEY_23" in line and "openai/a" in line and "Traceback" not in done.stderr
+    a, b = done.stderr.strip().splitlines()  # every problem, one line each
+    assert a == "benchtui: API key of openai/a: NO_SUCH_KEY_23 is not set (export it, or put it in ./.env)"
+    assert b == a.replace("openai/a", "openai/b")
     assert not (tmp_path / "runs").exists()  # nothing written
+
+
+def test_a_start_lists_every_problem_at_once_as_check_does(tmp_path, monkeypatch):
+    """No target, no pred, no key, nothing listening: four lines, one per problem, exit 2,
+    nothing written; each says what to do (where to get the target, the crate and command that
+    install pred, the variable to set, the check to skip)."""
+    monkeypatch.delenv("SCRIPTED_API_KEY")
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    path = write_campaign(tmp_path, url, runner={"pred": "no-such-pred"})
+    path.write_text(path.read_text().replace(str(tmp_path / "target"), str(tmp_path / "gone")))
+    done = benchtui(path, "--no-ui", "--state-dir", tmp_path / "runs", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 4 and all(line.startswith("benchtui: ") for line in lines), lines
+    target, pred, key, endpoint = lines
+    assert f"environment.path {tmp_path / 'gone'}: does not exist" in target
+    assert "git clone https://github.com/CodingThrust/problem-reductions" in target and "8df8ac04" in target
+    assert (
+        "'no-such-pred' not found" in pred and "cargo install --locked --path problemreductions-cli" in pred
+    )
+    assert "SCRIPTED_API_KEY is not set" in key
+    assert url in endpoint and "connection refused" in endpoint and "--no-preflight" in endpoint
+    assert "Traceback" not in done.stderr and not (tmp_path / "runs").exists()
+    check = benchtui("check", path, cwd=tmp_path)  # the same problems, in check's words
+    assert check.returncode == 2
+    assert [line.split(": ", 1)[1] for line in check.stderr.strip().splitlines()] == [
+        line.split(": ", 1)[1].removesuffix(" (--no-preflight skips this check)") for line in lines
+    ]
 
 
 def test_a_key_in_dotenv_counts_as_set(tmp_path, monkeypatch):

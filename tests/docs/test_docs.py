@@ -27,7 +27,8 @@ from support.real_parts import require
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 README_MAX_BYTES = 10_000
-QUICK_START = "pip install -e '.[test]' && benchtui campaigns/fair.toml"
+QUICK_START = "pip install -e . && benchtui campaigns/fair.toml"
+"""Only what its command needs: the fake campaign runs on the base install."""
 TEST_COMMAND = "pip install -q -e '.[test]' && python -m pytest"
 
 
@@ -124,15 +125,19 @@ def reference_rows(text: str) -> dict[str, set[str]]:
     return rows
 
 
-def _target(node: dict[str, Any]) -> tuple[str | None, bool]:
-    """The def a property's value is (directly, optionally, or as the items of a list)."""
+def _target(node: dict[str, Any]) -> tuple[str | None, str]:
+    """The def a property's value is, and how: directly or optionally (""), as the items of a
+    list ("list"), or as the values of a table by name ("map")."""
     for branch in [node, *node.get("anyOf", [])]:
         if "$ref" in branch:
-            return branch["$ref"].rsplit("/", 1)[-1], False
+            return branch["$ref"].rsplit("/", 1)[-1], ""
         items = branch.get("items", {})
         if branch.get("type") == "array" and "$ref" in items:
-            return items["$ref"].rsplit("/", 1)[-1], True
-    return None, False
+            return items["$ref"].rsplit("/", 1)[-1], "list"
+        values = branch.get("additionalProperties")
+        if branch.get("type") == "object" and isinstance(values, dict) and "$ref" in values:
+            return values["$ref"].rsplit("/", 1)[-1], "map"
+    return None, ""
 
 
 def missing_keys(text: str, schema: dict[str, Any]) -> list[str]:
@@ -146,10 +151,11 @@ def missing_keys(text: str, schema: dict[str, Any]) -> list[str]:
         for key, node in props.items():
             if key not in listed:
                 missing.append(f"{path or '(top level)'}: {key}")
-            target, is_list = _target(node)
+            target, shape = _target(node)
             if target:
                 name = f"{path}.{key}" if path else key
-                check(defs[target].get("properties", {}), f"`[[{name}]]`" if is_list else f"`[{name}]`", name)
+                heading = {"list": f"`[[{name}]]`", "map": f"`[{name}.<name>]`"}.get(shape, f"`[{name}]`")
+                check(defs[target].get("properties", {}), heading, name)
 
     check(schema["properties"], "The top level", "")
     runners = schema["properties"]["runners"]["additionalProperties"]

@@ -73,8 +73,10 @@ def test_a_missing_pred_is_a_problem_of_check_and_stops_a_start_before_any_sessi
     assert "runner mini: pred: " in capsys.readouterr().err
     state = tmp_path / "runs"
     assert cli([str(path), "--no-ui", "--state-dir", str(state)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "pred" in err and "Traceback" not in err
+    err = capsys.readouterr().err.splitlines()
+    # Every problem, one line each: pred, the key variable, the api_base nobody listens on.
+    assert len(err) == 3 and all(line.startswith("benchtui: ") for line in err), err
+    assert "pred" in err[0] and "SCRIPTED_API_KEY" in err[1] and "127.0.0.1:9" in err[2]
     assert not (state / "mini").exists()  # nothing written, no session started
 
 

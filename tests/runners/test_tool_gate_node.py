@@ -19,13 +19,13 @@ from support.judging import scripted_verification
 from support.mini import STAND_IN_PRED
 
 from benchtui.core.contract import LogicalLimits
+from benchtui.core.target import Verdict
 from benchtui.runners.kit import toolgate as gate
 from benchtui.runners.kit.ray.callback import CallbackListener
 from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.toolgate.node import NodeGate, NodeGateSpec
 from benchtui.runners.kit.toolgate.remote import NodeTools
 from benchtui.runners.kit.toolgate.submit import Submissions
-from benchtui.core.target import Verdict
 
 LIMITS = LogicalLimits(tools=(("pred", 5), ("pred solve", 2)))
 

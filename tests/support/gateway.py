@@ -12,6 +12,7 @@ from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.ledger import Ledger
 from benchtui.engine.meter import UNLIMITED, SessionMeter
+from benchtui.engine.providers import Backoff
 
 IN, OUT = Decimal("3"), Decimal("15")  # $ per million tokens
 MODEL = ModelSpec("anthropic/claude-test", IN, OUT, 1000)
@@ -42,14 +43,22 @@ def open_meter(
     model: ModelSpec = MODEL,
     session: str = "m-0",
     limits: LogicalLimits = UNLIMITED,
+    backoff: Backoff | None = None,
 ) -> tuple[SessionMeter, Ledger, list[str]]:
-    """A meter for one session holding `reservation`; the list collects overspent sessions."""
+    """A meter for one session holding `reservation`; the list collects overspent sessions.
+    `backoff`: its provider's, shared with other sessions' meters (else its own)."""
     ledger = Ledger(Decimal(100), {model.name: Decimal(100)})
     flight = ledger.open(session, model.name, 0, 1, "command", reservation)
     overspent: list[str] = []
     accounts = Accounts(ledger, Durable(), ev.EventBus(), {})  # type: ignore[arg-type]
     meter = SessionMeter(
-        accounts, flight, model, reservation, limits=limits, on_overspent=lambda: overspent.append(session)
+        accounts,
+        flight,
+        model,
+        reservation,
+        limits=limits,
+        on_overspent=lambda: overspent.append(session),
+        backoff=backoff,
     )
     return meter, ledger, overspent
 

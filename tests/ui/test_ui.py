@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 from decimal import Decimal
 
 import pytest
@@ -12,6 +14,7 @@ from textual.widgets import OptionList, Static
 from benchtui.core.bindings import BINDING_IDS
 from benchtui.ui import app as app_module
 from benchtui.ui.app import BenchApp
+from benchtui.ui.screens.keys import KeysScreen
 from benchtui.ui.screens.main import MainScreen
 from benchtui.ui.screens.quit import QuitScreen
 from benchtui.ui.screens.runner_picker import RunnerPicker
@@ -240,10 +243,19 @@ async def test_every_action_is_in_the_command_palette_and_every_binding_has_an_i
         "Less parallelism",
         "Summary",
         "Quit",
+        "Keys",
     } <= titles
     ids = [
         b.id
-        for screen in (MainScreen, SessionsTable, QuitScreen, RunnerPicker, SummaryScreen, SessionScreen)
+        for screen in (
+            MainScreen,
+            SessionsTable,
+            QuitScreen,
+            RunnerPicker,
+            SummaryScreen,
+            SessionScreen,
+            KeysScreen,
+        )
         for b in screen.BINDINGS
     ]
     assert all(ids) and sorted(ids) == sorted(BINDING_IDS)  # each can be remapped in [ui.keys]
@@ -275,6 +287,24 @@ async def test_keys_are_remapped_from_the_campaign_ui_keys_table(tmp_path):
             "(ctrl+k)"
         )
         assert helps["Pause launching"].endswith("(p)")
+
+
+@pytest.mark.parametrize("sent", [None, signal.SIGTERM])
+async def test_the_stop_toast_names_the_key_or_the_signal_that_was_used(tmp_path, sent):
+    """Ctrl-C pressed: "Ctrl-C again"; a SIGTERM (the handler the app installs, called as the
+    loop calls it): "SIGTERM received", never a key the user did not press."""
+    app = open_app(tmp_path, sessions=2, latency=3, total="10")
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.view.states["running"] > 0, what="a running session")
+        if sent is None:
+            await pilot.press("ctrl+c")
+        else:
+            os.kill(os.getpid(), sent)
+        await until(pilot, lambda: app.interrupts == 1, what="the stop")
+        (toast,) = [str(n.message) for n in app._notifications if "no new sessions" in str(n.message)]
+        assert ("Ctrl-C again" in toast) == (sent is None)
+        assert sent is None or "SIGTERM received" in toast
+        await until(pilot, lambda: not app.is_running, timeout=30, what="the app to exit")
 
 
 async def test_quit_can_be_cancelled(tmp_path):

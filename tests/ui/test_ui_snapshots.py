@@ -14,6 +14,7 @@ from support import write_campaign
 
 from benchtui.engine import run as engine
 from benchtui.ui.app import BenchApp, make_app
+from benchtui.ui.screens.keys import KeysScreen
 from benchtui.ui.screens.quit import QuitScreen
 from benchtui.ui.screens.runner_picker import RunnerPicker
 from benchtui.ui.screens.summary import SummaryScreen
@@ -113,3 +114,44 @@ class TestLogicalBudgets:
             await settle(pilot, lambda: app.main.certificates.get("fake_model-b-0001"))
 
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+FIT_SIZES = [(120, 36), (80, 24)]
+MODELS = ("acme/coder-xl", "acme/coder-mini", "open/hunter-7b")
+
+
+class TestFits:
+    """The same screens in a 120 × 36 and an 80 × 24 terminal: every column header whole, no
+    sideways scrolling (columns left out by priority), and the `?` overlay over the panes."""
+
+    @pytest.mark.parametrize("size", FIT_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+    def test_main_screen(self, app_in, snap_compare, size):
+        app = app_in(sessions=4, models=MODELS, total="10")
+
+        async def run_before(pilot) -> None:
+            await settle(pilot, lambda: isinstance(app.screen, SummaryScreen))
+            app.pop_screen()
+            app.main.table.select("acme_coder-mini-0001")
+            await settle(pilot, lambda: app.main.certificates.get("acme_coder-mini-0001"))
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+    @pytest.mark.parametrize("size", FIT_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+    def test_summary(self, app_in, snap_compare, size):
+        app = app_in(sessions=4, models=MODELS, total="10")
+
+        async def run_before(pilot) -> None:
+            await settle(pilot, lambda: isinstance(app.screen, SummaryScreen) and app.screen.report)
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+    @pytest.mark.parametrize("size", FIT_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+    def test_keys_overlay(self, app_in, snap_compare, size):
+        app = app_in(sessions=3, models=MODELS, start_paused=True)
+
+        async def run_before(pilot) -> None:
+            await settle(pilot, lambda: app.view.paused and app.view.accounts is not None)
+            await pilot.press("question_mark")
+            await settle(pilot, lambda: isinstance(app.screen, KeysScreen))
+
+        assert snap_compare(app, terminal_size=size, run_before=run_before)

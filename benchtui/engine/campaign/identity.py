@@ -37,7 +37,7 @@ def identity_parts(
     its `[target]` table, None for the default)."""
     parts: dict[str, Any] = _canonical(
         {
-            "models": [m.model_dump() for m in models],
+            "models": [m.model_dump(exclude=SCHEDULING) for m in models],
             "sessions": dict(sessions),
             "budget": _budget_identity(budget),
             "runners": {
@@ -53,6 +53,10 @@ def identity_parts(
     if protocol is not None:  # campaigns without one keep the identity they had
         parts["protocol"] = _canonical(protocol.model_dump())
     return parts
+
+
+SCHEDULING = {"max_connections"}
+"""Model keys that only say when sessions start, not what they get: outside the identity."""
 
 
 def identity_digest(parts: dict[str, Any]) -> dict[str, str]:

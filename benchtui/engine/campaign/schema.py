@@ -31,7 +31,17 @@ from benchtui.core.money import fmt_exact, usd_floor
 from benchtui.core.target import TargetKind, TargetProfile
 from benchtui.engine.campaign.identity import identity_digest, identity_parts
 from benchtui.engine.campaign.messages import first_errors, profile_class, target_class
-from benchtui.engine.campaign.tables import Budget, Environment, Model, Protocol, Ui, default_target, slug
+from benchtui.engine.campaign.tables import (
+    Budget,
+    Environment,
+    Model,
+    Protocol,
+    Provider,
+    Ui,
+    default_target,
+    slug,
+)
+from benchtui.engine.providers import provider_of
 
 toml_data: ContextVar[dict[str, Any] | None] = ContextVar("toml_data", default=None)
 """The TOML file's data while a Campaign is being built (the lowest-precedence settings source)."""
@@ -87,6 +97,10 @@ class Campaign(BaseSettings):
     """Terminal UI options (not part of the campaign's identity: free to change on resume)."""
     protocol: Protocol | None = None
     """`kind = "shortlist"`: a triage session per model chooses the rules its episodes hunt in."""
+    providers: dict[str, Provider] = Field(default_factory=dict, max_length=64)
+    """Limits per provider, keyed by a model's `api_base` (`[providers."http://127.0.0.1:8000/v1"]`)
+    or, for models without one, by the provider part of their name (`[providers.openai]`). Not
+    part of the identity (free to change on resume)."""
 
     @classmethod
     def settings_customise_sources(
@@ -175,6 +189,13 @@ class Campaign(BaseSettings):
             raise ValueError(
                 f"runner {self.runner!r} (kind {self.runners[self.runner].kind!r}) cannot run on "
                 f"[executor] kind = {self.executor.kind!r}"
+            )
+        known = {provider_of(m.name, m.api_base) for m in self.models}
+        unknown = [p for p in self.providers if p.rstrip("/") not in known]
+        if unknown:
+            raise ValueError(
+                f"[providers] {', '.join(map(repr, unknown))}: no model goes there "
+                f"(the models' providers: {', '.join(map(repr, sorted(known)))})"
             )
         if self.per_model_usd > self.budget.total_usd:
             raise ValueError(

@@ -135,9 +135,14 @@ class Model(Strict):
     api_base: str | None = None
     """The API's base URL (an OpenAI-compatible server, a proxy, a local model)."""
     api_key_env: str | None = None
-    """Name of the environment variable holding this model's API key (never the key itself)."""
+    """Name of the environment variable holding this model's API key (never the key itself); not
+    needed for a server that takes no key (a local model)."""
     litellm: dict[str, Any] = Field(default_factory=dict)
     """Extra litellm keyword arguments."""
+    max_connections: int | None = Field(default=None, gt=0, le=bounds.MAX_PARALLELISM, strict=True)
+    """Sessions of this model at once (a provider's limit on concurrent requests): a model at its
+    limit is passed over until one of its sessions ends, the others fill the free slots. Not part
+    of the identity (free to change on resume, like parallelism)."""
 
     @field_validator("name")
     @classmethod
@@ -176,6 +181,12 @@ class Environment(Strict):
 def default_target() -> TargetProfile:
     """`[target]` when a campaign has none: problem-reductions (every campaign before the table)."""
     return registry.validate_target({"kind": registry.DEFAULT_TARGET})
+
+
+class Provider(Strict):
+    max_connections: int = Field(gt=0, le=bounds.MAX_PARALLELISM, strict=True)
+    """Sessions at once across every model of this provider (its concurrent-request limit per key
+    or organisation); each model's own `max_connections` applies as well."""
 
 
 class Ui(Strict):

@@ -77,11 +77,13 @@ class CommandRunner(RunnerKind):
     def target_tools(cls, profile: Any, target: type[TargetKind]) -> TargetTools:
         """The profile's `pred` (where the target has it), its verify timeout, the tool gate's
         one-shot sandbox for the target's own programs."""
-        pred = locate(profile.pred) if "pred" in target.programs else None
+        wanted = "pred" in target.programs
+        pred = locate(profile.pred) if wanted else None
         return TargetTools(
             {"pred": pred} if pred else {},
             profile.verify_timeout_s,
             OneShot(sandboxed=profile.environment == "bubblewrap"),
+            {"pred": profile.pred} if wanted and not pred else {},
         )
 
     @classmethod
@@ -149,7 +151,8 @@ class CommandRunner(RunnerKind):
         if argv0 is None:
             return _infra(f"agent CLI {profile.command[0]!r} not found (see the README: agent CLIs)")
         if "pred" in self.target.programs and self.pred is None:
-            return _infra(f"pred not found ({profile.pred!r}): install it or set the profile's `pred`")
+            get = self.target.install.get("pred", "install it")
+            return _infra(f"pred not found ({profile.pred!r}): {get}, or set the profile's `pred`")
         key_name = session.model.api_key_env or profile.api_key_env
         secrets = keys.collect(filter(None, [key_name]))
         if key_name and key_name not in secrets:

@@ -28,9 +28,11 @@ import openai
 
 @dataclass
 class Observed:
-    """The HTTP status of the latest response whose headers arrived (None: none yet)."""
+    """The HTTP status of the latest response whose headers arrived (None: none yet), and
+    whether a request reached the transport at all (an SDK may refuse before it sends: no key)."""
 
     status: int | None = None
+    sent: bool = False
 
 
 OBSERVED = Observed()
@@ -38,6 +40,7 @@ _original_handle_request = httpx.HTTPTransport.handle_request
 
 
 def _observing_handle_request(self: httpx.HTTPTransport, request: httpx.Request) -> httpx.Response:
+    OBSERVED.sent = True
     response = _original_handle_request(self, request)
     OBSERVED.status = response.status_code
     return response
@@ -86,10 +89,15 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def failed_attempt_cost(exc: BaseException, status: int | None, deadline_hit: bool) -> str | None:
-    """Why a failed attempt must be charged its worst case, or None if it cannot have been billed."""
+def failed_attempt_cost(
+    exc: BaseException, status: int | None, deadline_hit: bool, sent: bool = True
+) -> str | None:
+    """Why a failed attempt must be charged its worst case, or None if it cannot have been billed
+    (`sent` False: no request reached the HTTP transport)."""
     if deadline_hit or any(isinstance(e, CallDeadline) for e in _chain(exc)):
         return "the call ran past its total deadline (request_timeout_s)"
+    if not sent and any(_refused_by_the_sdk(e) for e in _chain(exc)):
+        return None  # e.g. "Missing credentials": the SDK would not build the request
     if status is not None and 200 <= status < 300:
         return f"the provider answered {status} but the answer was unusable ({type(exc).__name__})"
     if status is not None:
@@ -101,6 +109,11 @@ def failed_attempt_cost(exc: BaseException, status: int | None, deadline_hit: bo
     if any(isinstance(e, httpx.ConnectError) for e in _chain(exc)):
         return None  # never connected: nothing sent
     return f"the call failed after it was sent ({type(exc).__name__}): the provider may have served it"
+
+
+def _refused_by_the_sdk(exc: BaseException) -> bool:
+    """The OpenAI SDK's own refusal before any request (its base error, not an API error)."""
+    return type(exc) is openai.OpenAIError
 
 
 def _count(value: Any) -> int | None:

@@ -27,7 +27,7 @@ from minisweagent.models.litellm_model import LitellmModel
 from minisweagent.models.utils.actions_toolcall import BASH_TOOL
 
 from benchtui.core.text import inert
-from benchtui.runners.kit import observation
+from benchtui.runners.kit import observation, throttle
 from benchtui.runners.mini import billing
 from benchtui.runners.mini.protocol import ParentGone, WorkerChannel
 
@@ -104,21 +104,23 @@ class MeteredModel(LitellmModel):
         while True:
             if not self.channel.authorise(prompt_tokens):
                 raise Accepted() if self.channel.ended == "accepted" else BudgetExhausted()
-            billing.OBSERVED.status = None
+            billing.OBSERVED.status, billing.OBSERVED.sent = None, False
             try:
                 with billing.total_deadline(self.deadline_s) as hit:
                     response = super()._query(messages, **kwargs)
                 break
             except Exception as exc:
-                why = billing.failed_attempt_cost(exc, billing.OBSERVED.status, hit[0])
-                self._charge(prompt_tokens, why, failed=True)
+                why = billing.failed_attempt_cost(exc, billing.OBSERVED.status, hit[0], billing.OBSERVED.sent)
+                throttled = why is None and getattr(exc, "status_code", None) == throttle.TOO_MANY_REQUESTS
+                self._charge(prompt_tokens, why, failed=True, throttled=throttled, after=_headers(exc))
                 if hit[0] and not isinstance(exc, billing.CallDeadline):
                     exc = billing.CallDeadline(f"{why}: {type(exc).__name__}")
                 if attempt >= self.retries or not (hit[0] or retryable(exc)):
                     exc.requests_made = attempt + 1  # type: ignore[attr-defined]  # for the error's wording
                     raise exc from None
                 self.channel.send("step", note=f"retrying after {type(exc).__name__}")
-                time.sleep(backoff(exc, attempt, self.backoff_s))
+                if not throttled:  # a 429's wait is the provider's backoff, which authorise waits out
+                    time.sleep(backoff(exc, attempt, self.backoff_s))
                 attempt += 1
         usage = billing.billable_usage(getattr(response, "usage", None))
         if isinstance(usage, str):  # served, but its usage cannot be trusted: the worst case
@@ -182,9 +184,22 @@ class MeteredModel(LitellmModel):
                     m["content"] = f"{line}\n{m['content']}"
             raise
 
-    def _charge(self, prompt_tokens: int, why: str | None, failed: bool = False) -> None:
-        """The authorised worst case when the attempt may have been billed (`why`), else nothing."""
-        if why is None:
+    def _charge(
+        self,
+        prompt_tokens: int,
+        why: str | None,
+        failed: bool = False,
+        throttled: bool = False,
+        after: Any = None,
+    ) -> None:
+        """The authorised worst case when the attempt may have been billed (`why`), else nothing;
+        a 429 says so, with the wait the provider asked for (`after`: the answer's headers)."""
+        if why is None and throttled:
+            wait = throttle.retry_after_s(after)
+            self.channel.send(
+                "usage", input_tokens=0, output_tokens=0, failed=failed, throttled=True, retry_after_s=wait
+            )
+        elif why is None:
             self.channel.send("usage", input_tokens=0, output_tokens=0, failed=failed)
         else:
             self.channel.send(
@@ -201,16 +216,15 @@ def retryable(exc: Exception) -> bool:
     )
 
 
+def _headers(exc: Exception) -> Any:
+    return getattr(getattr(exc, "response", None), "headers", None)
+
+
 def backoff(exc: Exception, attempt: int, base_s: float) -> float:
-    """Retry-After (ms or s) when the provider sent one, else base × 2^attempt with jitter."""
-    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
-    for key, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        try:
-            wait = float(headers.get(key) or "") * scale
-        except (TypeError, ValueError):
-            continue
-        if 0 <= wait <= MAX_WAIT_S:
-            return wait
+    """Retry-After (ms, s or a date) when the provider sent one, else base × 2^attempt with jitter."""
+    wait = throttle.retry_after_s(_headers(exc))
+    if wait is not None and wait <= MAX_WAIT_S:
+        return wait
     return min(base_s * float(2**attempt), MAX_WAIT_S) * random.uniform(0.75, 1.25)
 
 

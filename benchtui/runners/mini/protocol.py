@@ -9,6 +9,7 @@ Not stdout (litellm prints there). The worker speaks first and the engine only e
     {"t": "authorise", "prompt_tokens": 812}     ->    {"t": "authorised", "ok": true, "ended": ""}
                                                        (docs/design/invariants.md#f5; ended: "accepted")
     {"t": "usage", "input_tokens": 800, "output_tokens": 90}                             (docs/design/invariants.md#f6)
+    {"t": "usage", "input_tokens": 0, …, "throttled": true, "retry_after_s": 2}          (a 429)
     {"t": "use", "counters": ["shell_actions"]}  ->    {"t": "used", "ok": true, "message": ""}
     {"t": "budget"}                              ->    {"t": "budget", "line": "[budget] calls 1/10 …"}
     {"t": "action", "command": "…", "exit": 0, …}                                (evidence)
@@ -68,6 +69,10 @@ class UsageReport:
     failed: bool = False
     raw: str = ""
     """The line as it came (for the reason of a worst-case charge when it is unreadable)."""
+    throttled: bool = False
+    """The provider answered 429 (too many requests)."""
+    retry_after_s: float | None = None
+    """The wait its Retry-After asked for (None: it named none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,13 @@ def count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
+def _seconds(value: Any) -> float | None:
+    """A wait as the worker must send it: a finite number ≥ 0 (else None)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < float("inf"):
+        return float(value)
+    return None
+
+
 def _text(value: Any, limit: int = 2000) -> str:
     return str(value if value is not None else "")[:limit]
 
@@ -143,6 +155,8 @@ def decode(message: dict[str, Any]) -> WorkerMessage | None:
             _text(why, 300) if why else None,
             message.get("failed") is True,
             json.dumps(message, default=str)[:120],
+            message.get("throttled") is True,
+            _seconds(message.get("retry_after_s")),
         )
     if kind == "use":
         return Use()

@@ -110,6 +110,10 @@ class WorkerProcess:
             self._pidfd = None
 
 
+KEYLESS = "no-key"
+"""The key sent to an `api_base` whose model names no `api_key_env` (a server that checks none)."""
+
+
 class MiniSweRunner(RunnerKind):
     """Enter it (`async with runner:`) before running sessions: it owns the pre-warmed zygote."""
 
@@ -132,11 +136,13 @@ class MiniSweRunner(RunnerKind):
     def target_tools(cls, profile: Any, target: type[TargetKind]) -> TargetTools:
         """The profile's `pred` (where the target has it), its verify timeout, the tool gate's
         one-shot sandbox for the target's own programs."""
-        pred = locate(profile.pred) if "pred" in target.programs else None
+        wanted = "pred" in target.programs
+        pred = locate(profile.pred) if wanted else None
         return TargetTools(
             {"pred": pred} if pred else {},
             profile.verify_timeout_s,
             OneShot(sandboxed=profile.environment == "bubblewrap"),
+            {"pred": profile.pred} if wanted and not pred else {},
         )
 
     @classmethod
@@ -197,8 +203,8 @@ class MiniSweRunner(RunnerKind):
         if self.pred is None:
             return SessionOutcome(
                 "error",
-                reason=f"pred not found ({self.profile.pred!r}): install it "
-                "(cargo install) or set the profile's `pred` to its path",
+                reason=f"pred not found ({self.profile.pred!r}): "
+                f"{self.target.install.get('pred', 'install it')}, or set the profile's `pred`",
                 infra_error=True,  # not the model's doing: retried on --resume once pred is there
             )
         key_name = session.model.api_key_env or self.profile.api_key_env
@@ -317,7 +323,9 @@ class MiniSweRunner(RunnerKind):
             "budget": counting.describe(session.limits),
             "env": keys.public_environment(filter(None, [key_name])),
             "secrets": secrets,
-            "api_key": secrets.get(key_name) if key_name else None,
+            # No key variable but an api_base: a keyless server (a local model). The provider's
+            # SDK refuses to send without some key, so it gets one that names none.
+            "api_key": secrets.get(key_name) if key_name else (KEYLESS if session.model.api_base else None),
         }
 
     def _worker(self) -> Worker:

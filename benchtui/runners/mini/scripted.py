@@ -35,6 +35,8 @@ class Reply:
     """A raw body for the 200 answer instead of the completion (e.g. not JSON)."""
     drip_s: float = 0.0
     """Send the answer one byte at a time, this long apart (a slow drip)."""
+    headers: dict[str, str] | None = None
+    """Headers of an error answer (default: `retry-after-ms: 10`), e.g. {"retry-after": "2"}."""
 
 
 @dataclass
@@ -43,6 +45,10 @@ class Request:
     body: dict[str, Any]
     headers: dict[str, str]
     status: int = 0
+    received: float = 0.0
+    """time.monotonic() when it arrived."""
+    answered: float = 0.0
+    """time.monotonic() when its answer had been sent."""
 
     def mentions(self, text: str) -> bool:
         """Whether the task prompt (the first user message) contains `text`."""
@@ -93,7 +99,10 @@ class ScriptedLLM:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 request = Request(
-                    body.get("model", ""), body, {k.lower(): v for k, v in self.headers.items()}
+                    body.get("model", ""),
+                    body,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    received=time.monotonic(),
                 )
                 reply = llm.reply_for(request)
                 request.status = reply.status
@@ -101,10 +110,12 @@ class ScriptedLLM:
                 time.sleep(reply.delay_s)
                 if reply.status != 200:
                     payload = json.dumps({"error": {"message": "scripted failure", "type": "server_error"}})
-                    self._send(reply.status, payload.encode(), {"retry-after-ms": "10"})
-                    return
-                body = reply.body if reply.body is not None else json.dumps(completion(request, reply))
-                self._send(200, body if isinstance(body, bytes) else body.encode(), drip_s=reply.drip_s)
+                    headers = reply.headers if reply.headers is not None else {"retry-after-ms": "10"}
+                    self._send(reply.status, payload.encode(), headers)
+                else:
+                    body = reply.body if reply.body is not None else json.dumps(completion(request, reply))
+                    self._send(200, body if isinstance(body, bytes) else body.encode(), drip_s=reply.drip_s)
+                request.answered = time.monotonic()
 
             def _send(
                 self, status: int, payload: bytes, headers: dict[str, str] | None = None, drip_s: float = 0.0

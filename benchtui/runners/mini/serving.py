@@ -109,6 +109,8 @@ class WorkerSession:
             report.worst_case.append(why[:300])
         # A failed attempt the provider surely did not bill (refused, a 429) was no model call either.
         unserved = usage.failed and not why and tokens == (0, 0)
+        if usage.throttled and unserved:  # every session of the provider waits out its backoff
+            self.meter.throttled(usage.retry_after_s)
         charged = Usage(tokens[0] or 0, tokens[1] or 0)
         cost = self.meter.charge(charged, served=not unserved)
         if self.evidence is not None:

@@ -27,12 +27,13 @@ from .certificate import (
     parse_value,
 )
 from .checks import check
-from .drivers import resolve_pred, verify, verify_async
+from .drivers import INSTALL_PRED, resolve_pred, verify, verify_async
 from .kind import ProblemReductions
 
 __all__ = [
     "BLOCK",
     "FENCE",
+    "INSTALL_PRED",
     "KINDS",
     "RULE_FAILURES",
     "VIOLATIONS",

@@ -38,6 +38,14 @@ def pred_environment() -> dict[str, str]:
     return {**os.environ, "RUST_BACKTRACE": "0"}
 
 
+INSTALL_PRED = (
+    "install problem-reductions' CLI (crate problemreductions-cli): `cargo install --locked --path "
+    "problemreductions-cli` in a checkout of https://github.com/CodingThrust/problem-reductions "
+    "(it puts `pred` in ~/.cargo/bin)"
+)
+"""Where `pred` comes from, for every message that finds it missing."""
+
+
 def resolve_pred(pred: str) -> str:
     """An absolute path for `pred` (calls run in temporary directories), or `pred` if not found."""
     found = shutil.which(pred)

@@ -19,15 +19,12 @@ from benchtui.core.workspace import binary_digest
 
 from .certificate import VIOLATIONS
 from .certificate import Verdict as ChecksVerdict
-from .drivers import verify, verify_async
+from .drivers import INSTALL_PRED, verify, verify_async
 from .tasks import canonical_certificate, on_task, rule_list, rule_of, run_pred
 
 VERIFIER = "benchtui.targets.problem_reductions (pred round trip)"
 TOOL_TIMEOUT_S = 30.0
-NO_PRED = (
-    "pred not found: install it with `cargo install --locked --path problemreductions-cli` from a "
-    "problem-reductions checkout, or set the runner profile's `pred` to its path"
-)
+NO_PRED = f"pred not found: {INSTALL_PRED}, or set the runner profile's `pred` to its path"
 
 
 class ProblemReductionsProfile(TargetProfile):
@@ -69,6 +66,11 @@ class ProblemReductions(TargetKind):
     has_inventory = True
     programs = ("pred",)
     verifier = VERIFIER
+    install = {"pred": INSTALL_PRED}
+    checkout = (
+        "a checkout of problem-reductions (git clone https://github.com/CodingThrust/problem-reductions; "
+        "the shipped campaigns expect it beside benchtui's checkout, at commit 8df8ac04)"
+    )
 
     @classmethod
     def looks_like(cls, value: Any) -> bool:
@@ -136,7 +138,13 @@ class ProblemReductions(TargetKind):
         canonical example gets a definitive verdict from the verifier within the call timeout."""
         pred = tools.programs.get("pred")
         if pred is None:
-            return [Check("pred", NO_PRED)]
+            asked = tools.missing.get("pred", "pred")
+            return [
+                Check(
+                    "pred",
+                    f"{asked!r} not found: {INSTALL_PRED}, or set the runner profile's `pred` to its path",
+                )
+            ]
         done = run_pred(pred, ("--version",), timeout=TOOL_TIMEOUT_S)
         if done.error:
             return [Check("pred", f"{pred} --version failed: {done.error}")]

@@ -21,6 +21,11 @@ from benchtui.ui.screens.session import SessionScreen
 from benchtui.ui.sessions import SessionsTable
 from benchtui.ui.widgets import ModelPanel, StatusLine
 
+NARROW_BELOW = 100
+"""Columns: narrower, the session pane is hidden (app.tcss) so the sessions table fits."""
+SHORT_BELOW = 30
+"""Rows: shorter, the events pane shrinks (app.tcss) so the sessions table keeps some rows."""
+
 
 class MainScreen(Screen[None]):
     BINDINGS = [
@@ -44,8 +49,11 @@ class MainScreen(Screen[None]):
             tooltip="One session fewer at once",
             id="parallelism_down",
         ),
-        Binding("s", "app.summary", "Summary", id="summary"),
-        Binding("q", "app.quit", "Quit", id="quit"),
+        Binding(
+            "s", "app.summary", "Summary", tooltip="Per-model results, leaderboard, fairness", id="summary"
+        ),
+        Binding("q", "app.quit", "Quit", tooltip="Stop the campaign and leave (it asks how)", id="quit"),
+        Binding("question_mark", "app.keys", "Keys", key_display="?", tooltip="This list", id="help"),
     ]
 
     def __init__(self, view: ViewModel, run_dir: Path, **kwargs: Any) -> None:
@@ -76,6 +84,14 @@ class MainScreen(Screen[None]):
         self.log_view.border_title = "events"
         self.models.border_title = "money"
         self.table.focus()
+
+    def on_resize(self) -> None:
+        """A narrow terminal: a compact footer without the palette's hint (Ctrl-P still opens
+        it), so every key's label is whole."""
+        footer = self.query_one(Footer)
+        narrow = self.size.width < NARROW_BELOW
+        footer.compact = narrow
+        footer.show_command_palette = not narrow
 
     def redraw(self) -> None:
         """Apply what changed since the last redraw (called on the app's timer, and at once for

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label, Static
 
@@ -17,8 +17,8 @@ from benchtui.core.errors import BenchtuiError
 from benchtui.core.money import fmt
 from benchtui.engine import events as ev
 from benchtui.report import CampaignReport, build
+from benchtui.report.text import CERTS_LEGEND, leaderboard_row
 from benchtui.report.text import COLUMNS as REPORT_COLUMNS
-from benchtui.report.text import leaderboard_row
 from benchtui.ui.model import ViewModel
 from benchtui.ui.widgets import clock_text
 
@@ -27,7 +27,25 @@ COLUMNS = ("model", "done", "certs", "skipped", "errors", "killed", "spent", "wa
 # from run to run: `benchtui report` has them).
 LEADERBOARD = ("#", "model", "ran/planned", "bugs", "bug rate [95% CI]", "certs c/cl/r/o/i/u", "$/bug")
 SHOWN = [REPORT_COLUMNS.index(c) for c in LEADERBOARD]
+DROPPED_FIRST = {"summary-table": ("wasted", "cap", "killed"), "leaderboard-table": ("$/bug", "ran/planned")}
+"""Columns left out, in this order, when a table is wider than the dialog (no horizontal
+scrolling, no cut header): what the report and the money panel show as well."""
 MAX_PAIRS = 3
+LEGEND = f"{CERTS_LEGEND}. bug rate: sessions with a bug / trials, with its 95% interval."
+
+
+def fitting(
+    header: tuple[str, ...], rows: list[tuple[str, ...]], dropped: tuple[str, ...], width: int
+) -> list[int]:
+    """The columns of a DataTable that fit `width` cells (each is its widest cell plus a space
+    either side), leaving out those `dropped` names, in order, until they do."""
+    shown = list(range(len(header)))
+    need = [max([len(header[i]), *(len(r[i]) for r in rows)]) + 2 for i in shown]
+    for name in dropped:
+        if sum(need[i] for i in shown) <= width:
+            break
+        shown.remove(header.index(name))
+    return shown
 
 
 class SummaryScreen(ModalScreen[None]):
@@ -43,20 +61,37 @@ class SummaryScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         view = self.view
-        with Vertical(id="dialog", classes="summary"):
+        self.rows: dict[str, tuple[tuple[str, ...], list[tuple[str, ...]]]] = {
+            "summary-table": (COLUMNS, self._money_rows(view.accounts)),
+            "leaderboard-table": (LEADERBOARD, []),
+        }
+        """Each table's header and rows, whole: `fill` shows the columns that fit."""
+        with VerticalScroll(id="dialog", classes="summary"):
             yield Label(
                 f"Campaign {view.campaign}: {view.state} after {clock_text(view.elapsed)}", id="title"
             )
-            yield self._table(view.accounts)
-            leaderboard: DataTable[str] = DataTable(
-                id="leaderboard-table", cursor_type="none", zebra_stripes=True
-            )
-            leaderboard.add_columns(*LEADERBOARD)
-            yield leaderboard
+            for name in self.rows:
+                yield DataTable[str](id=name, cursor_type="none", zebra_stripes=True)
+            yield Static(LEGEND, id="legend")
             yield Static("Leaderboard: reading the run dir…" if view.run_dir else "", id="fairness")
             yield Static(self._footnote(view), id="hint")
 
+    def on_resize(self) -> None:
+        self.fill()
+
+    def fill(self) -> None:
+        """Both tables with the columns that fit the dialog's width (DROPPED_FIRST)."""
+        width = self.query_one("#dialog").content_size.width
+        for name, (header, rows) in self.rows.items():
+            shown = fitting(header, rows, DROPPED_FIRST[name], width or 10_000)
+            table = self.query_one(f"#{name}", DataTable)
+            table.clear(columns=True)
+            table.add_columns(*(header[i] for i in shown))
+            for row in rows:
+                table.add_row(*(row[i] for i in shown))
+
     def on_mount(self) -> None:
+        self.fill()
         if self.view.run_dir:
             self.run_worker(self._load_report(Path(self.view.run_dir)), exclusive=True, exit_on_error=False)
 
@@ -70,11 +105,12 @@ class SummaryScreen(ModalScreen[None]):
 
     def show_report(self, report: CampaignReport) -> None:
         """The numbers and the verdict `benchtui report` gives for this run dir."""
-        table = self.query_one("#leaderboard-table", DataTable)
-        table.clear()
+        rows = []
         for n, model in enumerate(report.models):
             cells = leaderboard_row(report.rank(n), model)
-            table.add_row(*(cells[i] for i in SHOWN))
+            rows.append(tuple(cells[i] for i in SHOWN))
+        self.rows["leaderboard-table"] = (LEADERBOARD, rows)
+        self.fill()
         lines = [
             f"{c.a} vs {c.b}: {'n/a' if c.p_adjusted is None else f'p = {c.p_adjusted:.2g} (Holm)'}, "
             f"{'separable' if c.separable else 'the data cannot separate them'}"
@@ -85,16 +121,16 @@ class SummaryScreen(ModalScreen[None]):
         lines += [f"{m.model}: {m.logical.endings()}" for m in report.models if m.logical is not None]
         lines.append(f"Fairness: {report.fairness.verdict}")
         lines += [f"  - {finding}" for finding in report.fairness.findings]
+        lines += [f"  note: {note}" for note in report.fairness.notes]
         self.query_one("#fairness", Static).update("\n".join(lines))
         self.report = report
 
-    def _table(self, acc: ev.AccountsCommitted | None) -> DataTable[str]:
-        table: DataTable[str] = DataTable(id="summary-table", cursor_type="none", zebra_stripes=True)
-        table.add_columns(*COLUMNS)
-        if acc is not None:
-            for m in acc.models:
-                table.add_row(*self._row(m))
-            table.add_row(
+    def _money_rows(self, acc: ev.AccountsCommitted | None) -> list[tuple[str, ...]]:
+        if acc is None:
+            return []
+        rows = [self._row(m) for m in acc.models]
+        rows.append(
+            (
                 "total",
                 *(
                     str(sum(getattr(m, a) for m in acc.models))
@@ -104,7 +140,8 @@ class SummaryScreen(ModalScreen[None]):
                 fmt(acc.wasted_usd),
                 fmt(acc.budget_usd),
             )
-        return table
+        )
+        return rows
 
     @staticmethod
     def _footnote(view: ViewModel) -> str:

@@ -27,6 +27,7 @@ from benchtui.runners.command.gateway import policy
 from benchtui.runners.command.gateway.dialects import NO_RETRY, REFUSAL_STATUS, Dialect
 from benchtui.runners.command.gateway.grant import Grant
 from benchtui.runners.command.gateway.sse import EventSplitter, EventTooLarge
+from benchtui.runners.kit import throttle
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 JSON = [(b"content-type", b"application/json")]
@@ -46,6 +47,10 @@ class Meter(Protocol):
         ...
 
     def charge(self, call: int, used: Used, served: bool = True) -> None: ...
+
+    def throttled(self, call: int, retry_after_s: float | None) -> None:
+        """The provider answered call `call` with 429 (sent before its charge)."""
+        ...
 
 
 class Scrubber:
@@ -148,7 +153,14 @@ async def metered_call(
     try:
         async with deadline:
             await _forward(
-                client, url, plan, upstream_headers(dialect, grant, headers), dialect, reply, settle
+                client,
+                url,
+                plan,
+                upstream_headers(dialect, grant, headers),
+                dialect,
+                reply,
+                settle,
+                lambda wait: meter.throttled(call, wait),
             )
     except TimeoutError:
         if not deadline.expired():
@@ -172,8 +184,11 @@ async def _forward(
     dialect: Dialect,
     reply: Reply,
     settle: Callable[..., None],
+    throttled: Callable[[float | None], None],
 ) -> None:
-    """Relay the answer, settling its usage (zero for an error answer, None if it has none)."""
+    """Relay the answer, settling its usage (zero for an error answer, None if it has none); a
+    429 is told to the engine first, whose backoff for the provider then delays the next hold of
+    every session calling it."""
     try:
         response = await client.post(url, data=plan.data, headers=headers)
     except aiohttp.ClientError as exc:
@@ -198,6 +213,8 @@ async def _forward(
             settle(None)  # it may have been billed: the hold
             await reply.fail(502, f"gateway: the provider's answer passed {MAX_ANSWER_BYTES} bytes")
             return
+        if status == throttle.TOO_MANY_REQUESTS:
+            throttled(throttle.retry_after_s(response.headers))
         if status != 200:
             settle((0, 0), served=False)  # an error answer is no generation: not a model call
         else:

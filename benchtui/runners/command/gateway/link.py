@@ -4,6 +4,7 @@ message one JSON array on a line (orjson never writes a raw newline).
 relay -> engine
     ["h", id, token, prompt_tokens, output_tokens]   hold a call's worst case (awaits "h")
     ["c", id, input_tokens, output_tokens, served]   charge call `id` (tokens null: its worst case)
+    ["t", id, retry_after_s | null]                  the provider answered call `id` with 429
     ["a", id, payload]                               the answer to the engine's request `id`
 engine -> relay
     ["h", id, null | refusal message]                the hold is durable (null) or refused

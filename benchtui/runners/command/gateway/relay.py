@@ -107,6 +107,9 @@ class EngineLink:
         self.app.grants_changed()
         return grant
 
+    def throttled(self, call: int, retry_after_s: float | None) -> None:
+        self._send(encode("t", call, retry_after_s))
+
     def charge(self, call: int, used: Used, served: bool = True) -> None:
         if used is None:
             self._send(encode("c", call, None, None, served))

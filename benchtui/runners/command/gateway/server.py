@@ -192,6 +192,12 @@ class Gateway:
                     )
                 elif kind == "c":
                     self._charge(relay, *message[1:])
+                elif kind == "t":
+                    _, call, wait = message
+                    held = relay.holds.get(call)
+                    if held is not None and held[0].settling:  # its provider's backoff, for every session
+                        ok = isinstance(wait, int | float) and not isinstance(wait, bool)
+                        held[0].meter.throttled(float(wait) if ok else None)
                 elif kind == "w":
                     _, ask, token = message
                     binding = self._bindings.get(str(token))
