@@ -200,9 +200,9 @@ def _check_nothing_forgotten(run_dir: Path, saved: SavedLedger, rebuilt: Ledger)
         if entry is None:
             raise BadInput(f"{run_dir / LEDGER}: corrupted ledger (model {name!r}); use --fresh")
         spent, done = entry.spent_usd, entry.done
-        if account.spent < spent or account.done < done:
+        if account.spent_usd < spent or account.done < done:
             raise BadInput(
                 f"cannot resume {run_dir}: the ledger says {name} spent {fmt(spent)} in {done} done "
-                f"sessions but {JOURNAL} accounts for {fmt(account.spent)} in {account.done} "
+                f"sessions but {JOURNAL} accounts for {fmt(account.spent_usd)} in {account.done} "
                 "(the journal was cut or replaced); nothing was run: use --fresh to start over"
             )

@@ -48,7 +48,7 @@ class Snapshot:
             if rec is not None and rec.state in RAN and not planned.triage:  # triage: no bug hunt
                 ran[planned.model].append(rec)
         models = {
-            name: ModelRun(account.spent, account.tokens, tuple(ran[name]))
+            name: ModelRun(account.spent_usd, account.tokens, tuple(ran[name]))
             for name, account in ledger.models.items()
         }
         return cls(models, fingerprint)

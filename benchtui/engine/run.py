@@ -142,29 +142,19 @@ def prepare(opts: Options) -> PreparedRun:
 
 
 def accounts_event(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitted:
-    models = tuple(
-        ev.ModelTotals(
-            name=name,
-            cap_usd=m.cap,
-            spent_usd=m.spent,
-            reserved_usd=m.reserved,
-            wasted_usd=m.wasted,
-            done=m.done,
-            skipped=m.skipped,
-            errors=m.errors,
-            killed=m.killed,
-            running=m.running,
-            certificates=m.certificates,
-            planned=planned[name],
-        )
-        for name, m in ledger.models.items()
-    )
+    """What the ledger says now, as the front ends see it: copies of its accounts, each with the
+    sessions the plan has for its model."""
+    models = []
+    for name, account in ledger.models.items():
+        copy = account.copy()
+        copy.planned = planned[name]
+        models.append(copy)
     return ev.AccountsCommitted(
         budget_usd=ledger.budget,
         spent_usd=ledger.spent,
         reserved_usd=ledger.reserved,
         wasted_usd=ledger.wasted,
-        models=models,
+        models=tuple(models),
     )
 
 

@@ -22,7 +22,8 @@ from benchtui.engine import campaign as campaign_file
 from benchtui.engine import events as ev
 from benchtui.engine import preflight
 from benchtui.engine import run as engine
-from benchtui.engine.ledger import LEDGER_FORMAT, ControlState, InFlight, SavedAccount, SavedLedger
+from benchtui.engine.account import ModelAccount
+from benchtui.engine.ledger import LEDGER_FORMAT, ControlState, InFlight, SavedLedger
 from benchtui.engine.reader import RunDir
 from benchtui.engine.store import JOURNAL_FORMAT_FILE, LEDGER
 from benchtui.runners.command.runner import CommandRunner
@@ -120,7 +121,11 @@ def test_the_saved_ledger_round_trips_and_carries_its_format(tmp_path):
         ControlState("c", "fake", True, 3),
         True,
         Decimal("0.5"),
-        {"m": SavedAccount(Decimal("0.25"), Decimal("0.01"), Decimal("0.03"), Decimal(0), 1, 2, 0, 0, 1, 1)},
+        {
+            "m": ModelAccount(
+                "m", Decimal("0.25"), Decimal("0.01"), Decimal("0.03"), Decimal(0), 1, 2, 0, 0, 1, 1
+            )
+        },
         {"s": InFlight("s", "m", 0, 2, "fake", Decimal("0.03"), Decimal("0.01"), Decimal("0.005"), {"m": 1})},
     )
     text = saved.to_toml().decode()

@@ -208,7 +208,7 @@ def check_reconciled(campaign: Path, state_dir: Path) -> None:
         done = sum((r.cost_usd for r in journal.values() if r.state == "done"), Decimal(0))
         assert book.spent == done + book.wasted
         assert book.spent <= book.budget
-        assert all(m.spent <= m.cap for m in book.models.values())
+        assert all(m.spent_usd <= m.cap_usd for m in book.models.values())
         assert not book.running
 
 
