@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -70,15 +71,6 @@ TAMPERING = {
     "identity.json a FIFO": (lambda r: _replace(r / "identity.json", "fifo"), "not a regular file"),
     "ledger.toml a FIFO": (lambda r: _replace(r / "ledger.toml", "fifo"), "not a regular file"),
     "ledger.toml a folder": (lambda r: _replace(r / "ledger.toml", "dir"), "not a regular file"),
-    "ledger.toml nested 100,000 deep": (
-        lambda r: _replace(r / "ledger.toml", b"a = " + b"[" * 100_000),
-        "corrupted ledger",
-    ),
-    "ledger runner not a string": (_edit_ledger('runner = "fake"', "runner = [1]"), "corrupted ledger"),
-    "ledger hold of inf": (_edit_ledger("", IN_FLIGHT.format("inf")), "corrupted ledger"),
-    "ledger hold of nan": (_edit_ledger("", IN_FLIGHT.format("nan")), "corrupted ledger"),
-    "ledger hold of 1e300": (_edit_ledger("", IN_FLIGHT.format("1e300")), "corrupted ledger"),
-    "ledger negative hold": (_edit_ledger("", IN_FLIGHT.format("-1.0")), "corrupted ledger"),
     "journal a FIFO": (lambda r: _replace(r / "sessions.jsonl", "fifo"), "not a regular file"),
     "journal a link elsewhere": (lambda r: _replace(r / "sessions.jsonl", "/dev/null"), "not a regular file"),
     "journal line nested 100,000 deep": (
@@ -120,6 +112,41 @@ def test_a_tampered_run_dir_is_refused_with_one_line(finished, tmp_path, capsys,
     before = sorted(p.name for p in run.iterdir())
     assert_one_line(*run_cli(capsys, tmp_path, "t.toml", "--no-ui", "--resume"), phrase)
     assert sorted(p.name for p in run.iterdir()) == before
+
+
+LEDGER_DAMAGE = {
+    "nested 100,000 deep": lambda r: _replace(r / "ledger.toml", b"a = " + b"[" * 100_000),
+    "runner not a string": _edit_ledger('runner = "fake"', "runner = [1]"),
+    "hold of inf": _edit_ledger("", IN_FLIGHT.format("inf")),
+    "hold of nan": _edit_ledger("", IN_FLIGHT.format("nan")),
+    "hold of 1e300": _edit_ledger("", IN_FLIGHT.format("1e300")),
+    "negative hold": _edit_ledger("", IN_FLIGHT.format("-1.0")),
+    "not UTF-8": lambda r: _replace(r / "ledger.toml", b"\xff\xfe" * 100),
+}
+
+
+@pytest.mark.parametrize("case", list(LEDGER_DAMAGE), ids=[c.replace(" ", "_") for c in LEDGER_DAMAGE])
+def test_a_damaged_ledger_is_rebuilt_from_the_journal_and_nothing_of_it_trusted(finished, tmp_path, case):
+    """ledger.toml is derived from the journal (F7): whatever it says, its accounts come back as
+    the journal has them, and the warning says so in one line."""
+    shutil.copytree(finished, tmp_path, dirs_exist_ok=True, symlinks=True)
+    run = tmp_path / "runs" / "t"
+    before = tomllib.loads((run / "ledger.toml").read_text())
+    LEDGER_DAMAGE[case](run)
+    done = benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path)
+    warned = [line for line in done.stdout.splitlines() if "rebuilt from the journal" in line]
+    assert done.returncode == 0 and len(warned) == 1, done.stdout + done.stderr
+    assert tomllib.loads((run / "ledger.toml").read_text()) == before
+
+
+@pytest.mark.parametrize("case", list(LEDGER_DAMAGE), ids=[c.replace(" ", "_") for c in LEDGER_DAMAGE])
+def test_a_damaged_ledger_beside_a_journal_of_format_1_is_refused(finished, tmp_path, capsys, case):
+    """A journal of format 1 kept its attempts' holds in ledger.toml alone: nothing to rebuild from."""
+    shutil.copytree(finished, tmp_path, dirs_exist_ok=True, symlinks=True)
+    run = tmp_path / "runs" / "t"
+    (run / "sessions.format").write_text("1\n")
+    LEDGER_DAMAGE[case](run)
+    assert_one_line(*run_cli(capsys, tmp_path, "t.toml", "--no-ui", "--resume"), "corrupted ledger")
 
 
 @pytest.mark.parametrize(
