@@ -3,8 +3,9 @@
 The journal is the write-ahead record (engine/journal.py): the accounts are rebuilt from its end
 lines, so a finished attempt is counted exactly once whatever instant a crash hit, and an attempt
 in flight from its last flight line (its spend, open holds and logical units). ledger.toml is
-derived: an older one (a power cut keeps what was not fsynced, or not) is simply rebuilt; one
-that reflects more than the journal holds means the journal was cut or replaced, and is refused.
+derived: an older one is simply brought up to date, one a power cut left empty or zero-filled is
+rebuilt; one that reflects more than the journal holds means the journal was cut or replaced, and
+one corrupted otherwise was edited: both are refused.
 Journals of format 1 kept an attempt's holds in ledger.toml alone: for them its `[running]` entry
 still says what an attempt in flight had spent.
 
@@ -19,13 +20,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchtui.core import counters
+from benchtui.core import counters, inputs
 from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO, fmt
 from benchtui.engine import journal as wal
 from benchtui.engine import rundir, shortlist
 from benchtui.engine.campaign import Campaign
-from benchtui.engine.ledger import ControlState, CorruptedLedger, Ledger, SavedLedger
+from benchtui.engine.ledger import ControlState, Ledger, SavedLedger, power_cut
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.records import JournalRecord, now
 from benchtui.engine.store import LEDGER
@@ -72,36 +73,39 @@ class Checkpoint:
         return [s for s in plan if s.id not in self.journal or not self.journal[s.id].is_final]
 
 
-LedgerFile = SavedLedger | CorruptedLedger | None
-"""ledger.toml as read: parsed, found corrupted (kept to judge against the journal), or missing."""
+LedgerFile = SavedLedger | str | None
+"""ledger.toml as read: parsed; what a power cut left of it (a string saying so); or missing."""
 
 
 def read_ledger_file(run_dir: Path) -> LedgerFile:
     """Read it before the journal: a live run's journal only grows, so a ledger read first
-    never reflects more of it than the reader then finds."""
+    never reflects more of it than the reader then finds. A ledger that is corrupted in any
+    way a power cut cannot explain is BadInput."""
+    path = run_dir / LEDGER
     try:
-        return SavedLedger.read(run_dir / LEDGER, "; use --fresh")
+        data = inputs.read_bytes(path, inputs.LEDGER_MAX_BYTES, "the ledger")
     except FileNotFoundError:
         return None
-    except CorruptedLedger as exc:
-        return exc
+    if power_cut(data):
+        return f"{path}: {'zero-filled' if data else 'empty'}, as a power cut leaves a file not yet on disk"
+    return SavedLedger.parse(path, data, "; use --fresh")
 
 
 def judge_saved(
     run_dir: Path, journal: wal.Journal, found: LedgerFile
 ) -> tuple[SavedLedger | None, str | None]:
-    """The saved ledger checked against the journal, and a note. Of a journal of format 2 an
-    unreadable or missing ledger is rebuilt (the note says so); of an older one it is the only
-    record of its attempts' holds: BadInput."""
+    """The saved ledger checked against the journal, and a note. What a power cut left of it is
+    rebuilt from a journal of format 2 (the note says so); of a journal of format 1 it was the
+    only record of its attempts' holds: BadInput."""
     path = run_dir / LEDGER
     if found is None:
+        raise BadInput(f"{path}: missing; use --fresh to start over")
+    if isinstance(found, str):
         if journal.format < 2:
-            raise BadInput(f"{path}: missing; use --fresh to start over")
-        return None, f"{path}: missing: rebuilt from the journal"
-    if isinstance(found, CorruptedLedger):
-        if journal.format < 2:
-            raise found
-        return None, f"{str(found).removesuffix('; use --fresh')}: rebuilt from the journal"
+            raise BadInput(
+                f"{found}; the journal of format {journal.format} cannot say what it held: use --fresh"
+            )
+        return None, f"{found}: rebuilt from the journal"
     if found.journal_bytes is not None and found.journal_bytes > journal.size:
         raise BadInput(
             f"{run_dir / wal.JOURNAL}: holds {journal.size} bytes but {LEDGER} reflects "

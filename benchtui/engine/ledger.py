@@ -362,18 +362,26 @@ class SavedLedger:
     def read(cls, path: Path, hint: str = "") -> SavedLedger:
         """The saved ledger at `path` (bounded read); BadInput in one line, `hint` appended (e.g.
         "; use --fresh"); FileNotFoundError when there is none."""
-        data = inputs.read_bytes(path, inputs.LEDGER_MAX_BYTES, "the ledger")
+        return cls.parse(path, inputs.read_bytes(path, inputs.LEDGER_MAX_BYTES, "the ledger"), hint)
+
+    @classmethod
+    def parse(cls, path: Path, data: bytes, hint: str = "") -> SavedLedger:
+        """The ledger `data` read from `path`, checked; BadInput in one line."""
         try:
             return cls.from_toml(data.decode())  # not UTF-8: a ValueError, so corrupted
         except NewerFormat as exc:
             raise BadInput(f"{path}: ledger of {exc}: upgrade benchtui to read it") from None
         except (tomllib.TOMLDecodeError, ValueError) as exc:
-            raise CorruptedLedger(f"{path}: corrupted ledger ({exc}){hint}") from None
+            raise BadInput(f"{path}: corrupted ledger ({exc}){hint}") from None
+
+
+def power_cut(data: bytes) -> bool:
+    """What a power cut leaves of a file that was replaced (temp file + rename) but never
+    fsynced, when it is neither the old nor the new one: nothing, or zeros from where its
+    blocks were not written to its end. An edit or a bit flip does not look like that."""
+    cut = data.find(b"\0")
+    return not data or (cut >= 0 and not data[cut:].strip(b"\0"))
 
 
 class NewerFormat(ValueError):
     """A file of a format newer than this code knows."""
-
-
-class CorruptedLedger(BadInput):
-    """A ledger.toml that does not parse or check (torn by a power cut, or edited)."""

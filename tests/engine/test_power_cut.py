@@ -37,6 +37,10 @@ from benchtui.engine import events as ev
 from benchtui.engine import run as engine
 
 DAMAGE = ("previous", "oldest", "empty", "torn", "zeros", "missing")
+"""What a power cut may leave of a file written without fsync: an earlier version; nothing; a
+torn end (an appended file), or zeros where blocks were not written (a replaced one: its rename
+is in the filesystem's journal, its data may not be); the file gone (one created since the
+folder's last fsync). A replaced file's name is never lost once it existed: ledger.toml's."""
 
 
 def derived_files(run: Path) -> list[Path]:
@@ -53,6 +57,8 @@ def damage(path: Path, how: str, versions: list[bytes], rng: random.Random) -> N
     """What a power cut can leave of a file written without fsync."""
     now = path.read_bytes() if path.exists() else b""
     older = [v for v in versions if v != now] or [b""]
+    cut = rng.randrange(len(now) + 1)
+    replaced = path.suffix != ".jsonl"  # written by rename; the others are appended to
     if how == "previous":
         path.write_bytes(older[-1])
     elif how == "oldest":
@@ -60,10 +66,10 @@ def damage(path: Path, how: str, versions: list[bytes], rng: random.Random) -> N
     elif how == "empty":
         path.write_bytes(b"")
     elif how == "torn":
-        path.write_bytes(now[: rng.randrange(len(now) + 1)])
+        path.write_bytes(now[:cut] + (b"\0" * (len(now) - cut) if replaced else b""))
     elif how == "zeros":
         path.write_bytes(b"\0" * len(now))
-    elif how == "missing":
+    elif how == "missing" and path.name != "ledger.toml":
         path.unlink(missing_ok=True)
 
 
