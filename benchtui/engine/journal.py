@@ -16,7 +16,11 @@ A line is one JSON object; its first key says what it is:
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import stat
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -40,6 +44,7 @@ FORMAT = 2
 reader of format 1 would take them for corruption, so it refuses the file in one line."""
 
 FLIGHT, DETAILS, RUNNER = '{"flight":', '{"details":', '{"active_runner":'
+_FLIGHT, _DETAILS, _RUNNER = FLIGHT.encode(), DETAILS.encode(), RUNNER.encode()
 
 
 def dumps(value: dict[str, Any]) -> str:
@@ -140,23 +145,23 @@ def read(path: Path, plan_ids: dict[str, PlannedSession]) -> Journal:
     A shortlist campaign's plan grows as it is read: a triage's end line adds its episodes to
     `plan_ids` (engine/shortlist.py)."""
     journal = Journal(format=journal_format(path.parent), path=path)
-    try:
-        data = inputs.read_bytes(path, None, "the journal")
-    except FileNotFoundError:
-        return journal
-    journal.size = data.rfind(b"\n") + 1
-    lines = data.decode("utf-8", errors="replace").split("\n")
-    lines.pop()  # "" when the file ends with a newline, else a torn last line: ignored
     sessions: list[str] = []
     numbers: list[int] = []
-    for number, line in enumerate(lines, 1):  # other kinds set aside by their first key
-        if line.startswith(FLIGHT):
-            journal.flight_lines.append((number, line))
-        elif line.startswith(RUNNER):
-            journal.runner = _runner(line, number, path)
-        elif not line.startswith(DETAILS):
-            sessions.append(line)
-            numbers.append(number)
+    try:
+        for number, raw in enumerate(whole_lines(path), 1):  # kinds told apart by their first key
+            journal.size += len(raw)
+            if raw.startswith(_DETAILS):
+                continue  # bulky, and only their readers need them (details_of)
+            line = raw[:-1].decode("utf-8", errors="replace")
+            if raw.startswith(_FLIGHT):
+                journal.flight_lines.append((number, line))
+            elif raw.startswith(_RUNNER):
+                journal.runner = _runner(line, number, path)
+            else:
+                sessions.append(line)
+                numbers.append(number)
+    except FileNotFoundError:
+        return journal
     lines = sessions
     try:
         values = _parse_all(lines, numbers)
@@ -210,30 +215,59 @@ def _parse_all(lines: list[str], numbers: list[int]) -> list[Any]:
     raise ValueError("(a line holds more than one record)")
 
 
-def details_lines(data: bytes, model: str) -> list[bytes]:
-    """A model's details lines in a journal's bytes, whole (newline included), in order: found by
-    their first key (a torn last line is not among them)."""
+def whole_lines(path: Path, what: str = "the journal") -> Iterator[bytes]:
+    """The file's whole lines, newline included (a torn last line is not one), read as a stream:
+    a regular file only (never blocking on a FIFO); FileNotFoundError when there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BadInput(f"{path}: {what} is not a regular file")
+    try:
+        with open(fd, "rb", buffering=1 << 20) as file:
+            for line in file:
+                if line.endswith(b"\n"):
+                    yield line
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+
+
+def details_lines(path: Path, model: str) -> list[bytes]:
+    """A model's details lines in the journal at `path`, whole, in order (none if it is missing)."""
     head = f"{DETAILS}{json.dumps(model)},".encode()
-    found = []
-    start = data.find(head)
-    while start >= 0:
-        end = data.find(b"\n", start)
-        if end < 0:
-            break  # a torn last line
-        if start == 0 or data[start - 1] == 0x0A:  # at a line's start, not inside another line
-            found.append(data[start : end + 1])
-        start = data.find(head, end)
-    return found
+    try:
+        return [line for line in whole_lines(path) if line.startswith(head)]
+    except FileNotFoundError:
+        return []
 
 
-def details_of(data: bytes, model: str) -> dict[tuple[str, int], dict[str, Any]]:
-    """A model's outcome details in a journal's bytes, by (session, attempt); a broken line is
-    skipped, as the file of details older releases kept was read."""
+def details_of(path: Path, model: str) -> dict[tuple[str, int], dict[str, Any]]:
+    """A model's outcome details in the journal at `path`, by (session, attempt); a broken line
+    is skipped, as the file of details older releases kept was read."""
     found: dict[tuple[str, int], dict[str, Any]] = {}
-    for line in details_lines(data, model):
+    for line in details_lines(path, model):
         try:
             rec = json.loads(line)
             found[rec["session"], rec["attempt"]] = rec
         except (ValueError, KeyError, TypeError, RecursionError):
             continue
     return found
+
+
+def details_digests(path: Path, models: list[str]) -> dict[str, Any]:
+    """Per model, a running sha256 of its details lines in the journal, in one pass."""
+    heads = {f"{DETAILS}{json.dumps(m)},".encode(): m for m in models}
+    digests = {m: hashlib.sha256() for m in models}
+    try:
+        for line in whole_lines(path):
+            if line.startswith(_DETAILS):
+                model = next((m for head, m in heads.items() if line.startswith(head)), None)
+                if model is not None:
+                    digests[model].update(line)
+    except FileNotFoundError:
+        pass
+    return digests

@@ -101,11 +101,7 @@ class RunDir:
         lines, and those older releases kept only in `outcomes/<model>.jsonl` (or in the single
         `outcomes.jsonl` of runs saved before results were split by model)."""
         details = self._older_details(model)
-        try:
-            data = inputs.read_bytes(self.path / JOURNAL, None, "the journal")
-        except FileNotFoundError:
-            return details
-        details.update(wal.details_of(data, model))
+        details.update(wal.details_of(self.path / JOURNAL, model))
         return details
 
     def _older_details(self, model: str) -> dict[tuple[str, int], dict[str, Any]]:

@@ -19,6 +19,7 @@ freed rides that end's commit. Batching keeps the cost per event flat however ma
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections.abc import Callable
@@ -27,7 +28,6 @@ from typing import Any
 
 import trio
 
-from benchtui.core import inputs
 from benchtui.core.atomic import AppendLog, atomic_write
 from benchtui.core.errors import StorageFailed
 from benchtui.engine import journal as wal
@@ -70,7 +70,6 @@ class Store:
         """The journal's durable size: bytes of whole lines."""
         self.outcomes: dict[str, AppendLog] = {}
         self._lines: list[str] = []
-        self._queued_bytes = 0
         self._writing = 0
         self._rows: dict[str, list[str]] = {}
         self._events: list[Any] = []
@@ -91,7 +90,7 @@ class Store:
     def position(self) -> int:
         """The journal's size once everything queued so far is written (derived files record
         the position their content reflects)."""
-        return self.size + self._writing + self._queued_bytes
+        return self.size + self._writing + sum(len(line.encode()) + 1 for line in self._lines)
 
     def append(self, record: dict[str, Any]) -> None:
         """Queue a journal line (one session state change)."""
@@ -106,7 +105,6 @@ class Store:
 
     def _queue(self, line: str) -> None:
         self._lines.append(line)
-        self._queued_bytes += len(line.encode()) + 1
 
     def after_commit(self, event: Any) -> None:
         """Announce `event` once everything queued so far is durable (events go out in the
@@ -160,7 +158,7 @@ class Store:
         self._wanted = trio.Event()
         self._soon = None
         rows, self._rows = self._rows, {}
-        lines, self._lines, self._queued_bytes = self._lines, [], 0
+        lines, self._lines = self._lines, []
         events, self._events = self._events, []
         done, self._batch_done = self._batch_done, trio.Event()
         try:
@@ -233,23 +231,34 @@ def mend_derived_files(run_dir: Path, models: list[str]) -> None:
     """Before a run opens (in a worker thread): the journal's format made current, then each
     model's `outcomes/<model>.jsonl` made what the journal says it is: the lines an older release
     kept only there, then the journal's details lines of the model, in order. A file a crash left
-    short, torn or old is rewritten (not fsynced: the journal has it all)."""
+    short, torn or old is rewritten (not fsynced: the journal has it all). One streamed pass over
+    the journal when every file is right (its details lines are most of it)."""
     wal.make_current(run_dir)
-    try:
-        data = inputs.read_bytes(run_dir / JOURNAL, None, "the journal")
-    except FileNotFoundError:
-        return
-    data = data[: data.rfind(b"\n") + 1]  # a torn last line is not the journal's
+    journal = run_dir / JOURNAL
+    wanted = wal.details_digests(journal, models)
     for model in models:
         path = run_dir / OUTCOMES / f"{slug(model)}.jsonl"
-        try:
-            current = inputs.read_bytes(path, None, "the outcome details")
-        except FileNotFoundError:
-            current = b""
-        older = [
-            line + b"\n" for line in current.split(b"\n")[:-1] if not line.startswith(wal.DETAILS.encode())
-        ]
-        wanted = b"".join(older + wal.details_lines(data, model))
-        if wanted != current:
-            path.parent.mkdir(exist_ok=True)
-            atomic_write(path, wanted, durable=False)
+        older, copied, whole = _outcomes(path)
+        if whole and copied.digest() == wanted[model].digest():
+            continue
+        path.parent.mkdir(exist_ok=True)
+        atomic_write(path, b"".join(older + wal.details_lines(journal, model)), durable=False)
+
+
+def _outcomes(path: Path) -> tuple[list[bytes], Any, bool]:
+    """An outcomes file as found: its lines of an older release, a sha256 of its copies of the
+    journal's lines, and whether it is exactly those, in that order, with nothing torn."""
+    older: list[bytes] = []
+    copied = hashlib.sha256()
+    size, in_order = 0, True
+    try:
+        for line in wal.whole_lines(path, "the outcome details"):
+            size += len(line)
+            if line.startswith(wal.DETAILS.encode()):
+                copied.update(line)
+            else:
+                in_order = in_order and copied.digest() == hashlib.sha256().digest()
+                older.append(line)
+        return older, copied, in_order and size == path.stat().st_size
+    except FileNotFoundError:
+        return [], copied, True

@@ -118,17 +118,19 @@ async def test_the_last_results_hold_every_row_when_a_refresh_raced_the_last_ses
     (a barrier between its snapshot and its rename): its files are newer than the journal yet
     miss rows; the closing write must not be skipped."""
     prep = prepare(tmp_path, sessions=10, total="10", parallelism=2, latency=1)
-    barrier = threading.Event()
+    barrier, one_at_a_time = threading.Event(), threading.Lock()  # as the engine writes them
     real_write_all = results.write_all
     rows: list[int] = []
 
     def write_all(run_dir, snapshot):
-        if not rows:  # the refresh: its snapshot is taken; its rename waits for the last end
-            assert barrier.wait(timeout=30)
-        rows.append(len(snapshot.models["fake/model-a"].records))
-        return real_write_all(run_dir, snapshot)
+        with one_at_a_time:
+            if not rows:  # the refresh: its snapshot is taken; its rename waits for the last end
+                assert barrier.wait(timeout=30)
+            rows.append(len(snapshot.models["fake/model-a"].records))
+            return real_write_all(run_dir, snapshot)
 
     monkeypatch.setattr(results, "write_all", write_all)
+    monkeypatch.setattr(engine, "_refresh_results", lambda run, bus: trio.sleep_forever())  # this one only
     rec = Recorder()
 
     def listen(event):

@@ -150,8 +150,13 @@ def test_sigkill_then_a_power_cut_at_random_instants(tmp_path):
         poller = threading.Thread(target=poll, daemon=True)
         stop.clear()
         poller.start()
+        size = journal_size(run)
         proc = popen_quiet(tmp_path, "t.toml", "--no-ui", "--resume")
-        time.sleep(rng.uniform(0.8, 2.0))
+        deadline = time.monotonic() + 60
+        while journal_size(run) <= size and proc.poll() is None:  # it runs sessions now
+            assert time.monotonic() < deadline, "no progress"
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0, 0.4))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         stop.set()
@@ -174,6 +179,11 @@ def test_sigkill_then_a_power_cut_at_random_instants(tmp_path):
         made * Decimal("0.02") <= spent <= (made + 6 * 2) * Decimal("0.02")
     )  # holds a kill left: worst case
     check_accounts(run)
+
+
+def journal_size(run: Path) -> int:
+    path = run / "sessions.jsonl"
+    return path.stat().st_size if path.exists() else 0
 
 
 def popen_quiet(cwd: Path, *args: str):
