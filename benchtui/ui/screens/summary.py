@@ -82,10 +82,14 @@ class SummaryScreen(ModalScreen[None]):
 
     def fill(self) -> None:
         """Both tables with the columns that fit the dialog's width (DROPPED_FIRST)."""
+        tables = {table.id: table for table in self.query(DataTable)}
+        if set(self.rows) - set(tables):  # not all mounted yet (seen under load): after the refresh
+            self.call_after_refresh(self.fill)
+            return
         width = self.query_one("#dialog").content_size.width
         for name, (header, rows) in self.rows.items():
             shown = fitting(header, rows, DROPPED_FIRST[name], width or 10_000)
-            table = self.query_one(f"#{name}", DataTable)
+            table = tables[name]
             table.clear(columns=True)
             table.add_columns(*(header[i] for i in shown))
             for row in rows:
