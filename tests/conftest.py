@@ -66,3 +66,15 @@ def real_pred_path():
     from support.real_parts import require_pred
 
     return require_pred()
+
+
+@pytest.fixture(autouse=True)
+def no_copy_left_mounted(request):
+    """A test that SIGKILLs an engine leaves its sessions' copies mounted (a resume would release
+    them): released here, so no test leaves a mount or a loop device on the machine."""
+    yield
+    tmp_path = request.node.funcargs.get("tmp_path")
+    if tmp_path is not None:
+        from benchtui.core import volume
+
+        volume.sweep(tmp_path)

@@ -16,6 +16,7 @@ from benchtui.engine.preflight import (
     endpoint_checks,
     key_checks,
     runner_checks,
+    runner_notes,
     target_check,
     unenforced,
     worst_case,
@@ -96,6 +97,7 @@ def main_check(argv: list[str]) -> int:
     for warning in [
         *campaign.warnings(),
         *unenforced(active, campaign.logical_limits, remote=campaign.executor.remote),
+        *runner_notes(active),
     ]:
         print(f"warning: {warning}")
     problems = [c for c in checks if not c.ok]

@@ -318,6 +318,13 @@ class RunnerKind:
     def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
         return None
 
+    @classmethod
+    def notes(cls, profile: Any) -> list[str]:
+        """What its sessions will not have on this machine though the docs promise it (e.g. a
+        bound the kernel cannot enforce here, polled instead): said when a campaign starts and by
+        `benchtui check`, one line each."""
+        return []
+
     runs_triage: ClassVar[bool] = False
     """Whether it can run a shortlist campaign's triage (`[protocol] kind = "shortlist"`): the
     session's `SessionSpec.triage` says so (with the target's rule inventory), and the triage's

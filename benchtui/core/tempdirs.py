@@ -15,9 +15,9 @@ import stat
 import tempfile
 from pathlib import Path
 
-from benchtui.core import processes
+from benchtui.core import processes, volume
 
-KINDS = ("gate", "mswea", "gw", "node", "mini")
+KINDS = ("gate", "mswea", "gw", "node", "mini", "prompt")
 _NAME = re.compile(rf"benchtui-(?:{'|'.join(KINDS)})-(\d+)-")
 
 
@@ -46,6 +46,7 @@ def remove_stale(root: Path | None = None) -> list[Path]:
         except OSError:
             continue
         if stat.S_ISDIR(info.st_mode) and info.st_uid == uid:
+            volume.sweep(Path(entry.path))  # a node's session copy, still mounted
             shutil.rmtree(entry.path, ignore_errors=True)
             removed.append(Path(entry.path))
     return removed

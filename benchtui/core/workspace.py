@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchtui.core import inputs
+from benchtui.core import inputs, volume
 from benchtui.core.atomic import atomic_write
 from benchtui.core.errors import BadInput
 
@@ -244,12 +245,31 @@ def library_commit(fingerprint_text: str) -> str:
     return fingerprint_text.split()[0].split(":", 1)[1].removesuffix("+dirty")
 
 
-def make_session_copy(source: Path, dest: Path) -> Path:
+def make_session_copy(source: Path, dest: Path, free_bytes: int | None = None) -> Path:
     """A fresh private copy of the target, without secret files: a detached clone at HEAD for
-    git, else a file copy."""
+    git, else a file copy. With `free_bytes`, the copy is a filesystem of its own with that much
+    left (`core.volume`: the kernel's disk bound; VolumeError when it cannot be made)."""
+    if free_bytes is not None:
+        size, entries = copy_size(source)
+        for grow in (1, 2, 4):  # the size is estimated from above; a checkout filter may still differ
+            volume.create(dest, size * grow, entries * grow, free_bytes)
+            try:
+                return _copy_into(source, dest)
+            except (OSError, subprocess.CalledProcessError, shutil.Error):
+                if volume.free_bytes(dest) > free_bytes:  # not a full filesystem: a real failure
+                    volume.release(dest)
+                    raise
+        volume.release(dest)
+        raise volume.VolumeError(f"the copy of {source} did not fit in {4 * size:,} bytes")
     if dest.exists():
+        volume.release(dest)  # a volume an earlier attempt (or a killed engine) left mounted
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
+    return _copy_into(source, dest)
+
+
+def _copy_into(source: Path, dest: Path) -> Path:
+    """Copy the target into `dest` (missing, or an empty folder)."""
     if is_git_checkout(source):
         subprocess.run(
             ["git", "clone", "--quiet", "--no-hardlinks", str(source), str(dest)],
@@ -266,5 +286,47 @@ def make_session_copy(source: Path, dest: Path) -> Path:
         )
         remove_secret_files(dest)
     else:
-        shutil.copytree(source, dest, symlinks=True, ignore=_ignored)
+        shutil.copytree(source, dest, symlinks=True, ignore=_ignored, dirs_exist_ok=True)
     return dest
+
+
+def copy_size(source: Path) -> tuple[int, int]:
+    """(bytes, entries) a session copy of `source` takes, from above: for git, its objects and
+    the files of HEAD (`git ls-tree`); else every file copied; each rounded up to whole blocks."""
+    if is_git_checkout(source):
+        common = _git(source, "rev-parse", "--git-common-dir")
+        listing = _git(source, "ls-tree", "-r", "-t", "-l", "HEAD") or ""
+        total, entries = _blocks_under(source / common / "objects") if common else (0, 0)
+        for line in listing.splitlines():
+            meta = line.split("\t", 1)[0].split()
+            total += _whole_blocks(int(meta[3])) if len(meta) == 4 and meta[3].isdigit() else BLOCK
+            entries += 1
+        return total + 64 * 1024 + 128 * entries, entries  # the clone's index, refs and config
+    total, entries = 0, 0
+    for root, dirs, files in os.walk(source):
+        dirs[:] = [d for d in dirs if d not in _ignored(root, dirs)]
+        kept = [n for n in files if n not in _ignored(root, files)]
+        total += BLOCK * (len(dirs) + 1)
+        for name in kept:
+            with contextlib.suppress(OSError):
+                total += _whole_blocks(os.lstat(os.path.join(root, name)).st_size)
+        entries += len(dirs) + len(kept)
+    return total, entries
+
+
+BLOCK = 4096
+
+
+def _whole_blocks(size: int) -> int:
+    return -(-size // BLOCK) * BLOCK
+
+
+def _blocks_under(root: Path) -> tuple[int, int]:
+    total, entries = BLOCK, 0
+    for current, dirs, files in os.walk(root):
+        total += BLOCK * len(dirs)
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += _whole_blocks(os.lstat(os.path.join(current, name)).st_size)
+        entries += len(dirs) + len(files)
+    return total, entries

@@ -72,6 +72,7 @@ def at_start(
     notes = [
         *campaign.warnings(),
         *unenforced(runner, campaign.logical_limits, remote=campaign.executor.remote),
+        *runner_notes(runner),
     ]
     size = workspace.HashStats()
     path = campaign.environment.path
@@ -213,6 +214,13 @@ def unenforced(runner: ResolvedProfile, limits: LogicalLimits, *, remote: bool) 
     return [
         f"runner {runner.name} ({runner.profile.kind}){where} cannot enforce {', '.join(missing)}: those "
         "limits are not applied to its sessions (the same for every model)"
+    ]
+
+
+def runner_notes(runner: ResolvedProfile) -> list[str]:
+    """What the active runner's kind says its sessions lack on this machine (its `notes`)."""
+    return [
+        f"runner {runner.name} ({runner.profile.kind}): {note}" for note in runner.kind.notes(runner.profile)
     ]
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from benchtui.core import tempdirs
+from benchtui.core import tempdirs, volume
 from benchtui.core.errors import BadInput, StorageFailed, first_error
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine import checkpoint, control, preflight, results, rundir, shortlist
@@ -99,6 +99,7 @@ def prepare(opts: Options) -> PreparedRun:
     with contextlib.ExitStack() as owned:
         if resumed:
             lock = owned.enter_context(rundir.RunLock(run_dir))
+            volume.sweep(run_dir / "sessions")  # copies a killed engine left mounted: ours now
             check = _resumed(run_dir, campaign, plan, identity)
             saved = check.saved_runner
             runner = saved if opts.runner is None and saved in campaign.runners else campaign.runner

@@ -11,7 +11,7 @@ import stat
 import time
 from pathlib import Path
 
-from benchtui.core import inputs, processes
+from benchtui.core import inputs, processes, volume
 from benchtui.core.atomic import atomic_write
 from benchtui.core.errors import BadInput, RunDirBusy
 
@@ -80,8 +80,10 @@ def busy_message(run_dir: Path) -> str:
 
 
 def move_aside(run_dir: Path) -> Path:
-    """Rename an old run out of the way (never delete it); refuses if it is in use."""
+    """Rename an old run out of the way (never delete it); refuses if it is in use. Session copies
+    its killed engine left mounted are released first (not moved along, mounted for good)."""
     with RunLock(run_dir):
+        volume.sweep(run_dir / "sessions")
         aside = run_dir.with_name(f"{run_dir.name}.{time.strftime('%Y%m%d-%H%M%S')}")
         n = 1
         while aside.exists():

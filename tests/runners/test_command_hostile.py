@@ -16,7 +16,7 @@ import trio
 from support import popen
 from support.mini import journal, pred_on_path, price, run_campaign
 from support.processes import pids_matching
-from support.real_parts import require_tools
+from support.real_parts import copies_are_volumes, require_tools
 from support.script_agent import agent_log, script_campaign
 from support.scripted_upstream import Answer, ScriptedUpstream
 
@@ -228,17 +228,24 @@ esac
 BOUNDS = r"""
 case "$1" in
   forks) for i in $(seq 60); do sleep 614.5 & done; wait;;
-  disk) head -c 20000000 /dev/zero > big; sleep 614.5;;
+  disk) head -c 20000000 /dev/zero > big && sleep 614.5; echo "disk: $?"; ls -l big;;
   tmp) head -c 20000000 /dev/zero > /tmp/big; echo "tmp: $?"; ls -l /tmp/big;;
 esac
 """
 
 
 @pytest.mark.trio
-@pytest.mark.parametrize("cgroup", [True, False], ids=["pids-cgroup", "proc-scan"])
-async def test_an_agent_cli_gets_the_mini_runners_process_and_disk_bounds(tmp_path, monkeypatch, cgroup):
+@pytest.mark.parametrize(
+    ("cgroup", "copies"),
+    [(True, "volume"), (False, "polled")],
+    ids=["pids-cgroup+volume", "proc-scan+polled"],
+)
+async def test_an_agent_cli_gets_the_mini_runners_process_and_disk_bounds(
+    tmp_path, monkeypatch, cgroup, copies
+):
     if not cgroup:
         monkeypatch.setenv("BENCHTUI_PIDS_CGROUP", "0")
+    copies_are_volumes(monkeypatch, copies == "volume")
     runner = {"max_processes": 20, "max_disk_mb": 5}
     models = ("openai/forks", "openai/disk", "openai/tmp")
     with ScriptedUpstream() as up:
@@ -252,7 +259,14 @@ async def test_an_agent_cli_gets_the_mini_runners_process_and_disk_bounds(tmp_pa
         r"resource_limit: (\d+ forks refused at 20|the session ran \d+ processes \(at most 20\))",
         forks["reason"],
     ), forks
-    assert disk["reason"] == "resource_limit: the session copy grew by more than 5 MB", disk
+    if copies == "polled":  # the write got through; the poll saw it within 5 s
+        assert disk["reason"] == "resource_limit: the session copy grew by more than 5 MB", disk
+    else:  # the kernel refused the write at 5 MB: the agent goes on
+        log = agent_log(prep.run_dir, disk["session"])
+        assert "No space left on device" in log and "disk: 1" in log, log
+        written = int(re.findall(r"(\d+) \w{3} +\d+ [\d:]+ big", log)[-1])  # ls -l's size
+        assert 5 << 20 <= written <= (5 << 20) + (1 << 20), log
+        assert (disk["state"], disk["result"], disk["reason"]) == ("done", "no_certificate", "exit 0")
     assert "tmp: 1" in agent_log(prep.run_dir, tmp["session"])  # its /tmp is 5 MB: the write failed
     assert pids_matching("sleep 614.5") == []
 

@@ -49,20 +49,22 @@ def test_diagnostic_lines_survive_the_cut_with_their_line_numbers():
 
 def test_the_marker_says_what_was_cut_and_where_the_full_output_is(tmp_path):
     text = "\n".join(f"row {i}" for i in range(10_000))
-    view = policy.shape(text, 500, tmp_path / "out" / "action-1.txt", shown_as="/work/out/action-1.txt")
-    assert "cut here; the full output is in /work/out/action-1.txt" in view.text
-    saved = tmp_path / "out" / "action-1.txt"
+    view = policy.shape(text, 500, policy.SavedOutputs(tmp_path, "/workspace"), "action-1.txt")
+    assert "cut here; the full output is in /workspace/.benchtui-outputs/action-1.txt" in view.text
+    saved = tmp_path / policy.SAVED_DIR / "action-1.txt"
     assert saved.read_text() == text
     assert not os.stat(saved).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
 
 
 def test_the_saved_output_is_bounded_and_never_follows_a_planted_link(tmp_path):
     huge = "y" * (3 * policy.MAX_SAVED)
-    view = policy.shape(huge, 100, tmp_path / "a.txt")
-    assert (tmp_path / "a.txt").stat().st_size < policy.MAX_SAVED + 200
-    (tmp_path / "b.txt").symlink_to(tmp_path / "victim")  # the agent planted a link where it goes
-    view = policy.shape(huge, 100, tmp_path / "b.txt")
+    outputs = policy.SavedOutputs(tmp_path, "/workspace")
+    view = policy.shape(huge, 100, outputs, "a.txt")
+    assert (tmp_path / policy.SAVED_DIR / "a.txt").stat().st_size < policy.MAX_SAVED + 200
+    (tmp_path / policy.SAVED_DIR / "b.txt").symlink_to(tmp_path / "victim")  # planted where it goes
+    view = policy.shape(huge, 100, outputs, "b.txt")
     assert not (tmp_path / "victim").exists() and view.saved == "" and view.cut
+    assert "the full output was not saved (.benchtui-outputs/b.txt: already there" in view.text
 
 
 def test_short_output_is_shown_as_it_is():

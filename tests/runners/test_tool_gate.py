@@ -179,21 +179,24 @@ async def test_free_calls_take_no_unit_and_run_once(tmp_path):
 
 
 def test_a_tool_runs_in_the_agent_directory_only_inside_the_session_copy(tmp_path):
-    from benchtui.runners.kit.bubblewrap import tool_launch
+    from benchtui.runners.kit.bubblewrap import WORKDIR, tool_launch
 
     copy = tmp_path / "workdir"
     (copy / "sub").mkdir(parents=True)
-    (copy / "out").symlink_to("/etc")
+    (copy / "out").symlink_to(tmp_path)  # a link out of the copy: it resolves in the tool's sandbox only
     launch = tool_launch(copy)
     for cwd, expected in [
-        (str(copy / "sub"), str(copy / "sub")),
-        (str(copy / "out"), str(copy)),  # a link out of the copy
-        ("/etc", str(copy)),
-        (str(copy) + "-evil", str(copy)),
-        ("", str(copy)),
+        ("/workspace/sub", "/workspace/sub"),
+        ("/workspace/out", "/workspace/out"),  # never resolved on the host
+        ("/workspace/../etc", WORKDIR),
+        ("/etc", WORKDIR),
+        (str(copy / "sub"), WORKDIR),  # the host's name of it means nothing in a sandbox
+        ("/workspace-evil", WORKDIR),
+        ("", WORKDIR),
     ]:
         argv, _ = launch("pred", "/real/pred", ["solve", "x.json"], cwd)
         assert argv[argv.index("--chdir") + 1] == expected, cwd
+        assert argv[argv.index("--bind") + 1 : argv.index("--bind") + 3] == [str(copy), WORKDIR]
         assert argv[-3:] == ["/opt/benchtui/bin/pred", "solve", "x.json"]
         assert "--unshare-net" in argv and "--clearenv" in argv
 

@@ -77,3 +77,15 @@ def require_tools(*names: str) -> None:
     """Skip naming each missing system tool and how to install it (fail in CI: .ci/run installs them)."""
     for name in names:
         require(f"the system tool `{name}`", find_tool(name), SYSTEM_TOOLS[name])
+
+
+def copies_are_volumes(monkeypatch: pytest.MonkeyPatch, on: bool = True) -> None:
+    """Session copies as filesystems of their own (`core.volume`: root, mkfs.ext4, loop devices; a
+    skip naming what is missing, a failure in CI) or, `on=False`, the polled fallback."""
+    from benchtui.core import volume
+
+    if not on:
+        monkeypatch.setattr(volume, "unavailable", lambda: "turned off by the test")
+        return
+    why = volume.unavailable()
+    require("session copies as volumes", not why, f"{why} (run the tests as root, with e2fsprogs)")

@@ -11,7 +11,7 @@ from benchtui.core.outcome import SessionFacts
 from benchtui.core.target import Verdict
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.profile import CommandProfile
-from benchtui.runners.kit.bubblewrap import local_bin
+from benchtui.runners.kit.bubblewrap import WORKDIR, local_bin
 
 NOT_STARTED = (126, 127)
 """Exit statuses of a shell that could not run the agent's executable (not executable, not found)."""
@@ -42,23 +42,30 @@ class AgentCommand:
         gateway: str | None = None,
     ) -> tuple[list[str], dict[str, str] | None]:
         """`gateway`: the address the agent calls, where it differs from the one known before the
-        placement (an unsandboxed agent on a Ray node calls its node's relay)."""
+        placement (an unsandboxed agent on a Ray node calls its node's relay). In bubblewrap,
+        `{workdir}` and `{prompt_file}` are where the sandbox shows them (the same for every
+        session), and `prompt_file` must be a host path that names no session (it is bound)."""
         profile = self.profile
-        values = {**self.values, "{prompt_file}": str(prompt_file), "{workdir}": str(workdir)}
-        if gateway is not None and profile.environment != "bubblewrap":
+        sandboxed = profile.environment == "bubblewrap"
+        if sandboxed:  # as the sandbox shows them: the same for every session
+            values = {**self.values, "{prompt_file}": sandbox.PROMPT_FILE, "{workdir}": WORKDIR}
+        else:
+            values = {**self.values, "{prompt_file}": str(prompt_file), "{workdir}": str(workdir)}
+        if gateway is not None and not sandboxed:
             values["{gateway}"] = gateway
         argv, env = profile.invocation(self.argv0, values, self.token)
-        if profile.environment != "bubblewrap":
+        if not sandboxed:
             home = home or workdir.parent / "home"
             home.mkdir(parents=True, exist_ok=True)
             shims = [Path(gate["shims"])] if gate else []
             path = [*shims, local_bin(home.parent, self.pred)]
             return sandbox.watched(argv, lifeline, cgroup), sandbox.local_env(home, path, env)
-        binds = [*sandbox.mounts_for(self.argv0), *sandbox.named_files(argv[1:], workdir), prompt_file]
+        binds = [*sandbox.mounts_for(self.argv0), *sandbox.named_files(argv[1:], workdir)]
         wrapped = sandbox.bubblewrap_argv(
             argv,
             workdir=workdir,
             socket=socket,
+            prompt_file=prompt_file,
             env=env,
             pred=self.pred,
             binds=binds,

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
+from functools import partial
 from pathlib import Path
 
 import trio
 
+from benchtui.core import volume
 from benchtui.core import workspace as environment
 from benchtui.core.contract import Meter, SessionSpec
 from benchtui.runners.command.gateway import Gateway
@@ -36,9 +39,10 @@ DRAIN_S = 2.0
 """How long the output of an ended agent is still read (what it left behind may hold the pipe)."""
 
 
-def cgroup_name(session: str, attempt: int) -> str:
-    """The agent's pids cgroup: its owner's pid last, as `resources` sweeps groups whose owner is gone."""
-    return f"benchtui-agent-{session}-{attempt}-{os.getpid()}"
+def cgroup_name() -> str:
+    """The agent's pids cgroup: its owner's pid last, as `resources` sweeps groups whose owner is
+    gone; a random name, not the session's (which names its model)."""
+    return f"benchtui-agent-{secrets.token_hex(6)}-{os.getpid()}"
 
 
 class LocalPlacement:
@@ -46,6 +50,8 @@ class LocalPlacement:
         self.profile = profile
         self.gateway = gateway
         self.pred = pred
+        self.volumes = not volume.unavailable()
+        """Each session's copy on a filesystem of its own (`core.volume`: the kernel bounds its disk)."""
 
     async def run_agent(
         self,
@@ -59,11 +65,15 @@ class LocalPlacement:
         files = session.session_dir.resolve()
         workdir, log = files / "workdir", files / f"attempt-{session.attempt}.agent.log"
         try:
-            fingerprint = await trio.to_thread.run_sync(_copy, session.environment.resolve(), workdir)
+            disk = self.profile.max_disk_mb << 20 if self.volumes else None
+            try:
+                fingerprint = await trio.to_thread.run_sync(
+                    _copy, session.environment.resolve(), workdir, disk
+                )
+            except volume.VolumeError as exc:  # not the model's doing: retried
+                return Ran(error=f"the session's copy could not be made: {exc}")
             cgroup = await trio.to_thread.run_sync(
-                resources.new_pids_cgroup,
-                self.profile.max_processes + CGROUP_OVERHEAD,
-                cgroup_name(session.id, session.attempt),
+                resources.new_pids_cgroup, self.profile.max_processes + CGROUP_OVERHEAD, cgroup_name()
             )
             try:
                 async with counting.open_gate(
@@ -85,7 +95,9 @@ class LocalPlacement:
 
                         async def agent() -> str:
                             nonlocal ran
-                            ran = await run_watched(argv, env, workdir, log, lifeline, self.profile, cgroup)
+                            ran = await run_watched(
+                                argv, env, workdir, log, lifeline, self.profile, cgroup, polled=disk is None
+                            )
                             return ran.status
 
                         # An accepted `submit` ends the session: the agent is stopped there.
@@ -103,13 +115,12 @@ class LocalPlacement:
             ran.log = await trio.to_thread.run_sync(_read_log, log)
             return ran
         finally:
-            if not self.profile.keep_workdir:
-                with trio.CancelScope(shield=True):
-                    await trio.to_thread.run_sync(_remove, files)
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(_remove, files, self.profile.keep_workdir)
 
 
-def _copy(target: Path, workdir: Path) -> str:
-    environment.make_session_copy(target, workdir)
+def _copy(target: Path, workdir: Path, disk: int | None) -> str:
+    environment.make_session_copy(target, workdir, disk)
     return environment.fingerprint(workdir)
 
 
@@ -118,9 +129,12 @@ def _read_log(log: Path) -> bytes:
         return f.read(MAX_LOG_BYTES)
 
 
-def _remove(files: Path) -> None:
-    for name in ("workdir", "home", "bin"):
-        shutil.rmtree(files / name, ignore_errors=True)
+def _remove(files: Path, keep: bool) -> None:
+    """The session's copy (`keep`: left as a plain folder) and the unsandboxed agent's home."""
+    volume.remove(files / "workdir", keep=keep)
+    if not keep:
+        for name in ("home", "bin"):
+            shutil.rmtree(files / name, ignore_errors=True)
 
 
 async def run_watched(
@@ -131,10 +145,13 @@ async def run_watched(
     lifeline: int,
     profile: CommandProfile,
     cgroup: Path | None,
+    *,
+    polled: bool = True,
 ) -> Ran:
     """Run the agent to its end under its bounds; on cancellation (kill, wall time, stop) freeze
     and kill its tree. Its output goes through a pipe into a CappedLog, read on the event loop in
-    CHUNK pieces (never whole)."""
+    CHUNK pieces (never whole). `polled`: the copy's disk is watched here (not the kernel's
+    bound: no volume)."""
     ran = Ran()
     with CappedLog(log) as out:
         try:
@@ -148,7 +165,7 @@ async def run_watched(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_pump, process, out)
                 watch = trio.CancelScope()
-                nursery.start_soon(_watch, process, workdir, profile, cgroup, ran, watch)
+                nursery.start_soon(_watch, process, workdir if polled else None, profile, cgroup, ran, watch)
                 try:
                     code = await process.wait()
                 finally:
@@ -176,27 +193,28 @@ async def _pump(process: trio.Process, out: CappedLog) -> None:
 
 async def _watch(
     process: trio.Process,
-    workdir: Path,
+    workdir: Path | None,
     profile: CommandProfile,
     cgroup: Path | None,
     ran: Ran,
     scope: trio.CancelScope,
 ) -> None:
     """The processes (every CGROUP_POLL_S a pids cgroup's refused forks, else every POLL_S a
-    /proc count), every DISK_POLL_S the disk the copy grew by; past a limit, the agent's tree is
-    killed."""
+    /proc count), every DISK_POLL_S the disk the copy (`workdir`; None: a volume, the kernel bounds
+    it) grew by; past a limit, the agent's tree is killed."""
     count = resources.ProcessCount(profile.max_processes, cgroup, root=process.pid)
     limit = profile.max_disk_mb << 20
     with contextlib.closing(count), scope:
-        baseline = await trio.to_thread.run_sync(resources.disk_used, workdir)
+        baseline = await trio.to_thread.run_sync(resources.disk_used, workdir) if workdir else 0
         next_disk = trio.current_time() + DISK_POLL_S
         while True:
             await trio.sleep(POLL_S if cgroup is None else CGROUP_POLL_S)
             why = count.over()
-            if not why and trio.current_time() >= next_disk:
-                grown = await trio.to_thread.run_sync(
-                    lambda: resources.disk_used(workdir, stop_at=baseline + limit) - baseline
+            if not why and workdir is not None and trio.current_time() >= next_disk:
+                used = await trio.to_thread.run_sync(
+                    partial(resources.disk_used, workdir, stop_at=baseline + limit)
                 )
+                grown = used - baseline
                 next_disk = trio.current_time() + DISK_POLL_S
                 if grown > limit:
                     why = f"disk limit: the session copy grew by more than {profile.max_disk_mb} MB"

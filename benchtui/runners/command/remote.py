@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from benchtui.core import volume
 from benchtui.core.contract import Meter, SessionSpec
 from benchtui.core.outcome import SessionFacts
 from benchtui.runners.command.launch import AgentCommand, Ran
@@ -44,6 +45,8 @@ class RayPlacement:
         self.executor = executor
         self.listener = listener
         self.pred = pred
+        self.volumes = not volume.unavailable()
+        """Copies on filesystems of their own where this machine can mount them (nodes must too)."""
 
     async def run_agent(
         self,
@@ -77,6 +80,7 @@ class RayPlacement:
                     needs=(str(command.argv0), *filter(None, [command.pred])),
                     gateway=self.gateway.nodes,
                     gate=spec,
+                    disk=self.profile.max_disk_mb << 20 if self.volumes else None,
                 )
                 try:
                     found = await self.executor.run_agent(

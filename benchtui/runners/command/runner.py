@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
 import trio
 
+from benchtui.core import tempdirs
 from benchtui.core.atomic import atomic_write
 from benchtui.core.certificates import find_blocks
 from benchtui.core.contract import (
@@ -37,6 +41,7 @@ from benchtui.runners.command.gateway import Gateway, open_gateway
 from benchtui.runners.command.gateway.grant import upstream_model
 from benchtui.runners.command.launch import NOT_STARTED, AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
+from benchtui.runners.kit import resources as processes
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.oneshot import OneShot
@@ -87,6 +92,11 @@ class CommandRunner(RunnerKind):
         )
 
     @classmethod
+    def notes(cls, profile: Any) -> list[str]:
+        """Where session copies cannot be volumes of their own: their disk bound is polled."""
+        return processes.copy_notes(profile.environment)
+
+    @classmethod
     def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:
         """A counted tool the sandbox shows anyway is refused when the campaign loads."""
         return counting.check_limits(profile.environment, locate(profile.pred), limits)
@@ -110,8 +120,12 @@ class CommandRunner(RunnerKind):
         self.placement: Placement | None = None
         self._ready = trio.Event()
         self._stack = contextlib.AsyncExitStack()
+        self._prompts = Path()
+        """The rendered prompts the sandboxes bind, by content (`__aenter__` makes the folder)."""
 
     async def __aenter__(self) -> CommandRunner:
+        self._prompts = tempdirs.make("prompt")
+        self._stack.callback(shutil.rmtree, self._prompts, ignore_errors=True)
         host = "127.0.0.1"
         if self.executor is not None and self.executor.remote:  # the nodes reach the gateway over TCP
             from benchtui.runners.kit.ray.cluster import open_ray
@@ -160,7 +174,10 @@ class CommandRunner(RunnerKind):
         files = session.session_dir.resolve()
         log = files / f"attempt-{session.attempt}.agent.log"
         prompt = profile.render_prompt(session.task)
+        prompt_sha256 = hashlib.sha256(prompt.encode()).hexdigest()
         prompt_file = files / f"attempt-{session.attempt}.prompt.md"
+        # What the sandbox binds: the same prompt, at a host path that names no session.
+        shared_prompt = self._prompts / f"prompt-{prompt_sha256[:16]}.md"
         bwrap = profile.environment == "bubblewrap"
         values = {
             "{prompt}": prompt,
@@ -179,9 +196,10 @@ class CommandRunner(RunnerKind):
         )
         try:
             await trio.to_thread.run_sync(_write_prompt, prompt_file, prompt)
+            await trio.to_thread.run_sync(_share_prompt, shared_prompt, prompt)
             async with self.gateway.session(meter, session.model, secrets.get(key_name or "")) as grant:
                 command = AgentCommand(profile, argv0, values, grant.token, self.pred)
-                ran = await self.placement.run_agent(session, meter, command, prompt_file, evidence, how)
+                ran = await self.placement.run_agent(session, meter, command, shared_prompt, evidence, how)
             if ran.error:
                 return SessionOutcome("error", reason=ran.error, infra_error=True, facts=ran.facts)
             if ran.code in NOT_STARTED and grant.authorised == 0:
@@ -201,7 +219,7 @@ class CommandRunner(RunnerKind):
             )
             report = WorkerReport(
                 copy_fingerprint=ran.fingerprint,
-                prompt_sha256=hashlib.sha256(prompt.encode()).hexdigest(),
+                prompt_sha256=prompt_sha256,
                 done=done,
                 facts=ran.facts,
             )
@@ -222,6 +240,18 @@ def _infra(reason: str) -> SessionOutcome:
 def _write_prompt(path: Path, prompt: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, prompt.encode())
+
+
+def _share_prompt(path: Path, prompt: str) -> None:
+    """The prompt at `path`, once for all sessions with this prompt (each writes its own temporary
+    file: two sessions of one task may start at once)."""
+    if path.exists():
+        return
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".prompt-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(prompt.encode())
+    os.chmod(temporary, 0o644)
+    os.replace(temporary, path)
 
 
 def _blocks(ran: Ran) -> list[str]:

@@ -2,7 +2,9 @@
 
 Inside bubblewrap the agent has no network at all: its own loopback only, where socat listens
 on a fixed port and relays each connection to the gateway's unix socket, bound into the
-sandbox. So the one thing the agent can reach is the gateway, with its session token.
+sandbox. So the one thing the agent can reach is the gateway, with its session token. Its copy
+is at WORKDIR and its prompt file at PROMPT_FILE, the same for every session; bwrap reads its
+options from a pipe (`sealed`): its command line names no host path.
 """
 
 from __future__ import annotations
@@ -15,12 +17,20 @@ from typing import Any
 
 from benchtui.core import inputs
 from benchtui.core.errors import BadInput
-from benchtui.runners.kit.bubblewrap import COMMAND_ENV, SYSTEM_DIRS, bubblewrap_args, bwrap_executable
+from benchtui.runners.kit.bubblewrap import (
+    COMMAND_ENV,
+    SYSTEM_DIRS,
+    WORKDIR,
+    bubblewrap_args,
+    bwrap_command,
+    sealed,
+)
 
 PROJECT = Path(__file__).resolve().parents[3]
 ETC_PROFILE = Path(__file__).with_name("etc-profile.sh")
 INNER_PORT = 8787  # in the sandbox's own network namespace: the same for every session
 INNER_SOCKET_DIR = "/run/benchtui"
+PROMPT_FILE = "/opt/benchtui/prompt.md"
 RELAY = (
     f"socat TCP-LISTEN:{INNER_PORT},bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:{INNER_SOCKET_DIR}/gateway.sock &"
     f" for i in $(seq 500); do socat -u OPEN:/dev/null TCP:127.0.0.1:{INNER_PORT} 2>/dev/null && break;"
@@ -119,6 +129,7 @@ def bubblewrap_argv(
     *,
     workdir: Path,
     socket: Path,
+    prompt_file: Path,
     env: dict[str, str],
     pred: str | None,
     binds: list[Path],
@@ -127,21 +138,28 @@ def bubblewrap_argv(
     cgroup: Path | None = None,
     tmp_bytes: int | None = None,
 ) -> list[str]:
-    """`bash -c WATCH env -i bwrap ... bash -c RELAY bash ARGV`: bwrap inherits nothing (its
-    environ is readable inside). The gateway's `socket` is the only thing in the sandbox's own
-    /run/benchtui, a read-only tmpfs: no agent can move it, listen in its place or reach another's."""
+    """`bash -c WATCH env -i bwrap --args FD bash -c RELAY bash ARGV`: bwrap inherits nothing (its
+    environ is readable inside) and shows no option (`sealed`). The gateway's `socket` is the only
+    thing in the sandbox's own /run/benchtui, a read-only tmpfs: no agent can move it, listen in its
+    place or reach another's. `prompt_file` (a host path naming no session) is at PROMPT_FILE."""
     # --die-with-parent is safe here: bwrap's parent is the watcher (one thread). Started by Trio
     # from a worker thread, the parent-death signal fired when that *thread* ended.
-    inherited = bubblewrap_args(pred, tmp_bytes, gate=gate)
-    args = [shutil.which("env") or "/usr/bin/env", "-i", bwrap_executable() or "bwrap", *inherited]
+    options = bubblewrap_args(pred, tmp_bytes, gate=gate)
     for path in binds:
-        args += ["--ro-bind", str(path), str(path)]
-    args += ["--ro-bind", str(ETC_PROFILE), "/etc/profile"]
-    args += ["--bind", str(workdir), str(workdir), "--tmpfs", INNER_SOCKET_DIR]
-    args += ["--ro-bind", str(socket), f"{INNER_SOCKET_DIR}/gateway.sock", "--remount-ro", INNER_SOCKET_DIR]
+        options += ["--ro-bind", str(path), str(path)]
+    options += ["--ro-bind", str(ETC_PROFILE), "/etc/profile", "--ro-bind", str(prompt_file), PROMPT_FILE]
+    options += ["--bind", str(workdir), WORKDIR, "--tmpfs", INNER_SOCKET_DIR]
+    options += [
+        "--ro-bind",
+        str(socket),
+        f"{INNER_SOCKET_DIR}/gateway.sock",
+        "--remount-ro",
+        INNER_SOCKET_DIR,
+    ]
     for key, value in {**COMMAND_ENV, **env}.items():
-        args += ["--setenv", key, value]
-    inner = [*args, "--chdir", str(workdir), "/bin/bash", "-c", RELAY, "bash", *argv]
+        options += ["--setenv", key, value]
+    options += ["--chdir", WORKDIR]
+    inner = sealed(bwrap_command(), options, ["/bin/bash", "-c", RELAY, "bash", *argv])
     return watched(inner, lifeline, cgroup)
 
 

@@ -4,6 +4,11 @@ Both see the same things: the session's private copy of the target as working di
 on PATH, no secrets. bubblewrap adds isolation: a read-only system, nothing of the host's home or
 run dir but the session copy, its own PID namespace (killing bwrap kills everything inside), and
 no network.
+
+Every sandbox looks the same from inside, for every model and session (docs/design/invariants.md#f1):
+the copy is at WORKDIR, the host name is HOSTNAME, the cgroup namespace is its own, and bwrap
+reads its options from a descriptor (`sealed`), so its command line, which every process in the
+sandbox can read as /proc/1/cmdline, names no host path of the session.
 """
 
 from __future__ import annotations
@@ -17,6 +22,10 @@ from typing import Any
 from benchtui.runners.kit.toolgate import SANDBOX_GATE, SANDBOX_SHIM, SANDBOX_SHIMS
 
 SANDBOX_BIN = "/opt/benchtui/bin"
+WORKDIR = "/workspace"
+"""Where every sandbox shows the session's copy (not /work: hosts keep checkouts there, and a bind
+of an agent's install folder under it would land in the copy)."""
+HOSTNAME = "sandbox"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc")
 COMMAND_ENV = {
     "PAGER": "cat",
@@ -56,7 +65,10 @@ def bubblewrap_args(
         "--unshare-net",
         "--unshare-ipc",
         "--unshare-uts",
+        "--unshare-cgroup-try",  # /proc/self/cgroup: not the host's group names
         "--unshare-user-try",
+        "--hostname",
+        HOSTNAME,
         "--new-session",
         "--clearenv",
     ]
@@ -94,6 +106,33 @@ def bubblewrap_args(
     return args
 
 
+SEAL = (
+    'p=$1 n=$2; shift 2; pre=("${@:1:p}"); shift "$p"; exec {a}< <(printf "%s\\0" "${@:1:n}");'
+    ' shift "$n"; exec "${pre[@]}" --args "$a" "$@"'
+)
+
+
+def sealed(bwrap: list[str], options: list[str], command: list[str]) -> list[str]:
+    """`bwrap OPTIONS COMMAND` (`bwrap`: its path, after `env -i`) with OPTIONS read from a pipe
+    (`--args FD`): a host-side shell writes them and execs bwrap, whose command line is then
+    `bwrap --args FD COMMAND`. What PID 1 of the sandbox shows names no bind source."""
+    return ["/bin/bash", "-c", SEAL, "seal", str(len(bwrap)), str(len(options)), *bwrap, *options, *command]
+
+
+def bwrap_command() -> list[str]:
+    """`env -i bwrap`: bwrap (PID 1 in the sandbox, its /proc/1/environ readable inside) inherits
+    nothing of the caller's environment, which may hold API keys."""
+    return [shutil.which("env") or "/usr/bin/env", "-i", bwrap_executable() or "bwrap"]
+
+
+def inside(cwd: str) -> str:
+    """The agent's directory `cwd` (as its sandbox names it) when it lies in the copy, else WORKDIR:
+    read as written, never resolved on the host (a link in the copy resolves in the sandbox)."""
+    if cwd == WORKDIR or (cwd.startswith(WORKDIR + "/") and ".." not in cwd.split("/")):
+        return cwd
+    return WORKDIR
+
+
 def gate_binds(gate: dict[str, Any]) -> list[str]:
     """The shims, the shim program, the gate's socket and the interpreter that runs the shims."""
     args = ["--ro-bind", gate["shims"], SANDBOX_SHIMS, "--ro-bind", gate["shim"], SANDBOX_SHIM]
@@ -106,19 +145,16 @@ def gate_binds(gate: dict[str, Any]) -> list[str]:
 
 def tool_launch(workdir: Path, tmp_bytes: int | None = None) -> Callable[..., tuple[list[str], str | None]]:
     """How the tool gate runs a granted call in bubblewrap: a one-shot sandbox of its own (the same
-    read-only system, no network), the real tool bound in it, the session's copy bound where the
-    agent sees it, started in the agent's directory when that lies in the copy (else the copy's
-    root). The agent's sandbox never holds the tool: nothing of it to keep or copy."""
-    root = os.path.realpath(workdir)
-    base = ["-i", bwrap_executable() or "bwrap", *bubblewrap_args(None, tmp_bytes)]
+    read-only system, no network), the real tool bound in it, the session's copy at WORKDIR as the
+    agent sees it, started in the agent's directory when that lies in the copy (else WORKDIR). The
+    agent's sandbox never holds the tool: nothing of it to keep or copy."""
+    base = [*bwrap_command(), *bubblewrap_args(None, tmp_bytes)]
+    copy = str(workdir)
 
     def launch(name: str, real: str, args: list[str], cwd: str) -> tuple[list[str], str | None]:
-        inside = os.path.realpath(cwd) if cwd else root
-        if not (inside == root or inside.startswith(root + "/")):
-            inside = root
         inside_tool = f"{SANDBOX_BIN}/{name}"
-        binds = ["--ro-bind", real, inside_tool, "--bind", root, root, "--chdir", inside]
-        return [shutil.which("env") or "/usr/bin/env", *base, *binds, "--", inside_tool, *args], None
+        binds = ["--ro-bind", real, inside_tool, "--bind", copy, WORKDIR, "--chdir", inside(cwd)]
+        return [*base, *binds, "--", inside_tool, *args], None
 
     return launch
 
@@ -155,20 +191,15 @@ def environment(
 ) -> tuple[str, dict[str, Any]]:
     """(environment class path, its keyword arguments): mini-swe-agent's, bounded (`environments`)."""
     if kind == "bubblewrap":
-        # `env -i`: bwrap itself (PID 1 in the sandbox, its /proc/1/environ readable inside) must not
-        # inherit the worker's environment, which holds the API keys for litellm.
         return (
             "benchtui.runners.mini.environments.BoundedBubblewrapEnvironment",
             {
-                "cwd": str(workdir),
+                "copy": str(workdir),
+                "cwd": WORKDIR,
                 "timeout": timeout,
                 "env": COMMAND_ENV,
-                "executable": shutil.which("env") or "/usr/bin/env",
-                "wrapper_args": [
-                    "-i",
-                    bwrap_executable() or "bwrap",
-                    *bubblewrap_args(pred, tmp_bytes, gate),
-                ],
+                "executable": bwrap_executable() or "bwrap",
+                "wrapper_args": bubblewrap_args(pred, tmp_bytes, gate),
             },
         )
     # LocalEnvironment passes the worker's environment on, merged with `env`: blank the secrets.

@@ -4,98 +4,42 @@ have left them, which is anything it could make.
 The workdir is the agent's: a name in it may be a symlink to a host file the sandbox hides (it is
 followed on the host, outside the sandbox), a FIFO (an open for reading blocks until a writer
 comes), a link to `/proc/self/mem` (a read fails), a 1 GiB sparse file or a million lines. So each
-path component is opened relative to the one before (`openat`) without following links, the file
-must be a regular one, and at most `limit` bytes of it are read. What is wrong is said in one
+path component is opened relative to the one before (`openat`) without following links
+(`beneath`), the file must be a regular one, and at most `limit` bytes of it are read. What is wrong is said in one
 line: the model's outcome, never the engine's error. Used on the engine's machine and on Ray nodes.
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchtui.core.certificates import parse_block
+from benchtui.runners.kit import beneath
+from benchtui.runners.kit.beneath import Refused
+
+__all__ = [
+    "MAX_FILE_BYTES",
+    "MAX_LINES",
+    "Collected",
+    "Refused",
+    "certificate_lines",
+    "read_beneath",
+    "top_files",
+]
 
 MAX_FILE_BYTES = 8 << 20
 """Of a collected file (certificates.jsonl, a trajectory): past it, the file is refused."""
 MAX_LINES = 1000
 """JSON lines of certificates.jsonl looked at (each is a certificate: the runner verifies a few)."""
-_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-
-
-class Refused(Exception):
-    """A collected file is not a bounded regular file: the message says why, in one line."""
 
 
 def read_beneath(root: Path, relative: str, limit: int = MAX_FILE_BYTES) -> bytes | None:
     """The bytes of `root/relative`, no link followed in `relative`; None when it does not exist.
 
     Raises Refused when it is not a regular file, is larger than `limit`, or cannot be read."""
-    parts = [p for p in Path(relative).parts if p not in ("", ".")]
-    if not parts or ".." in parts or os.path.isabs(relative):
-        raise ValueError(f"not a relative path beneath the workdir: {relative!r}")
-    try:
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    try:
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            try:
-                nxt = os.open(part, _FLAGS | (0 if last else os.O_DIRECTORY), dir_fd=fd)
-            except FileNotFoundError:
-                return None
-            except OSError as exc:
-                raise Refused(f"{relative}: {_why(exc)}") from None
-            os.close(fd)
-            fd = nxt
-        return _read_regular(fd, relative, limit)
-    finally:
-        os.close(fd)
-
-
-def _why(exc: OSError) -> str:
-    if exc.errno in (errno.ELOOP, errno.EMLINK, errno.ENOTDIR):
-        return "a symbolic link (not followed) or not a folder"
-    return f"cannot be opened ({exc.strerror or exc})"
-
-
-def _read_regular(fd: int, name: str, limit: int) -> bytes:
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        raise Refused(f"{name}: not a regular file ({_kind(info.st_mode)})")
-    if info.st_size > limit:
-        raise Refused(f"{name}: larger than {limit:,} bytes ({info.st_size:,})")
-    chunks, size = [], 0
-    try:
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise Refused(f"{name}: cannot be read ({exc.strerror or exc})") from None
-    if size > limit:  # it grew while read
-        raise Refused(f"{name}: larger than {limit:,} bytes")
-    return b"".join(chunks)
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISLNK, "a symbolic link"),
-    ):
-        if test(mode):
-            return name
-    return "a special file"
+    return beneath.read_beneath(root, relative, limit)
 
 
 @dataclass

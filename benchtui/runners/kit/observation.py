@@ -6,17 +6,21 @@ line finally showed), runs of a repeated line collapse to one line and a count, 
 the budget keeps a head and a tail chosen so that diagnostic lines (error, panic, failed, …)
 from the part cut still appear; a marker says what was cut and where the full output is: a
 read-only file in the session's copy (at most MAX_SAVED bytes), which the agent can read with an
-ordinary (charged) command.
+ordinary (charged) command. The host writes it there without following anything the agent made
+(`SavedOutputs`, `beneath`): a link, FIFO or file in its way is refused, said in the marker and
+in the worker's log, never followed.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchtui.core.text import inert
+from benchtui.runners.kit import beneath
 
 MAX_SAVED = 1 << 20
 SAVED_DIR = ".benchtui-outputs"
@@ -81,16 +85,51 @@ def _fit(lines: list[str], budget: int, from_end: bool = False) -> tuple[list[st
     return (kept[::-1] if from_end else kept), 0
 
 
-def shape(text: str, keep: int, save: Path | None = None, shown_as: str = "") -> Observation:
-    """The observation of `text` within about `keep` characters (markers come on top)."""
+class SavedOutputs:
+    """Where whole outputs go: `SAVED_DIR/<name>` in the session's copy (the host folder `copy`,
+    held open from the start), named as the agent sees them (`shown`: the copy's path there)."""
+
+    def __init__(self, copy: Path, shown: str) -> None:
+        self.shown = shown.rstrip("/")
+        self._top = beneath.open_root(copy)
+        if self._top is None:
+            raise FileNotFoundError(copy)
+
+    def save(self, name: str, text: str) -> tuple[str, str]:
+        """(the saved file as the agent names it, "") or ("", why it was not saved)."""
+        data = text.encode("utf-8", errors="replace")
+        if len(data) > MAX_SAVED:
+            data = data[:MAX_SAVED] + f"\n[benchtui: saved output cut at {MAX_SAVED:,} bytes]\n".encode()
+        relative = f"{SAVED_DIR}/{name}"
+        try:
+            assert self._top is not None
+            beneath.write_new(self._top, relative, data)
+        except (beneath.Refused, OSError) as exc:
+            print(f"benchtui: the full output was not saved: {exc}", file=sys.stderr)  # the worker's log
+            return "", str(exc)
+        return f"{self.shown}/{relative}", ""
+
+    def close(self) -> None:
+        if self._top is not None:
+            os.close(self._top)
+            self._top = None
+
+
+def shape(text: str, keep: int, outputs: SavedOutputs | None = None, name: str = "") -> Observation:
+    """The observation of `text` within about `keep` characters (markers come on top); when lines
+    are cut or collapsed, the whole output is saved as `name` in `outputs`."""
     raw = len(text)
     lines, collapsed = collapse(clean(text).split("\n"))
     body = "\n".join(lines)
+
+    def save() -> tuple[str, str]:
+        return outputs.save(name, text) if outputs is not None and name else ("", "")
+
     if len(body) <= keep:
-        saved = _save(text, save, shown_as) if collapsed else ""
-        note = f"\n[benchtui: repeated lines collapsed; the full output is in {saved}]" if saved else ""
+        saved, refused = save() if collapsed else ("", "")
+        note = f"\n[benchtui: repeated lines collapsed; {_where(saved, refused)}]" if saved or refused else ""
         return Observation(body + note, raw, collapsed, saved)
-    saved = _save(text, save, shown_as)
+    saved, refused = save()
     diagnostics_budget = keep // 4
     room = keep - diagnostics_budget
     head, stop = _fit(lines, room // 2)
@@ -98,7 +137,7 @@ def shape(text: str, keep: int, save: Path | None = None, shown_as: str = "") ->
     middle_start, middle_end = len(head), len(lines) - len(tail)
     if max(stop, stop_tail) > room // 4:
         # A long line at a cut: whole lines would waste the budget; cut characters instead.
-        return _by_characters(body, keep, raw, saved)
+        return _by_characters(body, keep, raw, saved, refused)
     found, used = [], 0
     for number in range(middle_start, middle_end):
         line = lines[number]
@@ -109,7 +148,7 @@ def shape(text: str, keep: int, save: Path | None = None, shown_as: str = "") ->
             found.append(entry)
             used += len(entry) + 1
     cut_chars = max(0, sum(len(x) + 1 for x in lines[middle_start:middle_end]) - 1)
-    where = f"; the full output is in {saved}" if saved else ""
+    where = f"; {_where(saved, refused)}" if saved or refused else ""
     marker = (
         f"[benchtui: {cut_chars:,} characters (lines {middle_start + 1}-{middle_end} of {len(lines)}) "
         f"cut here{where}; use head, tail, grep or sed -n on it to see more]"
@@ -120,32 +159,15 @@ def shape(text: str, keep: int, save: Path | None = None, shown_as: str = "") ->
     return Observation(shown, raw, True, saved)
 
 
-def _by_characters(body: str, keep: int, raw: int, saved: str) -> Observation:
+def _where(saved: str, refused: str) -> str:
+    return f"the full output is in {saved}" if saved else f"the full output was not saved ({inert(refused)})"
+
+
+def _by_characters(body: str, keep: int, raw: int, saved: str, refused: str = "") -> Observation:
     head, tail = body[: keep // 2], body[len(body) - (keep - keep // 2) :]
-    where = f"; the full output is in {saved}" if saved else ""
+    where = f"; {_where(saved, refused)}" if saved or refused else ""
     marker = (
         f"\n[benchtui: {len(body) - keep:,} of {len(body):,} characters cut here{where}; "
         "use head, tail, grep or sed -n on it to see more]\n"
     )
     return Observation(head + marker + tail, raw, True, saved)
-
-
-def _save(text: str, path: Path | None, shown_as: str) -> str:
-    """Write the full output (at most MAX_SAVED bytes), read-only; "" if it cannot be written."""
-    if path is None:
-        return ""
-    data = text.encode("utf-8", errors="replace")
-    if len(data) > MAX_SAVED:
-        data = data[:MAX_SAVED] + f"\n[benchtui: saved output cut at {MAX_SAVED:,} bytes]\n".encode()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o444)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-    except OSError:
-        return ""
-    return shown_as or str(path)

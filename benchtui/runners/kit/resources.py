@@ -16,10 +16,11 @@ import os
 import time
 from pathlib import Path
 
+from benchtui.core import volume
 from benchtui.core.cgroups import new_pids_cgroup, remove_cgroup
 from benchtui.runners.kit import reaper
 
-__all__ = ["ProcessCount", "disk_used", "join_pids_cgroup", "new_pids_cgroup", "remove_cgroup"]
+__all__ = ["ProcessCount", "copy_notes", "disk_used", "join_pids_cgroup", "new_pids_cgroup", "remove_cgroup"]
 
 SCAN_SHARE = 0.02
 INODE_BYTES = 512
@@ -93,22 +94,32 @@ def join_pids_cgroup(max_processes: int) -> Path | None:
     return group
 
 
+def copy_notes(environment: str) -> list[str]:
+    """What a session's copy lacks where it cannot be a volume of its own (`core.volume`)."""
+    why = volume.unavailable()
+    if not why:
+        return []
+    shown = ", and a sandbox's mount table shows its copy's host path (which names its model)"
+    return [
+        f"session copies cannot be mounted here ({why}): their disk bound (max_disk_mb) is polled "
+        f"every 5 s, so a burst between two polls gets past it{shown if environment == 'bubblewrap' else ''}"
+    ]
+
+
 def disk_used(*roots: Path, stop_at: float = math.inf) -> int:
     """Bytes of disk the files under `roots` occupy: allocated blocks (a sparse file counts what it
     uses) plus INODE_BYTES per entry (a million empty files are not free, and made every walk slow).
-    Stops counting past `stop_at`, so a walk over a flood of files stays short."""
+    Stops counting past `stop_at`, so a walk over a flood of files stays short. The walk is the
+    agent's tree: `os.fwalk` opens each folder relative to its parent without following links, so
+    a link or a folder swapped for one never takes it outside (it counted a host folder's size)."""
     total = 0
-    todo = [str(r) for r in roots]
-    while todo and total <= stop_at:
-        try:
-            entries = list(os.scandir(todo.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    todo.append(entry.path)
-                total += entry.stat(follow_symlinks=False).st_blocks * 512 + INODE_BYTES
-            except OSError:
-                continue
+    for root in roots:
+        for _path, dirs, files, folder in os.fwalk(root):
+            for name in (*dirs, *files):
+                try:
+                    total += os.stat(name, dir_fd=folder, follow_symlinks=False).st_blocks * 512 + INODE_BYTES
+                except OSError:
+                    continue
+            if total > stop_at:
+                return total
     return total

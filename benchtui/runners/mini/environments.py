@@ -1,13 +1,16 @@
 """mini-swe-agent's local and bubblewrap environments, each command run under the session's limits.
 
-Only `execute` differs from mini-swe-agent's: the same command line (bubblewrap: the same bwrap
-arguments), run by `limits.Watched` instead of `subprocess.run`, which read all output into
-memory, kept all of it, and watched nothing else. Imported only in worker processes.
+Only `execute` differs from mini-swe-agent's: the same command line, run by `limits.Watched`
+instead of `subprocess.run`, which read all output into memory, kept all of it, and watched
+nothing else. bubblewrap: the session's copy (`copy`, a host path) is bound at WORKDIR, the
+directory the agent works in (`cwd`), and bwrap reads its options from a pipe (`sealed`), so
+nothing the agent reads names the host path of its session. Imported only in worker processes.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable
 from typing import Any
@@ -15,6 +18,7 @@ from typing import Any
 from minisweagent.environments.extra.bubblewrap import BubblewrapEnvironment
 from minisweagent.environments.local import LocalEnvironment
 
+from benchtui.runners.kit.bubblewrap import HOSTNAME, WORKDIR, sealed
 from benchtui.runners.mini.resources import Watched
 
 
@@ -72,20 +76,28 @@ class BoundedLocalEnvironment(LocalEnvironment):
 
 
 class BoundedBubblewrapEnvironment(BubblewrapEnvironment):
-    def __init__(self, *, watched: Watched, admit: Admit | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, watched: Watched, copy: str, admit: Admit | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.watched = watched
+        self.copy = copy  # not in the config: the templates' variables and the trajectory show that
         self.admit = admit
 
     def execute(self, action: dict[str, Any], cwd: str = "", *, timeout: int | None = None) -> dict[str, Any]:
         if (refused := admitted(self.admit, action.get("command", ""))) is not None:
             return refused
-        cwd = cwd or self.config.cwd or str(self.working_dir)
-        args = [self.config.executable, *self.config.wrapper_args, "--bind", cwd, cwd, "--chdir", cwd]
+        options = [*self.config.wrapper_args, "--bind", self.copy, WORKDIR, "--chdir", cwd or self.config.cwd]
         for key, value in self.config.env.items():
-            args += ["--setenv", key, value]
-        args += ["bash", "-c", action.get("command", "")]
+            options += ["--setenv", key, value]
+        bwrap = [shutil.which("env") or "/usr/bin/env", "-i", self.config.executable]
+        args = sealed(bwrap, options, ["bash", "-c", action.get("command", "")])
         started = time.monotonic()
         output = self.watched.run(args, cwd=None, env=None, timeout=timeout or self.config.timeout)
         self._check_finished(output)
         return measured(self.watched, started, output)
+
+    def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
+        """As the sandbox shows things: its host name, no bwrap options (host paths)."""
+        found = super().get_template_vars(**kwargs)
+        return {k: v for k, v in found.items() if k not in ("wrapper_args", "executable")} | {
+            "node": HOSTNAME
+        }

@@ -17,7 +17,6 @@ import json
 import math
 import random
 import time
-from pathlib import Path
 from typing import Any
 
 import litellm
@@ -73,12 +72,12 @@ class MeteredModel(LitellmModel):
         api_key: str | None,
         deadline_s: float,
         observation_chars: int,
-        outputs_dir: Path | None = None,
+        outputs: observation.SavedOutputs | None = None,
         budget_line: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.outputs_dir = outputs_dir
+        self.outputs = outputs
         self.budget_line = budget_line
         self.actions = 0
         self.deadline_s = deadline_s
@@ -144,12 +143,9 @@ class MeteredModel(LitellmModel):
         shown, seen = [], []
         for i, output in enumerate(outputs):
             self.actions += 1
-            name = f"{observation.SAVED_DIR}/action-{self.actions}.txt"
+            name = f"action-{self.actions}.txt"
             view = observation.shape(
-                str(output.get("output", "")),
-                self.observation_chars,
-                self.outputs_dir / name if self.outputs_dir else None,
-                shown_as=str(self.outputs_dir / name) if self.outputs_dir else "",
+                str(output.get("output", "")), self.observation_chars, self.outputs, name
             )
             seen.append(view)
             why = inert(str(output.get("exception_info") or ""))  # it may quote the command

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchtui.core import tempdirs
+from benchtui.core import tempdirs, volume
 from benchtui.runners.kit.collect import MAX_FILE_BYTES
 from benchtui.runners.kit.ray.node import _read, start_janitor, where
 from benchtui.runners.kit.toolgate.node import NodeGate, NodeGateSpec
@@ -82,6 +82,7 @@ def run_worker(engine: tuple[str, int], token: str) -> dict[str, object]:
         os.close(held)
         if lifeline >= 0:
             os.close(lifeline)
+        volume.remove(folder / "workdir")  # the worker's copy, a volume when the engine asked for one
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import stat
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import Any, ClassVar, Self
 
 import trio
 
+from benchtui.core import volume
 from benchtui.core.contract import (
     Check,
     LogicalLimits,
@@ -32,7 +32,7 @@ from benchtui.core.contract import (
 )
 from benchtui.core.executor import ExecutorConfig
 from benchtui.core.target import TargetKind, TargetTools, locate
-from benchtui.runners.kit import reaper
+from benchtui.runners.kit import beneath, reaper
 from benchtui.runners.kit import resources as processes
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.evidence import Evidence
@@ -150,6 +150,11 @@ class MiniSweRunner(RunnerKind):
         return checks.ping_profile(profile)
 
     @classmethod
+    def notes(cls, profile: Any) -> list[str]:
+        """Where session copies cannot be volumes of their own: their disk bound is polled."""
+        return processes.copy_notes(profile.environment)
+
+    @classmethod
     def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:
         """A counted tool the sandbox shows anyway is refused when the campaign loads."""
         return checks.check_limits(profile, limits)
@@ -178,6 +183,7 @@ class MiniSweRunner(RunnerKind):
         self.tools = self.target_tools(profile, type(target))
         # The agent's pred (the target's program, on its PATH and behind the tool gate).
         self.pred = self.tools.programs.get("pred")
+        self.volumes = not volume.unavailable()
         self._forkserver: forkserver.Forkserver | None = None
         self._services = AsyncExitStack()
 
@@ -320,6 +326,8 @@ class MiniSweRunner(RunnerKind):
                 "pred": self.pred if triage is None else None,
             },
             "count_actions": bool(session.limits),
+            # The copy on a filesystem of its own (the kernel bounds its disk), wherever it is made.
+            "volume": self.volumes,
             "budget": counting.describe(session.limits),
             "env": keys.public_environment(filter(None, [key_name])),
             "secrets": secrets,
@@ -382,31 +390,20 @@ class MiniSweRunner(RunnerKind):
 
     def _clean_up(self, files: SessionFiles, secrets: dict[str, str]) -> None:
         keys.redact(files.written, secrets.values())
-        if not self.profile.keep_workdir:
-            shutil.rmtree(files.dir / "workdir", ignore_errors=True)
+        volume.remove(files.dir / "workdir", keep=self.profile.keep_workdir)
         shutil.rmtree(files.dir / "bin", ignore_errors=True)
         shutil.rmtree(files.dir / "tmp", ignore_errors=True)
 
 
 def read_shortlist(workdir: Path) -> tuple[list[Any] | None, str]:
     """(the entries of `shortlist.json`, "") or (None, why there are none). The agent wrote it:
-    never followed through a link, never more than SHORTLIST_MAX_BYTES, never a FIFO."""
-    path = workdir / SHORTLIST_FILE
+    never followed through a link, never more than SHORTLIST_MAX_BYTES, never a FIFO (`beneath`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
+        data = beneath.read_beneath(workdir, SHORTLIST_FILE, SHORTLIST_MAX_BYTES)
+    except beneath.Refused as exc:
+        return None, str(exc)
+    if data is None:
         return None, f"no {SHORTLIST_FILE} committed"
-    except OSError as exc:
-        return None, f"{SHORTLIST_FILE}: cannot read it ({exc.strerror or exc})"
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None, f"{SHORTLIST_FILE} is not a regular file"
-        data = os.read(fd, SHORTLIST_MAX_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > SHORTLIST_MAX_BYTES:
-        return None, f"{SHORTLIST_FILE} is larger than {SHORTLIST_MAX_BYTES} bytes"
     try:
         entries = json.loads(data)
     except (ValueError, RecursionError):

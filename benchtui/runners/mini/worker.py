@@ -28,7 +28,7 @@ from minisweagent.agents.default import DefaultAgent
 from benchtui.core import workspace
 from benchtui.core.certificates import MAX_CERTIFICATE_CHARS, blocks_in_messages
 from benchtui.runners.kit import bubblewrap as sandbox
-from benchtui.runners.kit import reaper
+from benchtui.runners.kit import observation, reaper
 from benchtui.runners.kit import resources as processes
 from benchtui.runners.mini import billing
 from benchtui.runners.mini.model import MeteredModel, model_kwargs
@@ -87,9 +87,15 @@ def _root_cause(exc: BaseException) -> str:
 
 def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, Any]:
     paths, profile, model = request["paths"], request["profile"], request["model"]
-    workdir = workspace.make_session_copy(Path(paths["target"]), Path(paths["workdir"]))
-    channel.send("copy", fingerprint=workspace.fingerprint(workdir))
     disk = profile["max_disk_mb"] * 1024 * 1024
+    # With `volume`, the copy is a filesystem of its own with `disk` bytes free: the kernel's bound.
+    mounted = bool(request.get("volume"))
+    workdir = workspace.make_session_copy(
+        Path(paths["target"]), Path(paths["workdir"]), disk if mounted else None
+    )
+    channel.send("copy", fingerprint=workspace.fingerprint(workdir))
+    sandboxed = profile["environment"] == "bubblewrap"
+    outputs = observation.SavedOutputs(workdir, sandbox.WORKDIR if sandboxed else str(workdir))
     # No file the session writes may pass the disk limit (the kernel's bound; the copy's growth in
     # all is watched). SIGXFSZ ignored: a local command gets EFBIG (bwrap resets it: killed there).
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
@@ -115,7 +121,7 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         api_key=request["api_key"],
         deadline_s=profile["request_timeout_s"],
         observation_chars=profile["observation_chars"],
-        outputs_dir=workdir,
+        outputs=outputs,
         budget_line=bool(request.get("count_actions")),
         model_name=model["name"],
         model_kwargs=model_kwargs(model, profile["request_timeout_s"]),
@@ -134,7 +140,8 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         gate=paths.get("gate"),
     )
     module, _, name = class_path.rpartition(".")
-    watched = Watched(limits, [workdir, Path(paths["session_dir"]) / "tmp"], cgroup)
+    polled = [Path(paths["session_dir"]) / "tmp", *([] if mounted else [workdir])]
+    watched = Watched(limits, polled, cgroup)
     admit = (lambda: _admit(channel)) if request.get("count_actions") else None
     env = getattr(importlib.import_module(module), name)(watched=watched, admit=admit, **env_kwargs)
     agent = DefaultAgent(

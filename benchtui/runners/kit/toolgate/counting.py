@@ -157,7 +157,7 @@ async def open_gate(
         return
     folder = tempdirs.make("gate")  # short: a unix socket path is <108 bytes
     socket = folder / "gate"
-    shims = session.session_dir.resolve() / "shims"
+    shims = folder / "shims"  # bound in the sandbox: a host path that names no session
     interpreter, prefix = gate.python()
     await trio.to_thread.run_sync(
         lambda: gate.install(
@@ -188,7 +188,6 @@ async def open_gate(
             nursery.cancel_scope.cancel()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-        shutil.rmtree(shims, ignore_errors=True)
 
 
 async def until_accepted(opened: Gate, run: Callable[[], Awaitable[str]]) -> str:
