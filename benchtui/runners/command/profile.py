@@ -63,8 +63,9 @@ class CommandProfile(RunnerProfile):
     where one can be made: the kernel refuses more; else counted in /proc). Past it, the session
     ends as the model's outcome (`resource_limit`)."""
     max_disk_mb: int = Field(default=1024, gt=0)
-    """Disk the session copy may grow by (and the sandbox's /tmp may hold); past it, the session
-    ends as the model's outcome (`resource_limit`)."""
+    """Disk the session copy may grow by (and the sandbox's /tmp may hold): the copy is a
+    filesystem with this much free where one can be mounted (root, loop devices: a write past it
+    gets ENOSPC), else its growth is polled; past it, the session ends (`resource_limit`)."""
     keep_workdir: bool = False
     """Keep each session's copy of the target after the session (default: delete it)."""
     prompt_sha256: str = ""

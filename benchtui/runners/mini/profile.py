@@ -61,8 +61,10 @@ class MiniSweProfile(RunnerProfile):
     benchtui can make one, else counted in /proc). Past it they are killed and the session ends
     (`resource_limit`)."""
     max_disk_mb: int = Field(default=1024, gt=0)
-    """Disk the session may write: its copy may grow by this much, no file may be larger, and
-    bubblewrap's /tmp is this large. Past it the session ends (`resource_limit`)."""
+    """Disk the session may write: its copy may grow by this much (a filesystem with this much
+    free where one can be mounted, root and loop devices: a write past it gets ENOSPC; else its
+    growth is polled), no file may be larger, and bubblewrap's /tmp is this large. Past it the
+    session ends (`resource_limit`)."""
     observation_chars: int = Field(default=10_000, gt=0)
     """Output of one command the model sees (head and tail, the cut marked)."""
     command_output_bytes: int = Field(default=2 * 1024 * 1024, gt=0)
