@@ -20,6 +20,7 @@ from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO, fmt
 from benchtui.engine import rundir, shortlist
 from benchtui.engine.campaign import Campaign
+from benchtui.engine.identity_file import RunIdentity
 from benchtui.engine.ledger import ControlState, Ledger, SavedLedger
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.records import JournalRecord, now
@@ -50,11 +51,11 @@ class Checkpoint:
         check.ledger.control = ControlState(campaign.name, runner, False, campaign.parallelism)
         return check
 
-    def first_files(self, campaign: Campaign, identity: dict[str, str]) -> dict[str, bytes]:
+    def first_files(self, campaign: Campaign, identity: RunIdentity) -> dict[str, bytes]:
         """The files a new run dir is created with (rundir.create), format numbers included."""
         return {
             rundir.CAMPAIGN: campaign.to_toml().encode(),
-            rundir.IDENTITY: json.dumps(identity, indent=1).encode(),
+            rundir.IDENTITY: identity.to_bytes(),
             LEDGER: self.ledger.to_toml(),
             JOURNAL_FORMAT_FILE: f"{JOURNAL_FORMAT}\n".encode(),
         }
@@ -197,6 +198,8 @@ def _check_nothing_forgotten(run_dir: Path, saved: SavedLedger, rebuilt: Ledger)
     """
     for name, account in rebuilt.models.items():
         entry = saved.models.get(name)
+        if entry is None and not (account.spent or account.done or account.errors or account.killed):
+            continue  # a model the campaign grew by: nothing of it was saved yet, nothing forgotten
         if entry is None:
             raise BadInput(f"{run_dir / LEDGER}: corrupted ledger (model {name!r}); use --fresh")
         spent, done = entry.spent_usd, entry.done
