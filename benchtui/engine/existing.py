@@ -24,6 +24,7 @@ from benchtui.engine.campaign import Campaign
 from benchtui.engine.campaign.growth import GROWABLE, Growth, growth
 from benchtui.engine.identity_file import Entry, RunIdentity, Trial
 from benchtui.engine.plan import PlannedSession
+from benchtui.engine.preflight import Start
 
 TRIAL = "trial"
 """The identity part a quick trial adds (a hash of how it was cut)."""
@@ -179,3 +180,33 @@ def commit(
     )
     grown = found.stored.grown(identity, entry)
     identity_file.commit_growth(run_dir, campaign.to_toml().encode(), grown)
+
+
+def reopen(
+    run_dir: Path,
+    campaign: Campaign,
+    plan: list[PlannedSession],
+    identity: dict[str, str],
+    start: Start,
+    commands: Commands,
+    *,
+    resume: bool,
+) -> tuple[checkpoint.Checkpoint, bool, list[str]]:
+    """Where the locked run dir stands if it may go on: the same identity, or (`resume`) one the
+    campaign grows (committed only once its journal has been read whole); whether it had finished;
+    the note saying what a growth added. BadInput (nothing written) for a start without a flag
+    that would touch it."""
+    found = compare(run_dir, campaign, identity, start.programs)
+    if found.changed and not resume:
+        raise refuse_start(run_dir, campaign, found, commands)
+    if found.refusal:
+        raise BadInput(found.refusal)
+    check = checkpoint.load(run_dir, campaign, plan)
+    if not resume:
+        if check.pending(plan):
+            raise refuse_unfinished(run_dir, check, plan, commands)
+        return check, True, []
+    if found.growth is None:
+        return check, False, []
+    commit(run_dir, campaign, found, identity, start.fingerprint, start.programs)
+    return check, False, [f"grew {run_dir}: {found.growth.describe()}"]

@@ -127,7 +127,10 @@ def prepare(opts: Options) -> PreparedRun:
     with contextlib.ExitStack() as owned:
         if resumed:
             lock = owned.enter_context(rundir.RunLock(run_dir))
-            check, finished_before, grew = _existing(opts, run_dir, campaign, plan, identity, start, trial)
+            commands = existing.Commands.of(opts.campaign, opts.state_dir, trial)
+            check, finished_before, grew = existing.reopen(
+                run_dir, campaign, plan, identity, start, commands, resume=opts.resume
+            )
             notes += grew
             saved = check.saved_runner
             runner = saved if opts.runner is None and saved in campaign.runners else campaign.runner
@@ -156,36 +159,6 @@ def prepare(opts: Options) -> PreparedRun:
         )  # fmt: skip
         owned.pop_all()  # the lock is the PreparedRun's now
     return prepared
-
-
-def _existing(
-    opts: Options,
-    run_dir: Path,
-    campaign: Campaign,
-    plan: list[PlannedSession],
-    identity: dict[str, str],
-    start: preflight.Start,
-    trial: Trial | None,
-) -> tuple[checkpoint.Checkpoint, bool, list[str]]:
-    """Where the locked run dir stands if it may go on: the same identity, or (`--resume`) one the
-    campaign grows (committed only once its journal has been read whole); whether it had finished;
-    the note saying what a growth added. BadInput (nothing written) for a start without a flag
-    that would touch it."""
-    found = existing.compare(run_dir, campaign, identity, start.programs)
-    commands = existing.Commands.of(opts.campaign, opts.state_dir, trial)
-    if found.changed and not opts.resume:
-        raise existing.refuse_start(run_dir, campaign, found, commands)
-    if found.refusal:
-        raise BadInput(found.refusal)
-    check = checkpoint.load(run_dir, campaign, plan)
-    if not opts.resume:
-        if check.pending(plan):
-            raise existing.refuse_unfinished(run_dir, check, plan, commands)
-        return check, True, []
-    if found.growth is None:
-        return check, False, []
-    existing.commit(run_dir, campaign, found, identity, start.fingerprint, start.programs)
-    return check, False, [f"grew {run_dir}: {found.growth.describe()}"]
 
 
 def _campaign_and_run_dir(opts: Options) -> tuple[Campaign, Path, Trial | None]:
