@@ -84,7 +84,7 @@ def _logical(run: RecordedRun) -> dict[str, Any]:
     limits = run.campaign.budget.per_session
     protocol = run.campaign.protocol
     return {
-        **(limits.model_dump(mode="json") if limits else {}),
+        **(limits.model_dump(mode="json", exclude_defaults=True) if limits else {}),
         **({"triage": protocol.triage.model_dump(mode="json")} if protocol else {}),
     }
 
@@ -110,6 +110,11 @@ def _action_formats(run: RecordedRun) -> list[str]:
     return sorted({str(p["action_format"]) for p in _profiles(run) if "action_format" in p})
 
 
+def _contents(run: RecordedRun) -> list[dict[str, Any]]:
+    """The profiles but what the parts above compare (their kind, their action format)."""
+    return [{k: v for k, v in p.items() if k not in ("kind", "action_format")} for p in _profiles(run)]
+
+
 def _protocol(run: RecordedRun) -> tuple[str | None, str | None]:
     return run.identity.get("protocol"), run.identity.get("inventory")
 
@@ -120,7 +125,7 @@ def _plain(value: Any) -> str:
 
 def _difference(a: Any, b: Any, shown: Callable[[Any], str]) -> str:
     """`model_calls 3 vs 5`: only the keys that differ, where both are one table (a profile)."""
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) == 1:
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b) == 1 and isinstance(a[0], dict):
         a, b = a[0], b[0]
     if isinstance(a, dict) and isinstance(b, dict):
         keys = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
@@ -133,7 +138,7 @@ PARTS: list[tuple[str, Callable[[RecordedRun], Any], Callable[[Any], str]]] = [
     ("logical budgets", _logical, _plain),
     ("runner kind", _kinds, ", ".join),
     ("action format", _action_formats, lambda v: ", ".join(v) or "none"),
-    ("runner profile", _profiles, _plain),
+    ("runner profile", _contents, _plain),
     ("protocol", _protocol, lambda v: f"protocol {v[0] or 'none'}, inventory {v[1] or 'none'}"),
 ]
 """(what, the run's value of it, how to show it): equal values pool."""

@@ -15,6 +15,8 @@ KIND = "support.targeted:TargetedFake"
 
 class TargetedProfile(FakeProfile):
     kind: Literal["support.targeted:TargetedFake"] = KIND  # type: ignore[assignment]
+    action_format: Literal["tool_call", "text"] = "tool_call"
+    """Only named (as mini-swe-agent's profile names it): the report compares it between runs."""
 
 
 class TargetedFake(FakeRunner):
