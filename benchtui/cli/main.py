@@ -51,10 +51,15 @@ def run_parser() -> OneLineParser:
     p.add_argument("--no-ui", action="store_true", help="headless: log lines instead of the TUI")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
-        "--resume", action="store_true", help="continue the existing run (without CAMPAIGN: the latest run)"
+        "--resume",
+        action="store_true",
+        help="continue the existing run, or grow it by the models and repeats the campaign adds "
+        "(without CAMPAIGN: the latest run)",
     )
     mode.add_argument(
-        "--fresh", action="store_true", help="start over; the old run dir is moved aside, never deleted"
+        "--fresh",
+        action="store_true",
+        help="start over, the only way to: the old run dir is moved aside, never deleted; a new budget",
     )
     p.add_argument("--runner", metavar="PROFILE", help="active runner profile from [runners.*]")
     p.add_argument("--parallelism", type=int, metavar="N", help="sessions running at once")

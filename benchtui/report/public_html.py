@@ -19,7 +19,7 @@ STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d2430;
        max-width: 1200px; margin: 2rem auto; padding: 0 1rem; }
 h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2rem; border-bottom: 1px solid #d5dbe3; }
-.meta, .note { color: #5a6472; } .note { font-size: .9rem; }
+.meta, .small { color: #5a6472; } .small { font-size: .9rem; }
 table { border-collapse: collapse; width: 100%; margin: .6rem 0; }
 th, td { padding: .35rem .6rem; text-align: left; border-bottom: 1px solid #e4e8ee; vertical-align: top; }
 th { background: #f1f4f8; } tbody tr:nth-child(even) { background: #fafbfd; } td { overflow-wrap: anywhere; }
@@ -106,7 +106,7 @@ def render(board: Board) -> str:
 <p class="meta">benchtui {escape(board.benchtui)} &middot; ranked by {ranked}</p>
 <p><span class="verdict {"fair" if fair.fair else "unfair"}">{escape(verdict)}</span></p>
 <table id="board-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
-<p class="note">Aggregates only: every run of a model counts (its trials pooled, never its best run).
+<p class="small">Aggregates only: every run of a model counts (its trials pooled, never its best run).
 bug rate: sessions with a bug / trials, with its 95% Wilson interval; bugs@K: bugs among the first K
 of a shortlist; accepted 1st / 2nd: sessions whose first (second) submission was confirmed; cap hits:
 sessions skipped for money, and sessions a logical limit stopped.</p>
