@@ -67,6 +67,7 @@ def test_a_model_added_on_resume_runs_only_its_sessions_on_what_the_others_got(t
     first = run(path)
     run_dir = first.run_dir
     lines, spent = (run_dir / "sessions.jsonl").read_bytes(), ledger(run_dir)["models"]
+    before = len(journal(run_dir))
     path.write_text(
         campaign(models=("fake/model-a", "fake/model-b", "fake/model-c"), budget=BUDGET.format(total="0.3"))
     )
@@ -75,7 +76,7 @@ def test_a_model_added_on_resume_runs_only_its_sessions_on_what_the_others_got(t
     # The earlier sessions: not re-run, not re-charged (their lines are the journal's first, as
     # they were; every new line is model-c's), their caps and spend unchanged.
     assert (run_dir / "sessions.jsonl").read_bytes().startswith(lines)
-    new = journal(run_dir)[len(lines.splitlines()) :]
+    new = journal(run_dir)[before:]
     assert {r["model"] for r in new} == {"fake/model-c"}
     assert Counter(c.rsplit("-", 1)[0] for c in calls(run_dir)) == {
         "fake_model-a": 2,
