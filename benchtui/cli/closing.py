@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchtui.cli.headless import summary_table
 from benchtui.core.errors import BadInput, BenchtuiError
 from benchtui.core.text import printable
 from benchtui.engine import events as ev
 from benchtui.engine import rundir
+
+if TYPE_CHECKING:
+    from benchtui.engine.run import PreparedRun
 
 
 def resume_command(run_dir: Path) -> str:
@@ -82,3 +86,22 @@ def run_dir_status(run_dir: Path) -> str:
     )
     table = accounts_event(check.ledger, Counter(s.model for s in plan))
     return head + "\n" + closing_text(run_dir, table, finished=not unfinished)
+
+
+def report_command(run_dir: Path) -> str:
+    return f"benchtui report {run_dir}"
+
+
+def finished_text(prep: PreparedRun) -> str:
+    """A finished run started again without a flag: its summary, where its results and report are,
+    and that nothing ran (nor was spent)."""
+    from benchtui.engine.run import accounts_event
+
+    plan = prep.plan
+    table = accounts_event(prep.checkpoint.ledger, Counter(s.model for s in plan))
+    head = (
+        f"campaign {prep.campaign.name}: finished ({len(plan)}/{len(plan)} sessions ended); nothing was "
+        "run or spent (--fresh starts over with a new budget; --resume with models or repeats added grows it)"
+    )
+    report = f"report: `{report_command(prep.run_dir)}` (`--format html -o report.html` for a page)"
+    return "\n".join([head, closing_text(prep.run_dir, table, finished=True), report])

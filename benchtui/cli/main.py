@@ -51,13 +51,29 @@ def run_parser() -> OneLineParser:
     p.add_argument("--no-ui", action="store_true", help="headless: log lines instead of the TUI")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
-        "--resume", action="store_true", help="continue the existing run (without CAMPAIGN: the latest run)"
+        "--resume",
+        action="store_true",
+        help="continue the existing run, or grow it by the models and repeats the campaign adds "
+        "(without CAMPAIGN: the latest run)",
     )
     mode.add_argument(
-        "--fresh", action="store_true", help="start over; the old run dir is moved aside, never deleted"
+        "--fresh",
+        action="store_true",
+        help="start over, the only way to: the old run dir is moved aside, never deleted; a new budget",
     )
     p.add_argument("--runner", metavar="PROFILE", help="active runner profile from [runners.*]")
     p.add_argument("--parallelism", type=int, metavar="N", help="sessions running at once")
+    p.add_argument(
+        "--limit",
+        type=int,
+        metavar="N",
+        help="a quick trial: at most N sessions per model (recorded in the identity)",
+    )
+    p.add_argument(
+        "--models",
+        metavar="A,B",
+        help="a quick trial: only these of the campaign's models, comma-separated (recorded in the identity)",
+    )
     p.add_argument(
         "--no-preflight",
         action="store_true",
@@ -82,6 +98,13 @@ def main_run(argv: list[str], stops: StopSignals) -> int:
 
     if args.parallelism is not None and args.parallelism < 1:
         raise_bad("--parallelism must be at least 1")
+    if args.limit is not None and args.limit < 1:
+        raise_bad("--limit must be at least 1")
+    models = None
+    if args.models is not None:
+        models = list(dict.fromkeys(m.strip() for m in args.models.split(",") if m.strip()))
+        if not models:
+            raise_bad("--models needs model names, comma-separated (--models vendor/a,vendor/b)")
     opts = engine.Options(
         args.campaign,
         rundir.state_dir(args.state_dir),
@@ -90,9 +113,16 @@ def main_run(argv: list[str], stops: StopSignals) -> int:
         args.runner,
         args.parallelism,
         preflight=not args.no_preflight,
+        limit=args.limit,
+        models=models,
     )
     tune_gc()
     with engine.prepare(opts) as prep:
+        if prep.finished_before:
+            from benchtui.cli.closing import finished_text
+
+            print(finished_text(prep), flush=True)
+            return EXIT_OK
         if args.no_ui or not sys.stdout.isatty():
             import trio
 

@@ -1,4 +1,4 @@
-"""`benchtui report [RUN_DIR ...] [--format text|json|html] [-o FILE]`."""
+"""`benchtui report [RUN_DIR ...] [--format text|json|html] [-o FILE] [--public] [--pool-anyway]`."""
 
 from __future__ import annotations
 
@@ -19,11 +19,34 @@ def parser() -> OneLineParser:
     p = OneLineParser(
         prog="benchtui report",
         description="Leaderboard with 95% intervals, pairwise tests and a fairness audit of one "
-        "campaign; several run dirs of the same campaign identity are pooled. Reads only.",
+        "campaign; several run dirs are pooled when their sessions were given the same (target, "
+        "prompts, budgets, runner, protocol), even of different campaigns. Reads only.",
     )
     p.add_argument("run_dirs", nargs="*", type=Path, metavar="RUN_DIR", help="default: the latest run")
-    p.add_argument("--format", choices=("text", "json", "html"), default="text", help="default: text")
+    p.add_argument(
+        "--format",
+        choices=("text", "json", "html"),
+        help="default: text (--public: json, or html for an -o FILE ending .html)",
+    )
     p.add_argument("-o", "--output", type=Path, metavar="FILE", help="write here instead of stdout")
+    p.add_argument(
+        "--pool-anyway",
+        action="store_true",
+        help="pool runs whose sessions were not given the same (each difference a finding of the audit)",
+    )
+    p.add_argument(
+        "--public",
+        action="store_true",
+        help="the public board: aggregates only (json, or a self-contained html page), nothing that names "
+        "a buggy rule, a certificate, an instance, a hypothesis, a prompt, an observation or a trajectory",
+    )
+    p.add_argument(
+        "--check-public",
+        type=Path,
+        metavar="FILE",
+        help="check a public board file (json or html) before publishing it: exit 0 when it holds "
+        "aggregates only, 2 naming what it should not hold (with RUN_DIRs: their rules and texts too)",
+    )
     add_state_dir(p)
     return p
 
@@ -45,18 +68,33 @@ def render(report: CampaignReport, fmt: str) -> str:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    if args.check_public is not None:
+        from benchtui.cli.public import check_file
+
+        return check_file(args.check_public, args.run_dirs)
     run_dirs = args.run_dirs or [rundir.latest(rundir.state_dir(args.state_dir), nothing="no run to report")]
     out = args.output
+    fmt = args.format or ("text" if not args.public else "html" if out and out.suffix == ".html" else "json")
+    if args.public and fmt == "text":
+        raise BadInput("report: --public writes json or html, not text")
     if out is not None:
         check_output(out, run_dirs)
-    text = render(build(run_dirs), args.format)
+    report = build(run_dirs, pool_anyway=args.pool_anyway)
+    if args.public:
+        from benchtui.cli.public import public_text
+
+        text = public_text(report, fmt)
+    else:
+        text = render(report, fmt)
     if out is None:
         sys.stdout.write(text)
     else:
         write_output(out, text.encode())
         runs = f"{len(run_dirs)} run{'s' if len(run_dirs) != 1 else ''}"
         print(
-            f"report: wrote {out} ({args.format}, {len(text.encode())} bytes, from {runs})", file=sys.stderr
+            f"report: wrote {out} ({'public ' if args.public else ''}{fmt}, {len(text.encode())} bytes, "
+            f"from {runs})",
+            file=sys.stderr,
         )
     return 0
 

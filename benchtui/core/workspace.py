@@ -215,14 +215,20 @@ def binary_digest(tool: str) -> str | None:
 
 def tool_version(tool: str) -> str:
     """`tool=<first line of --version>@sha256:<binary>` (the digest only where the binary is found)."""
+    return f"{tool}={program_version(tool)}"
+
+
+def program_version(tool: str) -> str:
+    """`<first line of --version>@sha256:<binary>` (`missing`, `broken`; the digest only where the
+    binary is found): what a run records of each of its target's programs (pred)."""
     try:
         done = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
-        return f"{tool}=missing"
+        return "missing"
     text = (done.stdout or done.stderr).strip().splitlines()
     version = text[0] if done.returncode == 0 and text else "broken"
     digest = binary_digest(tool)
-    return f"{tool}={version}" + (f"@{digest}" if digest else "")
+    return version + (f"@{digest}" if digest else "")
 
 
 def fingerprint(

@@ -16,7 +16,6 @@ retryable), charged what it spent plus its unsettled holds at their worst case
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from benchtui.core.money import ZERO, fmt
 from benchtui.engine import journal as wal
 from benchtui.engine import rundir, shortlist
 from benchtui.engine.campaign import Campaign
+from benchtui.engine.identity_file import RunIdentity
 from benchtui.engine.ledger import ControlState, Ledger, SavedLedger, power_cut
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.records import JournalRecord, now
@@ -60,11 +60,11 @@ class Checkpoint:
         check.ledger.control = ControlState(campaign.name, runner, False, campaign.parallelism)
         return check
 
-    def first_files(self, campaign: Campaign, identity: dict[str, str]) -> dict[str, bytes]:
+    def first_files(self, campaign: Campaign, identity: RunIdentity) -> dict[str, bytes]:
         """The files a new run dir is created with (rundir.create), format numbers included."""
         return {
             rundir.CAMPAIGN: campaign.to_toml().encode(),
-            rundir.IDENTITY: json.dumps(identity, indent=1).encode(),
+            rundir.IDENTITY: identity.to_bytes(),
             LEDGER: self.ledger.to_toml(journal_bytes=0),
             wal.FORMAT_FILE: f"{wal.FORMAT}\n".encode(),
         }
@@ -195,6 +195,8 @@ def _check_nothing_forgotten(run_dir: Path, saved: SavedLedger, rebuilt: Ledger)
     """
     for name, account in rebuilt.models.items():
         entry = saved.models.get(name)
+        if entry is None and not (account.spent_usd or account.done or account.errors or account.killed):
+            continue  # a model the campaign grew by: nothing of it was saved yet, nothing forgotten
         if entry is None:
             raise BadInput(f"{run_dir / LEDGER}: corrupted ledger (model {name!r}); use --fresh")
         spent, done = entry.spent_usd, entry.done

@@ -12,7 +12,7 @@ import os
 import socket
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -52,6 +52,10 @@ class Start:
 
     fingerprint: str
     notes: list[str]
+    programs: dict[str, str] = field(default_factory=dict)
+    """The target's programs the active runner gives its sessions, each as `<version>@sha256:<binary>`
+    (`{"pred": "pred 0.5.0@sha256:…"}`): recorded in the run's identity and compared on resume and
+    by the report (two builds may print one version)."""
 
 
 HUGE_FILES = 20_000
@@ -90,7 +94,16 @@ def at_start(
             f"{campaign.environment.path} has uncommitted changes: sessions get copies of "
             "its last commit, without them"
         )
-    return Start(fingerprint, notes)
+    return Start(fingerprint, notes, programs(target, runner))
+
+
+def programs(target: TargetKind, runner: ResolvedProfile) -> dict[str, str]:
+    """What `Start.programs` says: the target's programs as the runner finds them (none for a runner
+    whose sessions never use the target, e.g. fake: its sessions would not depend on them)."""
+    if not runner.kind.uses_target:
+        return {}
+    found = runner.kind.target_tools(runner.profile, type(target)).programs
+    return {name: workspace.program_version(path) for name, path in sorted(found.items())}
 
 
 CONNECT_TIMEOUT_S = 3.0

@@ -19,7 +19,7 @@ from benchtui.core import inputs
 from benchtui.core.errors import BadInput
 from benchtui.core.outcome import OutcomeDetails
 from benchtui.engine import campaign as campaign_file
-from benchtui.engine import checkpoint, rundir, shortlist
+from benchtui.engine import checkpoint, identity_file, rundir, shortlist
 from benchtui.engine import journal as wal
 from benchtui.engine.campaign import Campaign, slug
 from benchtui.engine.ledger import ControlState, SavedLedger
@@ -42,11 +42,16 @@ class RunDir:
         """The frozen campaign (loaded without its target: a stopped run is readable anywhere)."""
         if not (self.path / rundir.CAMPAIGN).is_file():
             raise BadInput(f"{self.path}: not a benchtui run dir (no {rundir.CAMPAIGN})")
-        return campaign_file.load(self.path / rundir.CAMPAIGN, require_target=False)
+        return campaign_file.load(identity_file.frozen(self.path), require_target=False)
 
     @cached_property
+    def record(self) -> identity_file.RunIdentity:
+        """identity.json: the identity's hashes and the run's history (its start, each extension)."""
+        return identity_file.read(self.path)
+
+    @property
     def identity(self) -> dict[str, str]:
-        return rundir.read_identity(self.path)
+        return self.record.digests
 
     @cached_property
     def plan(self) -> list[PlannedSession]:

@@ -24,10 +24,21 @@ import trio
 from benchtui.core import tempdirs, volume
 from benchtui.core.errors import BadInput, StorageFailed, first_error
 from benchtui.engine import campaign as campaign_file
-from benchtui.engine import checkpoint, control, preflight, results, rundir, shortlist
+from benchtui.engine import (
+    checkpoint,
+    control,
+    existing,
+    identity_file,
+    preflight,
+    results,
+    rundir,
+    shortlist,
+)
 from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.campaign import Campaign, ResolvedProfile
+from benchtui.engine.campaign.trial import cut
+from benchtui.engine.identity_file import RunIdentity, Trial
 from benchtui.engine.ledger import ControlState, Ledger
 from benchtui.engine.plan import PlannedSession, build_plan
 from benchtui.engine.records import JournalRecord
@@ -46,6 +57,16 @@ class Options:
     parallelism: int | None = None
     preflight: bool = True
     """Probe every `api_base` with a TCP connection before starting (`--no-preflight`: don't)."""
+    limit: int | None = None
+    """A quick trial: at most this many sessions per model (`--limit N`)."""
+    models: list[str] | None = None
+    """A quick trial: only these of the campaign's models (`--models a,b`)."""
+
+    @property
+    def trial(self) -> Trial | None:
+        if self.limit is None and self.models is None:
+            return None
+        return Trial(limit=self.limit, models=self.models)
 
 
 @dataclass
@@ -64,6 +85,8 @@ class PreparedRun:
     notes: list[str] = field(default_factory=list)
     inventory: tuple[str, ...] = ()
     """A shortlist campaign's rule inventory (its hash is part of the identity)."""
+    finished_before: bool = False
+    """Started again without a flag, the run had finished: nothing to run (show its summary)."""
 
     def __enter__(self) -> PreparedRun:
         return self
@@ -80,8 +103,9 @@ def prepare(opts: Options) -> PreparedRun:
     One pass down: the campaign (its runner kinds resolved once, as it is validated), every check,
     the identity, the plan; then the run dir is locked, and from that moment its lock is owned:
     here until the PreparedRun holding it is returned (a failure on the way releases it), then
-    by that PreparedRun. Bad input writes nothing."""
-    campaign, run_dir = _campaign_and_run_dir(opts)
+    by that PreparedRun. Bad input writes nothing. A run dir that exists is continued, grown,
+    shown finished or refused (engine/existing.py): only `--fresh` starts over."""
+    campaign, run_dir, trial = _campaign_and_run_dir(opts)
     active, target = campaign.profiles[campaign.runner], campaign.make_target()
     # Every check, before anything is written: bad input is exit 2 with nothing on disk.
     start = preflight.at_start(campaign, active, target, network=opts.preflight)
@@ -93,14 +117,22 @@ def prepare(opts: Options) -> PreparedRun:
             campaign.profiles, campaign.runner, target, campaign.environment.path, size
         )
         identity["inventory"] = shortlist.inventory_digest(inventory)
+    if trial is not None:
+        identity[existing.TRIAL] = existing.trial_digest(trial)
     tempdirs.remove_stale()  # what killed campaigns' gates, gateways and workers left
     plan = build_plan(campaign)
-    notes, resumed = start.notes, opts.resume and (run_dir / rundir.CAMPAIGN).exists()
+    notes = start.notes
+    resumed = (run_dir / rundir.CAMPAIGN).exists() and not opts.fresh
+    finished_before = False
     with contextlib.ExitStack() as owned:
         if resumed:
             lock = owned.enter_context(rundir.RunLock(run_dir))
             volume.sweep(run_dir / "sessions")  # copies a killed engine left mounted: ours now
-            check = _resumed(run_dir, campaign, plan, identity)
+            commands = existing.Commands.of(opts.campaign, opts.state_dir, trial)
+            check, finished_before, grew = existing.reopen(
+                run_dir, campaign, plan, identity, start, commands, resume=opts.resume
+            )
+            notes += grew
             saved = check.saved_runner
             runner = saved if opts.runner is None and saved in campaign.runners else campaign.runner
             _refuse_untriaged(campaign, campaign.profiles[runner], plan, check.journal)
@@ -113,45 +145,45 @@ def prepare(opts: Options) -> PreparedRun:
             if run_dir.exists():
                 notes.append(f"previous run moved to {rundir.move_aside(run_dir)}")
             check = checkpoint.Checkpoint.fresh(campaign, runner)
-            files = check.first_files(campaign, identity)
+            record = RunIdentity(
+                identity, (existing.start_entry(campaign, start.fingerprint, start.programs, trial),)
+            )
+            files = check.first_files(campaign, record)
             if inventory:
                 files[shortlist.INVENTORY] = shortlist.inventory_bytes(inventory)
             lock = owned.enter_context(rundir.create(run_dir, files))
-        rundir.set_latest(run_dir.parent, campaign.name)
+        if not finished_before:
+            rundir.set_latest(run_dir.parent, campaign.name)
         prepared = PreparedRun(
-            campaign, run_dir, lock, plan, check, start.fingerprint, runner, resumed, notes, tuple(inventory)
-        )
+            campaign, run_dir, lock, plan, check, start.fingerprint, runner, resumed, notes, tuple(inventory),
+            finished_before,
+        )  # fmt: skip
         owned.pop_all()  # the lock is the PreparedRun's now
     return prepared
 
 
-def _campaign_and_run_dir(opts: Options) -> tuple[Campaign, Path]:
-    """The campaign to start (its file) or resume (the run dir's frozen copy), and its run dir."""
+def _campaign_and_run_dir(opts: Options) -> tuple[Campaign, Path, Trial | None]:
+    """The campaign to start (its file, cut to a quick trial if asked) or resume (the run dir's
+    frozen copy, a trial as it was cut), its run dir, and the trial."""
     overrides: dict[str, Any] = {"runner": opts.runner, "parallelism": opts.parallelism}
     named = rundir.named_run(opts.campaign, opts.state_dir) if opts.resume else None
     if opts.campaign is not None and named is None:
         campaign = campaign_file.load(opts.campaign, require_target=False, **overrides)  # checked below
-        return campaign, opts.state_dir / campaign.name
+        trial = opts.trial
+        if trial is not None:
+            campaign = cut(campaign, trial)
+        return campaign, opts.state_dir / campaign.name, trial
     if not opts.resume:
         raise BadInput("give a campaign file, or --resume to continue the latest run")
+    if opts.trial is not None:
+        raise BadInput(
+            "--limit and --models cut a campaign file: give it (`benchtui CAMPAIGN.toml --limit N`)"
+        )
     run_dir = named or rundir.latest(opts.state_dir)
-    campaign = campaign_file.load(run_dir / rundir.CAMPAIGN, require_target=False, **overrides)
+    campaign = campaign_file.load(identity_file.frozen(run_dir), require_target=False, **overrides)
     if campaign.name != run_dir.name:  # an edited frozen copy: .latest would point elsewhere
         raise BadInput(f"{run_dir / rundir.CAMPAIGN}: names the run {campaign.name!r}, not {run_dir.name!r}")
-    return campaign, run_dir
-
-
-def _resumed(
-    run_dir: Path, campaign: Campaign, plan: list[PlannedSession], identity: dict[str, str]
-) -> checkpoint.Checkpoint:
-    """Where a locked run dir stands, if it is the same campaign (its identity unchanged)."""
-    stored = rundir.read_identity(run_dir)
-    changed = [key for key in identity if stored.get(key) != identity[key]]
-    if changed:
-        raise BadInput(
-            f"cannot resume {run_dir}: changed since it started: {', '.join(changed)} (use --fresh to start over)"
-        )
-    return checkpoint.load(run_dir, campaign, plan)
+    return campaign, run_dir, identity_file.read(run_dir).trial  # a trial goes on as the trial it is
 
 
 def _refuse_untriaged(

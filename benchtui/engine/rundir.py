@@ -14,9 +14,10 @@ from pathlib import Path
 from benchtui.core import inputs, processes, volume
 from benchtui.core.atomic import atomic_write
 from benchtui.core.errors import BadInput, RunDirBusy
+from benchtui.engine import identity_file
 
 CAMPAIGN = "campaign.toml"
-IDENTITY = "identity.json"
+IDENTITY = identity_file.FILE
 LOCK = ".lock"
 LATEST = ".latest"
 CONTROL_SOCKET = "control.sock"
@@ -229,16 +230,8 @@ def running(state_dir: Path) -> list[Path]:
 
 
 def read_identity(run_dir: Path) -> dict[str, str]:
-    path = run_dir / IDENTITY
-    try:
-        identity = inputs.loads_json(inputs.read_text(path, inputs.SMALL_MAX_BYTES, "the identity"))
-    except FileNotFoundError:
-        raise BadInput(f"{path}: missing; use --fresh") from None
-    except ValueError as exc:
-        raise BadInput(f"{path}: unreadable ({exc}); use --fresh") from None
-    if not isinstance(identity, dict) or not all(isinstance(v, str) for v in identity.values()):
-        raise BadInput(f"{path}: corrupted (not a table of hashes); use --fresh")
-    return identity
+    """The identity's hashes (identity_file.read has its history too)."""
+    return identity_file.read(run_dir).digests
 
 
 APPENDED = ("sessions.jsonl",)

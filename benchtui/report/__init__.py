@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchtui.core.atomic import gc_paused
+from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO
 from benchtui.engine.counting import bug_rule, judged_by
 from benchtui.report.audit import Audit, audit
@@ -21,6 +22,7 @@ from benchtui.report.leaderboard import (
     shared_ranks,
     task_matrix,
 )
+from benchtui.report.pooling import pooling, refusal
 from benchtui.report.runs import RecordedRun, identity_key, read_runs
 from benchtui.report.shortlist import ModelShortlist, findings, shortlists
 
@@ -76,6 +78,7 @@ class CampaignReport:
             "matrix": self.matrix,
             "fairness": self.fairness.to_json(),
             **({"shortlist": [s.to_json() for s in self.shortlists]} if self.shortlists is not None else {}),
+            "run_details": [run_details(run) for run in self.runs],
         }
 
     def curves(self) -> dict[str, list[Point]]:
@@ -107,16 +110,44 @@ class CampaignReport:
         return curves
 
 
-def build(run_dirs: list[Path]) -> CampaignReport:
-    """The report of one or several runs of the same campaign (BadInput when they differ)."""
+def run_details(run: RecordedRun) -> dict[str, Any]:
+    """A run's campaign and identity, and its history: when it started (a quick trial says how it
+    was cut) and each extension (what it added, when)."""
+    history = run.record.history
+    start = history[0] if history and history[0].event == "start" else None
+    return {
+        "run": str(run.path),
+        "campaign": run.campaign.name,
+        "identity": identity_key(run.identity),
+        "started": start.at if start else None,
+        "trial": run.record.trial.model_dump(mode="json") if run.record.trial else None,
+        "extensions": [
+            {k: v for k, v in e.to_json().items() if k not in ("event", "campaign_sha256")}
+            for e in run.record.extensions
+        ],
+    }
+
+
+def build(run_dirs: list[Path], *, pool_anyway: bool = False) -> CampaignReport:
+    """The report of one run, or of several pooled: runs of one campaign, or of different ones
+    whose sessions were given the same (report/pooling.py); BadInput naming what differs, unless
+    `pool_anyway` (then each difference is a finding of the audit)."""
     unique = {path.resolve(): path for path in reversed(run_dirs)}  # a run given twice counts once
     # Many small containers and no cycles: the cyclic GC's passes would cost a third of the time.
     with gc_paused():
         runs = read_runs(list(reversed(unique.values())))
+        pooled = pooling(runs)
+        if pooled.differences and not pool_anyway:
+            raise BadInput(refusal(runs, pooled.differences))
         models, comparisons = leaderboard(runs)
         ranks = shared_ranks(models, comparisons)
         matrix = task_matrix(runs, [m.model for m in models])
         fairness = audit(runs)
-        if runs[0].campaign.protocol is not None:
-            fairness = dataclasses.replace(fairness, findings=[*fairness.findings, *findings(runs)])
+        pooled_anyway = [f"pooled anyway: {d}" for d in pooled.differences]
+        triage = findings(runs) if runs[0].campaign.protocol is not None else []
+        fairness = dataclasses.replace(
+            fairness,
+            findings=[*pooled_anyway, *fairness.findings, *triage],
+            notes=[*pooled.notes, *fairness.notes],
+        )
         return CampaignReport(runs, models, comparisons, fairness, ranks, matrix, shortlists(runs))

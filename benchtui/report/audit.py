@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from benchtui.engine.campaign import Model
@@ -18,7 +19,7 @@ from benchtui.report import evidence
 from benchtui.report.findings import share_gap, spread
 from benchtui.report.leaderboard import is_trial
 from benchtui.report.logical import LogicalAudit, has_logical, logical_audit
-from benchtui.report.runs import RecordedRun, SessionHistory, sessions_by_model
+from benchtui.report.runs import RecordedRun, SessionHistory, models_of, sessions_by_model
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,16 @@ class ModelAudit:
     throttle_wait_s: float = 0.0
     """Seconds its sessions waited for their provider's backoff after those 429s."""
     throttled_sessions: int = 0
+    span: tuple[float, float] | None = None
+    """When its sessions ran: the first and the last journal line of it, over the pooled runs."""
+    joined: tuple[str, ...] = ()
+    """Per run it joined by an extension (`--resume` with it added): when, and the run."""
+
+    def dates(self) -> dict[str, str] | None:
+        """The span of dates its sessions ran in (ISO 8601, UTC)."""
+        if self.span is None:
+            return None
+        return {"first": iso(self.span[0]), "last": iso(self.span[1])}
 
     def prompt_summary(self) -> dict[str, Any]:
         """The prompts in three numbers (hashes are not listed: one per task)."""
@@ -73,6 +84,8 @@ class ModelAudit:
                 "sessions": self.throttled_sessions,
                 "wait_s": round(self.throttle_wait_s, 3),
             },
+            "dates": self.dates(),
+            "joined": list(self.joined),
             **({"logical": self.logical.to_json()} if self.logical is not None else {}),
         }
 
@@ -101,9 +114,27 @@ class Audit:
         }
 
 
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _span(model: str, runs: list[RecordedRun]) -> tuple[float, float] | None:
+    spans = [run.spans[model] for run in runs if model in run.spans]
+    return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+
+
+def _joined(model: str, runs: list[RecordedRun]) -> tuple[str, ...]:
+    """`2026-02-03T09:00:00Z (runs/month)`: where an extension added the model to a run."""
+    return tuple(
+        f"{entry.at} ({run.path})" for run in runs if (entry := run.record.joined(model)) is not None
+    )
+
+
 def _model_audit(model: Model, views: list[SessionHistory], runs: list[RecordedRun]) -> ModelAudit:
     started = [v for v in views if v.ran or v.state == "running"]
     return ModelAudit(
+        span=_span(model.name, runs),
+        joined=_joined(model.name, runs),
         model=model,
         planned=len(views),
         environments=Counter(v.environment or "(not recorded)" for v in started),
@@ -236,20 +267,20 @@ def _limits(models: list[Model]) -> list[str]:
 
 
 def audit(runs: list[RecordedRun]) -> Audit:
-    campaign = runs[0].campaign
+    models = models_of(runs)
     grouped = sessions_by_model(runs)
-    audits = [_model_audit(m, grouped[m.name], runs) for m in campaign.models]
+    audits = [_model_audit(m, grouped[m.name], runs) for m in models]
     findings: list[str] = []
-    if not campaign.budget.enforce:
+    if not all(run.campaign.budget.enforce for run in runs):
         findings.append("budget: not enforced (enforce = false): sessions ran without a reserved budget")
     findings += _spread(audits, "environments", "environment: sessions ran on different targets")
     findings += _prompts(audits)
     findings += _spread(audits, "reservations", "budget: sessions reserved different budgets")
     findings += _spread(audits, "runners", "runner: switched mid-run, models compared across runners")
-    skips, notes = _budget_skips(audits, bool(campaign.tasks))
+    skips, notes = _budget_skips(audits, all(run.campaign.tasks for run in runs))
     findings += skips
     findings += _share_gap(audits, "infra_errors", "infrastructure errors: the shares of sessions")
     findings += _logical(audits)
     findings += evidence.findings(runs)
-    findings += _limits(list(campaign.models))
+    findings += _limits(models)
     return Audit(audits, findings, notes + _throttling(audits))

@@ -18,7 +18,9 @@ from benchtui.report.text import (
     COLUMNS,
     TESTS,
     audit_text,
+    campaigns_text,
     counts,
+    dates_text,
     leaderboard_row,
     prompt_text,
     ranked_by_note,
@@ -87,6 +89,7 @@ def _fairness(report: CampaignReport) -> str:
             f"{a.infra_errors}/{a.planned}",
             f"${a.model.input_usd_per_mtok} / ${a.model.output_usd_per_mtok}",
             str(a.model.max_output_tokens),
+            dates_text(a),
             *((audit_text(a.logical),) if a.logical is not None else ()),
         )
         for a in audit.models
@@ -101,6 +104,7 @@ def _fairness(report: CampaignReport) -> str:
         "infra errors",
         "price in/out per Mtok",
         "max output tokens",
+        "dates",
         *(("logical budgets",) if any(a.logical is not None for a in audit.models) else ()),
     )
     return (
@@ -123,7 +127,7 @@ def _logical(report: CampaignReport) -> str:
 
 
 def render(report: CampaignReport, links: Links | None = None) -> str:
-    campaign = report.runs[0].campaign.name
+    campaign = campaigns_text(report)
     runs = ", ".join(str(run.path) for run in report.runs)
     model_column = COLUMNS.index("model")
     leaderboard = _table(
@@ -160,7 +164,7 @@ def render(report: CampaignReport, links: Links | None = None) -> str:
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>benchtui report: {escape(campaign)}</title><style>{STYLE}</style></head>
 <body>
-<h1>Campaign {escape(campaign)}</h1>
+<h1>{escape(campaign)}</h1>
 <p class="meta">identity {escape(report.identity)} &middot; runs: {escape(runs)}</p>
 <h2>Leaderboard</h2>
 {leaderboard}

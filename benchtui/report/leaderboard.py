@@ -1,4 +1,5 @@
-"""Per-model results and pairwise comparisons, pooled over the runs of one campaign identity."""
+"""Per-model results and pairwise comparisons, pooled over the runs given (repeated runs of a model
+are more trials of it, never a best-of pick)."""
 
 from __future__ import annotations
 
@@ -221,12 +222,20 @@ def compare(a: ModelStats, b: ModelStats) -> Comparison:
 
 
 PairKey = tuple[str, int]
-"""(run, session index): the same task and repeat for every model of a campaign with tasks."""
+"""(task, k): a model's k-th session of the task, over its pooled runs in order (in one run: the
+task's repeat), so models pair on the tasks both ran, in runs of one campaign or of several."""
 
 
 def trial_outcomes(views: list[SessionHistory]) -> dict[PairKey, bool]:
     """Per trial, whether it found a bug."""
-    return {(v.run, v.planned.index): found_bug(v) for v in views if is_trial(v)}
+    seen: Counter[str] = Counter()
+    out: dict[PairKey, bool] = {}
+    for v in views:
+        task = v.planned.task or ""
+        k, seen[task] = seen[task], seen[task] + 1
+        if is_trial(v):
+            out[task, k] = found_bug(v)
+    return out
 
 
 def compare_paired(a: str, b: str, hits_a: dict[PairKey, bool], hits_b: dict[PairKey, bool]) -> Comparison:
@@ -278,9 +287,9 @@ def cell_of(views: list[SessionHistory]) -> str | None:
 def task_matrix(runs: list[RecordedRun], models: list[str]) -> dict[str, Any] | None:
     """`{"tasks": [...], "cells": {model: [cell per task]}}` for campaigns with tasks (else None);
     a cell is bug, rejected, no_certificate, error, or null where no session of it ran."""
-    tasks = list(runs[0].campaign.tasks or [])
-    if not tasks:
+    if not all(run.campaign.tasks for run in runs):
         return None
+    tasks = list(dict.fromkeys(task for run in runs for task in run.campaign.tasks or []))
     grouped = sessions_by_model(runs)
     cells = {
         model: [cell_of([v for v in grouped[model] if v.planned.task == task]) for task in tasks]
@@ -293,7 +302,7 @@ def leaderboard(runs: list[RecordedRun]) -> tuple[list[ModelStats], list[Compari
     grouped = sessions_by_model(runs)
     by = basis([counted(v) for views in grouped.values() for v in views if v.ran])
     ranked = sorted((model_stats(m, views, runs, by) for m, views in grouped.items()), key=rank_key)
-    paired = bool(runs[0].campaign.tasks)
+    paired = all(run.campaign.tasks for run in runs)
     outcomes = {m: trial_outcomes(views) for m, views in grouped.items()}
     comparisons = []
     for a, b in combinations(ranked, 2):

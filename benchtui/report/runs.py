@@ -19,8 +19,9 @@ from benchtui.core import counters
 from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO
 from benchtui.core.outcome import Judgement, OutcomeDetails
-from benchtui.engine.campaign import Campaign
+from benchtui.engine.campaign import Campaign, Model
 from benchtui.engine.checkpoint import CRASHED
+from benchtui.engine.identity_file import RunIdentity
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.reader import RunDir
 from benchtui.engine.records import JournalRecord
@@ -90,6 +91,10 @@ class RecordedRun:
     triages: dict[str, JournalRecord] = field(default_factory=dict)
     """A shortlist campaign: each model's triage, its last journal line (the shortlist it
     committed, the refused entries); the triage is not among `sessions` (it hunts no bug)."""
+    record: RunIdentity = field(default_factory=lambda: RunIdentity({}))
+    """identity.json's history: the run's start and each extension (empty for older runs)."""
+    spans: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Per model, the times of its first and last journal line in this run."""
 
 
 MAX_TIME = 10**11
@@ -110,7 +115,7 @@ def read_run(run_dir: Path) -> RecordedRun:
     wasted = {m: a.wasted_usd for m, a in accounts.items()}
     views = {s.id: SessionHistory(str(run_dir), s) for s in plan}
     hunts = [v for v in views.values() if not v.planned.triage]  # a triage hunts no bug
-    run = RecordedRun(run_dir, campaign, identity, spent, wasted, hunts)
+    run = RecordedRun(run_dir, campaign, identity, spent, wasted, hunts, record=saved.record)
     starts: dict[tuple[str, int], JournalRecord] = {}
     for rec in journal:
         if not (isinstance(rec.t, int | float) and 0 <= rec.t <= MAX_TIME):  # inf: inf wall times
@@ -120,6 +125,8 @@ def read_run(run_dir: Path) -> RecordedRun:
             run.triages[rec.model] = rec
         if run.t0 is None:
             run.t0 = rec.t
+        first, last = run.spans.get(rec.model, (rec.t, rec.t))
+        run.spans[rec.model] = (min(first, rec.t), max(last, rec.t))
         if rec.state == "running":
             starts[view.planned.id, rec.attempt] = rec
         else:
@@ -174,25 +181,24 @@ def _take_details(view: SessionHistory, detail: OutcomeDetails | None) -> None:
 
 
 def read_runs(run_dirs: list[Path]) -> list[RecordedRun]:
-    """Several runs of one campaign identity, to pool; refuses to mix identities."""
-    runs = [read_run(path) for path in run_dirs]
-    first = runs[0]
-    for other in runs[1:]:
-        differ = sorted(
-            k
-            for k in first.identity.keys() | other.identity.keys()
-            if first.identity.get(k) != other.identity.get(k)
-        )
-        if differ:
-            raise BadInput(
-                f"cannot pool {first.path} and {other.path}: their campaigns differ in {', '.join(differ)}"
-            )
-    return runs
+    """The runs to pool (whether they may be pooled: report/pooling.py)."""
+    return [read_run(path) for path in run_dirs]
+
+
+def models_of(runs: list[RecordedRun]) -> list[Model]:
+    """Every model of the pooled runs, in the order they first appear (a campaign's own order
+    first); a model's table as the first run that has it gives it."""
+    found: dict[str, Model] = {}
+    for run in runs:
+        for model in run.campaign.models:
+            found.setdefault(model.name, model)
+    return list(found.values())
 
 
 def sessions_by_model(runs: list[RecordedRun]) -> dict[str, list[SessionHistory]]:
-    """Every session of the pooled runs, by model, in campaign order of the models."""
-    grouped: dict[str, list[SessionHistory]] = {m.name: [] for m in runs[0].campaign.models}
+    """Every session of the pooled runs, by model, in campaign order of the models (a model in
+    several runs: its sessions of each, in the order the runs were given)."""
+    grouped: dict[str, list[SessionHistory]] = {m.name: [] for m in models_of(runs)}
     for run in runs:
         for view in run.sessions:
             grouped[view.planned.model].append(view)

@@ -111,6 +111,13 @@ def prompt_text(a: ModelAudit) -> str:
     return f"{p['tasks']} tasks, {p['distinct']} distinct prompts over {p['sessions']} sessions{several}"
 
 
+def dates_text(a: ModelAudit) -> str:
+    """`2026-01-05T09:00:00Z to 2026-02-03T17:12:09Z (joined 2026-02-03T09:00:00Z (runs/m))`."""
+    dates = a.dates()
+    shown = f"{dates['first']} to {dates['last']}" if dates else "no session started"
+    return shown + (f" (joined by an extension {'; '.join(a.joined)})" if a.joined else "")
+
+
 def counts(values: Counter[str], prefix: str = "") -> str:
     """`fake ×3, alt ×2`: each value with the number of sessions that had it."""
     return ", ".join(f"{prefix}{value} ×{n}" for value, n in values.most_common()) or "-"
@@ -156,9 +163,18 @@ def logical_lines(report: CampaignReport) -> list[str]:
     ]
 
 
+def campaigns_text(report: CampaignReport) -> str:
+    """`Campaign month` or `Campaigns jan, feb (pooled)`; a quick trial says so."""
+    names = list(dict.fromkeys(run.campaign.name for run in report.runs))
+    trial = " (a quick trial)" if any(run.record.trial is not None for run in report.runs) else ""
+    if len(names) == 1:
+        return f"Campaign {names[0]}{trial}"
+    return f"Campaigns {', '.join(names)} (pooled){trial}"
+
+
 def render(report: CampaignReport) -> str:
     runs = ", ".join(str(run.path) for run in report.runs)
-    out = [f"Campaign {report.runs[0].campaign.name} (identity {report.identity}); runs: {runs}", ""]
+    out = [f"{campaigns_text(report)} (identity {report.identity}); runs: {runs}", ""]
     out += table([COLUMNS, *(leaderboard_row(report.rank(n), m) for n, m in enumerate(report.models))])
     out += [
         "",
@@ -193,6 +209,7 @@ def render(report: CampaignReport) -> str:
             f"    runners {counts(a.runners)}; reserved {counts(a.reservations, '$')}",
             f"    environments {counts(a.environments)}",
             f"    prompts {prompt_text(a)}",
+            f"    dates {dates_text(a)}",
         ]
         if a.logical is not None:
             out.append(f"    logical budgets: {audit_text(a.logical)}")

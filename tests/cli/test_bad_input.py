@@ -118,22 +118,24 @@ def test_corrupted_journal_on_resume(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("change", "key"),
+    ("change", "message"),
     [
-        (("total_usd = 0.20", "total_usd = 0.30"), "budget"),
-        (("input_usd_per_mtok = 3.0", "input_usd_per_mtok = 4.0"), "models"),
-        (("sessions_per_model = 5", "sessions_per_model = 6"), "sessions"),
-        (("cost_usd = 0.03", "cost_usd = 0.02"), "runners"),
+        (("total_usd = 0.20", "total_usd = 0.30"), "changed since it started: budget"),
+        (
+            ("input_usd_per_mtok = 3.0", "input_usd_per_mtok = 4.0"),
+            "model fake/model-a changed (input_usd_per",
+        ),
+        (("sessions_per_model = 5", "sessions_per_model = 4"), "sessions_per_model lowered (5 -> 4"),
+        (("cost_usd = 0.03", "cost_usd = 0.02"), "changed since it started: runners"),
     ],
 )
-def test_identity_change_on_resume_names_the_changed_keys(tmp_path, change, key):
+def test_identity_change_on_resume_names_the_changed_keys(tmp_path, change, message):
+    """What --resume may not change (a campaign grows only by models and sessions added)."""
     write_campaign(tmp_path)
     assert benchtui("t.toml", "--no-ui", cwd=tmp_path).returncode == 0
     before = ledger(tmp_path / "runs/t")
     (tmp_path / "t.toml").write_text(campaign_toml().replace(*change))
-    assert_one_line_error(
-        benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path), f"changed since it started: {key}"
-    )
+    assert_one_line_error(benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path), message)
     assert ledger(tmp_path / "runs/t") == before
 
 

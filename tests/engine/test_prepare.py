@@ -87,7 +87,7 @@ def test_a_start_on_a_runner_that_cannot_triage_writes_nothing_and_moves_nothing
     before = sorted(p.name for p in state.iterdir())
     (state / "s" / "mark").write_text("the previous run")
     with pytest.raises(BadInput, match="cannot run a triage .* choose another --runner"):
-        engine.prepare(engine.Options(path, state, runner="plain"))
+        engine.prepare(engine.Options(path, state, runner="plain", fresh=True))
     assert sorted(p.name for p in state.iterdir()) == before  # the previous run not moved aside
     assert (state / "s" / "mark").read_text() == "the previous run" and free(state / "s")
 
@@ -118,4 +118,4 @@ def test_a_failure_after_the_run_dir_is_created_releases_its_lock(tmp_path):
         engine.prepare(engine.Options(path, state))
     assert free(state / "t")
     identity = json.loads((state / "t" / rundir.IDENTITY).read_text())
-    assert set(identity) == {"models", "sessions", "budget", "runners", "environment"}
+    assert set(identity) == {"models", "sessions", "budget", "runners", "environment", "history"}

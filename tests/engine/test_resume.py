@@ -71,11 +71,11 @@ def test_sigkill_then_resume_runs_only_the_rest(tmp_path):
     check_accounts(run)
 
 
-def test_run_without_resume_starts_over_and_keeps_the_old_run(tmp_path):
+def test_fresh_starts_over_and_keeps_the_old_run(tmp_path):
     write_campaign(tmp_path, sessions=3, total="10", per_session="0.03")
     assert benchtui("t.toml", "--no-ui", cwd=tmp_path).returncode == 0
     old = (tmp_path / "runs/t/sessions.jsonl").read_bytes()
-    again = benchtui("t.toml", "--no-ui", cwd=tmp_path)
+    again = benchtui("t.toml", "--no-ui", "--fresh", cwd=tmp_path)
     assert again.returncode == 0
     assert "previous run moved to" in again.stdout
     asides = [p for p in (tmp_path / "runs").iterdir() if p.name.startswith("t.")]

@@ -92,7 +92,7 @@ def test_verified_bugs_count_distinct_rules(tmp_path, capsys):
     assert by_model["fake/model-b"]["usd_per_verified_bug"] == pytest.approx(0.03)
 
 
-def test_runs_of_one_campaign_pool_and_different_campaigns_are_refused(tmp_path, capsys):
+def test_runs_of_one_campaign_pool_and_runs_given_different_things_are_refused(tmp_path, capsys):
     bugs = {"fake/model-a": [0], "fake/model-b": []}
     first = run_campaign(tmp_path, bugs=bugs)
     second = run_campaign(tmp_path, bugs=bugs, fresh=True)  # the first is moved aside
@@ -106,10 +106,18 @@ def test_runs_of_one_campaign_pool_and_different_campaigns_are_refused(tmp_path,
     assert report_json(capsys, second, second)["models"][0]["planned"] == 8  # a run given twice counts once
     other = tmp_path / "other"
     other.mkdir()
-    different = run_campaign(other, bugs=bugs, cap="0.05")
-    assert cli.main(["report", str(second), str(different)]) == 2
+    # Another cap (what a model may spend in all) leaves each session's budget as it was: pooled.
+    poorer = run_campaign(other, bugs=bugs, cap="0.05")
+    assert report_json(capsys, second, poorer)["fairness"]["findings"] == []
+    (tmp_path / "dearer").mkdir()
+    dearer = run_campaign(tmp_path / "dearer", bugs=bugs, input_b="4.0")  # B re-priced: not the same model
+    assert cli.main(["report", str(second), str(dearer)]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "cannot pool" in err and "budget" in err
+    assert (
+        err.count("\n") == 1
+        and "cannot pool" in err
+        and "model fake/model-b: input_usd_per_mtok 3 vs 4" in err
+    )
 
 
 def test_report_never_writes_into_the_run_dir(tmp_path, capsys):

@@ -180,11 +180,16 @@ def test_pooled_runs_whose_limits_differ_are_a_finding_naming_the_counter_and_th
     frozen = latest / "campaign.toml"
     assert "model_calls = 3\n" in frozen.read_text()
     frozen.write_text(frozen.read_text().replace("model_calls = 3\n", "model_calls = 5\n"))
-    assert cli.main(["report", str(earlier), str(latest), "--format", "json"]) == 0
+    # Not pooled unless asked: the one line names the budget that differs.
+    assert cli.main(["report", str(earlier), str(latest), "--format", "json"]) == 2
+    refused = capsys.readouterr().err
+    assert "cannot pool" in refused and "logical budgets: model_calls 3 vs 5" in refused
+    assert cli.main(["report", str(earlier), str(latest), "--format", "json", "--pool-anyway"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["fairness"]["findings"] == [
+        f"pooled anyway: logical budgets: model_calls 3 vs 5 ({earlier} vs {latest})",
         "logical budget: sessions ran under different limits of model_calls: "
-        "fake/model-a: 3 (2), 5 (2); fake/model-b: 3 (2), 5 (2)"
+        "fake/model-a: 3 (2), 5 (2); fake/model-b: 3 (2), 5 (2)",
     ]
     assert {m["model"]: m["logical"]["limits"]["model_calls"] for m in report["models"]} == {
         "fake/model-a": [3, 5],
