@@ -1,11 +1,16 @@
-"""Run dirs written by the release before the move (0a81a35) keep working after it.
+"""Run dirs written by earlier releases keep working.
 
-The fixtures (tests/fixtures/rundirs/, see its README) were recorded with that release: a finished
-fake campaign and a demo campaign stopped by SIGINT after its first session, whose frozen
-campaigns spell the demo runner `benchtui.ui.demo:DemoRunner`. `benchtui report` and `ctl status`
-read them without their target; `--resume` continues the stopped one (its identity, digested by
-the old release, still matches), from its frozen campaign or from a campaign file that spells the
-kind the new way (`kind = "demo"`).
+The fixtures (tests/fixtures/rundirs/, see its README) were recorded with the release before the
+move (0a81a35): a finished fake campaign and a demo campaign stopped by SIGINT after its first
+session, whose frozen campaigns spell the demo runner `benchtui.ui.demo:DemoRunner`; and with the
+release before targets became a plugin family (7c05ec7): two campaigns on `[target] kind = "none"`
+stopped after two of their four sessions, `untargeted` (fake runners: claims) and `unverified` (a
+command runner: certificates recorded unverified, their verdicts without a cause, verifier or
+judge). `benchtui report` and `ctl status` read them without their target; `--resume` continues
+the stopped ones (their identities, digested by the old releases, still match), from the frozen
+campaign or from a campaign file that spells the kind the new way (`kind = "demo"`) — except a
+command-runner run: its default prompt changed since (9b838da), and the prompt is part of the
+identity (F2), so `--resume` refuses it, naming the runners.
 """
 
 from __future__ import annotations
@@ -47,8 +52,15 @@ def target_copy(tmp_path: Path) -> Path:
 def test_the_fixtures_are_what_the_old_release_wrote():
     for name in ("finished", "stopped"):
         assert 'kind = "benchtui.ui.demo:DemoRunner"' in (FIXTURES / name / rundir.CAMPAIGN).read_text()
+    for name in ("finished", "stopped", "untargeted", "unverified"):
         assert (FIXTURES / name / "identity.json").is_file()
         assert not (FIXTURES / name / ".lock").exists()
+    for name in ("untargeted", "unverified"):
+        assert '[target]\nkind = "none"' in (FIXTURES / name / rundir.CAMPAIGN).read_text()
+        assert json.loads((FIXTURES / name / "identity.json").read_text())["target"] == "30a0924a3360be68"
+    old = json.loads((FIXTURES / "unverified" / "outcomes" / "acme_coder-xl.jsonl").read_text())
+    assert old["verify_details"]["status"] == "unverified"
+    assert not {"cause", "verifier", "judged_by"} & set(old["verify_details"])
 
 
 def test_report_reads_old_run_dirs_without_their_target(tmp_path, capsys):
@@ -68,6 +80,20 @@ def test_report_reads_old_run_dirs_without_their_target(tmp_path, capsys):
     assert not gone.exists()
 
 
+def test_report_reads_old_runs_on_a_target_without_a_verifier(tmp_path, capsys):
+    gone = tmp_path / "no-such-target"
+    unverified = {m["model"]: m for m in _report(copy_run(tmp_path, "unverified", gone), capsys)["models"]}
+    for name in ("acme/coder-xl", "acme/coder-mini"):
+        # Its verdicts (no cause, verifier or judge then) read as unverified: nobody's bug.
+        model = unverified[name]
+        assert model["done"] == 1 and model["certificates"]["unverified"] == 1, model
+        assert model["bugs"] == 0 and model["verified_bugs"] == 0
+    claims = {m["model"]: m for m in _report(copy_run(tmp_path, "untargeted", gone), capsys)["models"]}
+    assert claims["acme/coder-xl"]["certificates"]["claimed"] == 1
+    assert claims["acme/coder-xl"]["bugs"] == 1 and claims["acme/coder-xl"]["verified_bugs"] == 0
+    assert claims["acme/coder-mini"]["bugs"] == 0 and claims["acme/coder-mini"]["spent_usd"] == 0.02
+
+
 def _report(run_dir: Path, capsys) -> dict:
     assert cli(["report", str(run_dir), "--format", "json"]) == 0
     return json.loads(capsys.readouterr().out)
@@ -83,6 +109,10 @@ def test_ctl_status_reads_old_run_dirs_without_their_target(tmp_path, capsys):
     finished = copy_run(tmp_path, "finished", gone)
     assert cli(["ctl", str(finished), "status"]) == 0
     assert "campaign finished: finished (not running)" in capsys.readouterr().out
+    for name in ("untargeted", "unverified"):
+        assert cli(["ctl", str(copy_run(tmp_path, name, gone)), "status"]) == 0
+        out = capsys.readouterr().out
+        assert "stopped, 2 of 4 sessions to run (not running)" in out and "2/4 sessions ended" in out, out
 
 
 def test_old_kinds_resolve_and_digest_as_the_old_release_did(tmp_path):
@@ -92,6 +122,12 @@ def test_old_kinds_resolve_and_digest_as_the_old_release_did(tmp_path):
     assert {p.kind for p in frozen.runners.values()} == {"demo"}  # normalised when loaded
     fingerprint = "sha256:deaf48e4d2594f23"  # the old release's fingerprint of the target
     assert json.loads((run_dir / "identity.json").read_text()) == campaign_file.identity_digest(
+        frozen.identity_parts(fingerprint)
+    )
+    untargeted = copy_run(tmp_path, "untargeted", target)
+    frozen = campaign_file.load(untargeted / rundir.CAMPAIGN)
+    assert frozen.target.kind == "none" and {p.kind for p in frozen.runners.values()} == {"fake"}
+    assert json.loads((untargeted / "identity.json").read_text()) == campaign_file.identity_digest(
         frozen.identity_parts(fingerprint)
     )
     for old, new in [
@@ -125,3 +161,37 @@ def test_resume_continues_an_old_stopped_run(tmp_path, given):
     ends = [json.loads(line) for line in (run_dir / "sessions.jsonl").read_text().splitlines()]
     assert sum(1 for e in ends if e["state"] == "done") == 6
     assert len({e["session"] for e in ends if e["state"] == "done"}) == 6  # nothing twice (F7)
+
+
+def test_resume_continues_an_old_run_on_a_target_without_a_verifier(tmp_path):
+    target = target_copy(tmp_path)
+    run_dir = copy_run(tmp_path, "untargeted", target)
+    done = resume(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 of 4 sessions to run" in done.stdout
+    ends = [json.loads(line) for line in (run_dir / "sessions.jsonl").read_text().splitlines()]
+    finished = [e for e in ends if e["state"] == "done"]
+    assert len(finished) == 4 and len({e["session"] for e in finished}) == 4  # nothing twice (F7)
+    # acme/coder-xl's scripted bugs (#0 before the stop, #1 now): claimed by the runner.
+    assert sorted(e["session"] for e in finished if e["result"] == "bug_found") == [
+        "acme_coder-xl-0000",
+        "acme_coder-xl-0001",
+    ]
+
+
+def test_resume_refuses_an_old_command_run_whose_default_prompt_changed(tmp_path):
+    run_dir = copy_run(tmp_path, "unverified", target_copy(tmp_path))
+    before = (run_dir / "sessions.jsonl").read_text()
+    done = resume(tmp_path)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"benchtui: cannot resume {run_dir}: changed since it started: runners (use --fresh to start over)"
+    ]
+    assert (run_dir / "sessions.jsonl").read_text() == before
+
+
+def resume(tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    argv = ["--no-ui", "--resume", "--state-dir", str(tmp_path / "runs"), "--runner", "quick"]
+    return subprocess.run(
+        [sys.executable, "-m", "benchtui", *argv], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
