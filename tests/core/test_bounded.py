@@ -5,28 +5,19 @@ one can be made: root, or a delegated cgroup) and under the subreaper (without o
 
 from __future__ import annotations
 
-import os
 import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 import trio
-from support.processes import pids_matching
+from support.processes import cgroup_possible, pids_matching
 
-from benchtui.core import cgroups
 from benchtui.core.bounded import run_bounded
 from benchtui.core.target import Ran
 
 BIG_TIMEOUT_S = 600.0
 """A bound the test must never reach: a program stopped by another bound returns long before."""
-
-
-def cgroup_possible() -> bool:
-    group = cgroups.new_pids_cgroup(4, f"benchtui-probe-{uuid.uuid4().hex[:8]}-{os.getpid()}")
-    if group is not None:
-        cgroups.remove_cgroup(str(group))
-    return group is not None
 
 
 @pytest.fixture(params=["cgroup", "subreaper"])
