@@ -81,7 +81,15 @@ def test_an_old_unverified_verdict_of_a_target_without_a_verifier():
 
 @pytest.mark.parametrize(
     "stored",
-    [None, [], "accepted", 3, {"status": ["accepted"]}, {"status": "accepted", "details": [1]}, {"cause": {}}],
+    [
+        None,
+        [],
+        "accepted",
+        3,
+        {"status": ["accepted"]},
+        {"status": "accepted", "details": [1]},
+        {"cause": {}},
+    ],
 )
 def test_whatever_a_file_holds_decodes_without_raising(stored):
     verdict = Verdict.from_json(stored)
