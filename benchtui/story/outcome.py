@@ -29,8 +29,12 @@ class Verdict:
     """`verifier` or `runner` (fake and demo runners judge their own)."""
     verifier: str
     findings: dict[str, Any]
-    """What the checks found (`cause`, `found_by`, `path`, `round_trip`, `source_optimum`, …)."""
+    """What the checks found, as a table to show (`cause`, `found_by`, `path`, `round_trip`, …)."""
     checked: list[Checked] = field(default_factory=list)
+    cause: str = ""
+    """One of the closed set (core/target.py `Cause`)."""
+    found_by: str = ""
+    """The route that showed the bug, when it is one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +80,11 @@ def _shown(verdict: TargetVerdict, judgement: Judgement | None = None) -> Verdic
         judged_by=verdict.judged_by,
         verifier=verdict.verifier,
         findings=findings,
-        checked=[Checked(c.to_json()["status"], c.reason) for c in judgement.checked] if judgement else [],
+        checked=[Checked("off_task" if c.off_task else c.status, c.reason) for c in judgement.checked]
+        if judgement
+        else [],
+        cause=verdict.cause,
+        found_by=verdict.found_by,
     )
 
 
