@@ -170,7 +170,8 @@ def test_resume_continues_an_old_run_on_a_target_without_a_verifier(tmp_path):
     done = resume(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 of 4 sessions to run" in done.stdout
-    ends = [json.loads(line) for line in (run_dir / "sessions.jsonl").read_text().splitlines()]
+    lines = map(json.loads, (run_dir / "sessions.jsonl").read_text().splitlines())
+    ends = [rec for rec in lines if "state" in rec]  # session lines (not flight or details lines)
     finished = [e for e in ends if e["state"] == "done"]
     assert len(finished) == 4 and len({e["session"] for e in finished}) == 4  # nothing twice (F7)
     # acme/coder-xl's scripted bugs (#0 before the stop, #1 now): claimed by the runner.
