@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchtui.core.outcome import Judgement, OutcomeDetails
+from benchtui.core.outcome import Judgement, Looked, OutcomeDetails
 from benchtui.core.target import Verdict as TargetVerdict
 
 
@@ -90,12 +90,6 @@ def _shown(verdict: TargetVerdict, judgement: Judgement | None = None) -> Verdic
 
 def certificates(raw: Any) -> list[tuple[Any, Verdict | None, str]]:
     """`attempt-N.certificates.json`: (certificate, its verdict, why it was not verified) in the
-    order judged, submitted ones first."""
-    out: list[tuple[Any, Verdict | None, str]] = []
-    for item in raw if isinstance(raw, list) else []:
-        if isinstance(item, dict):
-            refused = item.get("refused")
-            why = refused if isinstance(refused, str) else ""
-            verdict = None if why else _shown(TargetVerdict.from_json(item.get("verdict")))
-            out.append((item.get("certificate"), verdict, why))
-    return out
+    order judged, submitted ones first (each entry through its one decoder, `Looked`)."""
+    looked = [entry for item in (raw if isinstance(raw, list) else []) if (entry := Looked.from_json(item))]
+    return [(e.certificate, _shown(e.verdict) if e.verdict else None, e.refused) for e in looked]

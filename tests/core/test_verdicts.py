@@ -10,8 +10,9 @@ import json
 import pytest
 from support import ROOT
 
-from benchtui.core.outcome import Judgement, OutcomeDetails
+from benchtui.core.outcome import Judgement, Looked, OutcomeDetails
 from benchtui.core.target import CAUSES, STATUS_OF_CAUSE, Verdict
+from benchtui.story.outcome import certificates
 
 PRED = "benchtui.targets.problem_reductions (pred round trip)"
 RUNDIRS = ROOT / "tests" / "fixtures" / "rundirs"
@@ -95,3 +96,29 @@ def test_whatever_a_file_holds_decodes_without_raising(stored):
     verdict = Verdict.from_json(stored)
     assert verdict.cause in CAUSES and not (verdict.accepted and verdict.judged_by == "verifier")
     Judgement.from_json(stored)
+
+
+def test_a_certificates_file_entry_round_trips_through_its_one_decoder():
+    """`attempt-N.certificates.json`: a judged certificate and one refused for want of a submit
+    read back as written (Looked), the viewer's rows from them; what is not an entry is skipped."""
+    judged = Looked(
+        {"rule": "A -> B"}, Verdict.of("violation", "bug", verifier="v", found_by="solve")
+    )
+    refused = Looked("not json {", refused="not verified: the session's 2 submits are spent")
+    stored = json.loads(json.dumps([judged.to_json(), refused.to_json(), 7, None]))
+    assert [Looked.from_json(e) for e in stored] == [judged, refused, None, None]
+    rows = certificates(stored)
+    assert [(c, v.cause if v else None, why) for c, v, why in rows] == [
+        ({"rule": "A -> B"}, "violation", ""),
+        ("not json {", None, "not verified: the session's 2 submits are spent"),
+    ]
+    assert rows[0][1] is not None and rows[0][1].found_by == "solve"
+
+
+@pytest.mark.parametrize(
+    "entry", [{}, {"refused": 3}, {"refused": ""}, {"verdict": "accepted"}, {"verdict": [1]}]
+)
+def test_a_hostile_certificates_entry_is_a_verdict_that_confirms_nothing(entry):
+    looked = Looked.from_json(entry)
+    assert looked is not None and looked.verdict is not None and looked.refused == ""
+    assert not looked.verdict.accepted and looked.verdict.cause in CAUSES
