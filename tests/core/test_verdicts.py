@@ -101,9 +101,7 @@ def test_whatever_a_file_holds_decodes_without_raising(stored):
 def test_a_certificates_file_entry_round_trips_through_its_one_decoder():
     """`attempt-N.certificates.json`: a judged certificate and one refused for want of a submit
     read back as written (Looked), the viewer's rows from them; what is not an entry is skipped."""
-    judged = Looked(
-        {"rule": "A -> B"}, Verdict.of("violation", "bug", verifier="v", found_by="solve")
-    )
+    judged = Looked({"rule": "A -> B"}, Verdict.of("violation", "bug", verifier="v", found_by="solve"))
     refused = Looked("not json {", refused="not verified: the session's 2 submits are spent")
     stored = json.loads(json.dumps([judged.to_json(), refused.to_json(), 7, None]))
     assert [Looked.from_json(e) for e in stored] == [judged, refused, None, None]
