@@ -83,7 +83,7 @@ class Episode:
 Phase = Triage | Episode
 
 
-def phase_of(data: Mapping[str, Any]) -> Phase | None:
+def phase_of(data: Mapping[str, object]) -> Phase | None:
     """The protocol's part of a journal line (None: the line has none); ValueError naming the key
     whose value is not what the protocol writes."""
     if not KEYS & data.keys():
@@ -103,13 +103,13 @@ def phase_of(data: Mapping[str, Any]) -> Phase | None:
     )
 
 
-def _entry(value: Any) -> Entry:
+def _entry(value: object) -> Entry:
     if not isinstance(value, dict) or not isinstance(value.get("rule"), str):
         raise ValueError(f"shortlist: an entry is not a rule: {str(value)[:80]!r}")
     return Entry(value["rule"], _text(value.get("hypothesis", ""), "a shortlist entry's hypothesis"))
 
 
-def _refusal(value: Any) -> Refusal:
+def _refusal(value: object) -> Refusal:
     if not isinstance(value, dict):
         raise ValueError(f"refused: not an entry: {str(value)[:80]!r}")
     rule, position = value.get("rule"), value.get("position")
@@ -120,13 +120,13 @@ def _refusal(value: Any) -> Refusal:
     )
 
 
-def _limits(value: Any) -> dict[str, int]:
+def _limits(value: object) -> dict[str, int]:
     if not isinstance(value, dict):
         raise ValueError(f"triage_limits: not a table of counts: {str(value)[:80]!r}")
     return {_text(k, "triage_limits"): _count(v, f"triage_limits.{k}") for k, v in value.items()}
 
 
-def _list(value: Any, key: str) -> list[Any]:
+def _list(value: object, key: str) -> list[object]:
     if not isinstance(value, list):
         raise ValueError(f"{key}: not a list: {str(value)[:80]!r}")
     if len(value) > MAX_ENTRIES:
@@ -134,13 +134,13 @@ def _list(value: Any, key: str) -> list[Any]:
     return value
 
 
-def _count(value: Any, key: str) -> int:
+def _count(value: object, key: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ValueError(f"{key}: not a count: {str(value)[:40]!r}")
     return value
 
 
-def _text(value: Any, key: str) -> str:
+def _text(value: object, key: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{key}: not a string: {str(value)[:40]!r}")
     return value

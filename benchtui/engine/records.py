@@ -9,8 +9,8 @@ know are kept in `extra` and written back unchanged.
 
 from __future__ import annotations
 
-import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from functools import lru_cache
@@ -51,19 +51,17 @@ class Throttling:
         return {"throttled": self.answers, "throttle_wait_s": self.wait_s}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Throttling | None:
+    def from_json(cls, data: Mapping[str, object]) -> Throttling | None:
         """None when the line says nothing of it; ValueError for anything but a count and a finite
         number of seconds."""
-        answers, waited = data.get("throttled"), data.get("throttle_wait_s")
-        if answers is None and waited is None:
+        answers, waited = data.get("throttled", 0), data.get("throttle_wait_s", 0.0)
+        if "throttled" not in data and "throttle_wait_s" not in data:
             return None
-        if answers is not None and not (type(answers) is int and answers >= 0):
+        if not isinstance(answers, int) or isinstance(answers, bool) or answers < 0:
             raise ValueError(f"throttled: not a count: {str(answers)[:40]!r}")
-        if waited is not None and not (
-            _number(waited) and 0 <= waited < MAX_WAIT_S and math.isfinite(waited)
-        ):
+        if not isinstance(waited, int | float) or isinstance(waited, bool) or not 0 <= waited < MAX_WAIT_S:
             raise ValueError(f"throttle_wait_s: not a number of seconds: {str(waited)[:40]!r}")
-        return cls(answers or 0, float(waited or 0.0))
+        return cls(answers, float(waited))  # NaN and inf fail the comparison above
 
 
 @dataclass(frozen=True, slots=True)
