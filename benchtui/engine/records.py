@@ -54,9 +54,9 @@ class Throttling:
     def from_json(cls, data: Mapping[str, object]) -> Throttling | None:
         """None when the line says nothing of it; ValueError for anything but a count and a finite
         number of seconds."""
-        answers, waited = data.get("throttled", 0), data.get("throttle_wait_s", 0.0)
         if "throttled" not in data and "throttle_wait_s" not in data:
             return None
+        answers, waited = data.get("throttled", 0), data.get("throttle_wait_s", 0.0)
         if not isinstance(answers, int) or isinstance(answers, bool) or answers < 0:
             raise ValueError(f"throttled: not a count: {str(answers)[:40]!r}")
         if not isinstance(waited, int | float) or isinstance(waited, bool) or not 0 <= waited < MAX_WAIT_S:
