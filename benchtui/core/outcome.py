@@ -77,6 +77,32 @@ class Judgement:
         return cls(Verdict.from_json(data), lines)
 
 
+@dataclass(frozen=True, slots=True)
+class Looked:
+    """One entry of `attempt-N.certificates.json`: a certificate the runner looked at, with its
+    verdict, or why it was not verified (`refused`: the session's submits were spent)."""
+
+    certificate: Any
+    """What the agent wrote (a JSON object; a malformed one's text, cut to 2,000 characters)."""
+    verdict: Verdict | None = None
+    refused: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        if self.verdict is None:
+            return {"certificate": self.certificate, "refused": self.refused}
+        return {"certificate": self.certificate, "verdict": self.verdict.to_json()}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Looked | None:
+        """None for an entry that is not an object; a verdict through its one decoder."""
+        if not isinstance(data, Mapping):
+            return None
+        refused = data.get("refused")
+        if isinstance(refused, str) and refused:
+            return cls(data.get("certificate"), None, refused)
+        return cls(data.get("certificate"), Verdict.from_json(data.get("verdict")))
+
+
 def claimed(runner: str, *, bug: bool = True) -> Judgement:
     """A certificate judged only by its runner (fake, demo: no verifier): a claim, never confirmed."""
     if bug:

@@ -102,12 +102,19 @@ class Verdict:
     @classmethod
     def from_json(cls, data: Any) -> Verdict:
         """The one decoder of stored verdicts, this version's and older ones (whose cause sat in
-        `details`, spelled `pred_error`/`pred_missing`, or was missing); never raises."""
+        `details`, spelled `pred_error`/`pred_missing`, or was missing; a fake runner's claim had no
+        status); never raises."""
         if not isinstance(data, Mapping):
             return cls("rejected", "unreadable verdict", "malformed")
         found = data.get("details")
         details: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-        status: Status = data["status"] if data.get("status") in get_args(Status) else "rejected"
+        # No status: the fake runner's claims before the typed verdict ({"verifier": "none: fake
+        # runner"}): nobody verified them (what they claimed is the session's result).
+        status: Status = (
+            data["status"]
+            if data.get("status") in get_args(Status)
+            else ("rejected" if "status" in data else "unverified")
+        )
         raw = str(data.get("cause", details.get("cause")))
         named = LEGACY_CAUSES.get(raw, raw)
         cause: Cause = named if named in CAUSES else _cause_of(status)  # type: ignore[assignment]

@@ -171,7 +171,7 @@ class Attempt:
             if self.spec.limits
             else None,
             exhausted=tuple(meter.exhausted),
-            extra=meter.throttling(),
+            throttling=meter.throttling(),
         )
         more: list[JournalRecord] = []
         if self.conclude is not None:

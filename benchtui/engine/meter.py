@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
 
 from benchtui.core.contract import MODEL_CALLS, LogicalLimits, ModelSpec, Usage
 from benchtui.core.money import token_cost, usd
@@ -12,6 +11,7 @@ from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.ledger import InFlight
 from benchtui.engine.providers import Backoff
+from benchtui.engine.records import Throttling
 
 UNLIMITED = LogicalLimits()
 MAX_QUIET_WAIT_S = 10.0
@@ -155,11 +155,11 @@ class SessionMeter:
             )
         self._progress(f"429 from {self._backoff.provider} ({asked}): waiting {wait:g} s")
 
-    def throttling(self) -> dict[str, Any]:
-        """What its provider's 429s cost this attempt (for its end line; empty when nothing)."""
+    def throttling(self) -> Throttling | None:
+        """What its provider's 429s cost this attempt (for its end line; None when nothing)."""
         if not (self.throttled_answers or self.throttle_wait_s):
-            return {}
-        return {"throttled": self.throttled_answers, "throttle_wait_s": round(self.throttle_wait_s, 3)}
+            return None
+        return Throttling(self.throttled_answers, round(self.throttle_wait_s, 3))
 
     def progress(self, note: str) -> None:
         self._progress(note)

@@ -2,18 +2,23 @@
 
 Every module that reads or writes the journal (the scheduler, the checkpoint, results, the UI
 model, `ctl status`, the report) goes through `JournalRecord`, so a field has one name and one
-type. Keys this version does not know are kept in `extra` and written back unchanged.
+type. What the shortlist protocol and the provider's backoff add to a line is typed too
+(`phase`: engine/phases.py; `throttling`), each read by one decoder. Keys this version does not
+know are kept in `extra` and written back unchanged.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
 from benchtui.core.money import ZERO, to_float, usd
+from benchtui.engine.phases import KEYS as PHASE_KEYS
+from benchtui.engine.phases import Phase, phase_of
 
 SessionState = Literal["pending", "running", "done", "skipped_budget", "error", "killed"]
 STATES: frozenset[str] = frozenset(get_args(SessionState))
@@ -27,6 +32,36 @@ RunState = Literal["running", "paused", "stopping"]
 def run_state(*, paused: bool, stopping: bool) -> RunState:
     """The one place that says what a campaign is doing, for every front end."""
     return "stopping" if stopping else "paused" if paused else "running"
+
+
+MAX_WAIT_S = 10**9
+"""Seconds a line may say its sessions waited for their provider (more is an edited journal)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Throttling:
+    """What its provider's 429s cost an attempt (on its end line; written by the engine's meter)."""
+
+    answers: int
+    """429 answers its own calls got (`throttled`)."""
+    wait_s: float
+    """Seconds it waited for the provider's backoff, its own or another session's (`throttle_wait_s`)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"throttled": self.answers, "throttle_wait_s": self.wait_s}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Throttling | None:
+        """None when the line says nothing of it; ValueError for anything but a count and a finite
+        number of seconds."""
+        if "throttled" not in data and "throttle_wait_s" not in data:
+            return None
+        answers, waited = data.get("throttled", 0), data.get("throttle_wait_s", 0.0)
+        if not isinstance(answers, int) or isinstance(answers, bool) or answers < 0:
+            raise ValueError(f"throttled: not a count: {str(answers)[:40]!r}")
+        if not isinstance(waited, int | float) or isinstance(waited, bool) or not 0 <= waited < MAX_WAIT_S:
+            raise ValueError(f"throttle_wait_s: not a number of seconds: {str(waited)[:40]!r}")
+        return cls(answers, float(waited))  # NaN and inf fail the comparison above
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +93,10 @@ class JournalRecord:
     {"model_calls": n, "shell_actions": n, "submits": n, "tools": {"pred": n, …}}."""
     exhausted: tuple[str, ...] = ()
     """Counters whose limit refused something in the attempt (`model_calls`, `tools.pred solve`)."""
+    phase: Phase | None = None
+    """A shortlist campaign's triage (end lines) or episode (`pending` lines): engine/phases.py."""
+    throttling: Throttling | None = None
+    """On end lines of attempts whose provider answered 429 or made them wait."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys written by other versions or runners: kept, and written back as they were."""
 
@@ -104,6 +143,10 @@ class JournalRecord:
                 out["counters"] = self.counters
             if self.exhausted:
                 out["exhausted"] = list(self.exhausted)
+        if self.phase is not None:
+            out.update(self.phase.to_json())
+        if self.throttling is not None:
+            out.update(self.throttling.to_json())
         out.update(self.extra)
         return out
 
@@ -139,6 +182,8 @@ class JournalRecord:
                 certificate=bool(data.get("certificate")),
                 counters=_counters(data["counters"]) if data.get("counters") is not None else None,
                 exhausted=tuple(map(_text, data.get("exhausted") or ())),
+                phase=phase_of(data),
+                throttling=Throttling.from_json(data),
                 extra={k: data[k] for k in unknown} if (unknown := data.keys() - _KNOWN) else {},
             )
         except KeyError as exc:
@@ -152,7 +197,12 @@ def now() -> float:
     return round(time.time(), 3)
 
 
-_KNOWN = frozenset(f.name for f in fields(JournalRecord)) - {"extra"}
+_KNOWN = (
+    frozenset(f.name for f in fields(JournalRecord)) - {"extra", "phase", "throttling"}
+    | PHASE_KEYS
+    | {"throttled", "throttle_wait_s"}
+)
+"""The keys a line's typed fields are read from; every other key is kept in `extra`."""
 
 
 @lru_cache(maxsize=4096)

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import trio
 
 from benchtui.core.contract import SessionOutcome, SessionSpec, Triage
 from benchtui.engine import events as ev
-from benchtui.engine import shortlist
+from benchtui.engine import phases, shortlist
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.attempt import KILLED, STOPPED_NOW, Attempt
 from benchtui.engine.breaker import Breaker
@@ -304,19 +304,13 @@ class Scheduler:
         the same commit, so the grown plan is durable before any episode runs."""
         protocol = self.campaign.protocol
         assert protocol is not None
-        extra: dict[str, Any] = {
-            **end.extra,
-            "phase": "triage",
-            "shortlist_size": protocol.shortlist_size,
-            "triage_limits": protocol.triage.model_dump(),
-        }
+        given = phases.Triage(size=protocol.shortlist_size, limits=protocol.triage.model_dump())
         if not end.is_final or end.state != "done" or outcome is None:
-            return end.but(extra=extra), []  # retried on resume, or killed: no shortlist
+            return end.but(phase=given), []  # retried on resume, or killed: no shortlist
         verdict = shortlist.judge(outcome.shortlist, self.inventory, protocol.shortlist_size)
-        extra |= verdict.extra()
         why = f" ({outcome.reason})" if outcome.shortlist is None and outcome.reason else ""
-        end = end.but(reason=verdict.reason + why, extra=extra)
-        sessions = shortlist.episodes(end.model, extra["shortlist"])
+        end = end.but(reason=verdict.reason + why, phase=verdict.of(given))
+        sessions = shortlist.episodes(end.model, verdict.shortlist)
         self._grown[end.session] = sessions
         return end, [shortlist.pending_line(s, end.runner, end.t) for s in sessions]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from benchtui.core.errors import BadInput
 from benchtui.core.target import TargetKind
 from benchtui.core.text import BIDI_CONTROLS
 from benchtui.engine.campaign import ResolvedProfile, slug
+from benchtui.engine.phases import Entry, Episode, Refusal, Triage
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.records import JournalRecord
 
@@ -34,20 +35,11 @@ MAX_INVENTORY = 100_000
 
 
 @dataclass(frozen=True, slots=True)
-class Entry:
-    rule: str
-    hypothesis: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"rule": self.rule, "hypothesis": self.hypothesis}
-
-
-@dataclass(frozen=True, slots=True)
 class Verdict:
     """A triage's commit, judged: the shortlist kept, and every entry refused with its reason."""
 
     shortlist: tuple[Entry, ...]
-    refused: tuple[dict[str, Any], ...]
+    refused: tuple[Refusal, ...]
     size: int
 
     @property
@@ -60,13 +52,9 @@ class Verdict:
         )
         return said + (f"; {refused} entr{'y' if refused == 1 else 'ies'} refused" if refused else "")
 
-    def extra(self) -> dict[str, Any]:
-        return {
-            "phase": "triage",
-            "shortlist": [e.to_json() for e in self.shortlist],
-            "refused": list(self.refused),
-            "shortlist_size": self.size,
-        }
+    def of(self, given: Triage) -> Triage:
+        """The triage's end line's protocol part: what it was given, and this judgement."""
+        return replace(given, shortlist=self.shortlist, refused=self.refused)
 
 
 def judge(committed: Any, inventory: Iterable[str], size: int) -> Verdict:
@@ -74,31 +62,31 @@ def judge(committed: Any, inventory: Iterable[str], size: int) -> Verdict:
     valid entries kept in order. Never raises: garbage is refused entry by entry."""
     known = frozenset(inventory)
     kept: list[Entry] = []
-    refused: list[dict[str, Any]] = []
+    refused: list[Refusal] = []
     seen: set[str] = set()
     entries = committed if isinstance(committed, list) else []
     if committed is not None and not isinstance(committed, list):
-        refused.append({"rule": None, "reason": f"not a list of entries: {str(committed)[:80]!r}"})
+        refused.append(Refusal(None, f"not a list of entries: {str(committed)[:80]!r}"))
     for position, entry in enumerate(entries[: 4 * size + 64], 1):  # bounded work on a flood
         rule = entry.get("rule") if isinstance(entry, dict) else None
         hypothesis = entry.get("hypothesis", "") if isinstance(entry, dict) else ""
         if not isinstance(rule, str):
-            refused.append({"rule": None, "position": position, "reason": "no rule named"})
+            refused.append(Refusal(None, "no rule named", position))
             continue
         rule = " ".join(rule.split())
         shown = rule[:200]
         if rule not in known:
-            refused.append({"rule": shown, "position": position, "reason": "not a rule of the inventory"})
+            refused.append(Refusal(shown, "not a rule of the inventory", position))
         elif rule in seen:
-            refused.append({"rule": shown, "position": position, "reason": "a duplicate of an earlier entry"})
+            refused.append(Refusal(shown, "a duplicate of an earlier entry", position))
         elif len(kept) >= size:
-            refused.append({"rule": shown, "position": position, "reason": f"beyond the {size} asked for"})
+            refused.append(Refusal(shown, f"beyond the {size} asked for", position))
         else:
             seen.add(rule)
             line = _one_line(str(hypothesis)) if hypothesis else ""
             kept.append(Entry(rule, line))
     if len(entries) > 4 * size + 64:
-        refused.append({"rule": None, "reason": f"{len(entries) - 4 * size - 64} more entries not read"})
+        refused.append(Refusal(None, f"{len(entries) - 4 * size - 64} more entries not read"))
     return Verdict(tuple(kept), tuple(refused), size)
 
 
@@ -116,24 +104,20 @@ def episode_id(model: str, position: int) -> str:
     return f"{slug(model)}-{position:04d}"
 
 
-def episodes(model: str, shortlist: Any) -> list[PlannedSession]:
+def episodes(model: str, shortlist: Sequence[Entry]) -> list[PlannedSession]:
     """The episodes a triage's (validated, recorded) shortlist plans, in shortlist order."""
-    out = []
-    for position, entry in enumerate(shortlist if isinstance(shortlist, list) else []):
-        if isinstance(entry, dict) and isinstance(entry.get("rule"), str):
-            hypothesis = entry.get("hypothesis")
-            hypothesis = hypothesis if isinstance(hypothesis, str) else ""
-            out.append(
-                PlannedSession(episode_id(model, position), model, position, entry["rule"], hypothesis)
-            )
-    return out
+    return [
+        PlannedSession(episode_id(model, position), model, position, entry.rule, entry.hypothesis)
+        for position, entry in enumerate(shortlist)
+    ]
 
 
 def grown_by(record: JournalRecord, planned: PlannedSession | None) -> list[PlannedSession]:
     """The episodes a journal line adds to the plan: only a planned triage's final end line."""
     if planned is None or not planned.triage or not record.is_final:
         return []
-    return episodes(record.model, record.extra.get("shortlist"))
+    triage = record.phase
+    return episodes(record.model, triage.shortlist or ()) if isinstance(triage, Triage) else []
 
 
 def ordered(plan: Iterable[PlannedSession], models: list[str]) -> list[PlannedSession]:
@@ -152,7 +136,7 @@ def pending_line(session: PlannedSession, runner: str, t: float) -> JournalRecor
         attempt=0,
         runner=runner,
         t=t,
-        extra={"phase": "episode", "hypothesis": session.hypothesis},
+        phase=Episode(session.hypothesis),
     )
 
 

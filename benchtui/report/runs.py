@@ -132,7 +132,9 @@ def read_run(run_dir: Path) -> RecordedRun:
         else:
             run.ends.append(rec)
             view.tokens += rec.tokens
-            _take_throttling(view, rec.extra)
+            if rec.throttling is not None:  # what its provider's 429s cost (the engine's meter)
+                view.throttled += rec.throttling.answers
+                view.throttle_wait_s += rec.throttling.wait_s
         _take(view, rec, starts.get((view.planned.id, rec.attempt)))
     by_model: dict[str, list[SessionHistory]] = defaultdict(list)
     for view in views.values():
@@ -160,16 +162,6 @@ def _take(view: SessionHistory, rec: JournalRecord, start: JournalRecord | None)
     view.counters = counters.flat(rec.counters) if ended and rec.counters is not None else None
     view.exhausted = rec.exhausted if ended else ()
     view.submitted = ended and rec.certificate
-
-
-def _take_throttling(view: SessionHistory, extra: dict[str, Any]) -> None:
-    """What an end line says its provider's 429s cost (written by the engine's meter); anything
-    but a count and a finite number of seconds is ignored (an edited journal)."""
-    answers, waited = extra.get("throttled"), extra.get("throttle_wait_s")
-    if isinstance(answers, int) and not isinstance(answers, bool) and answers >= 0:
-        view.throttled += answers
-    if isinstance(waited, int | float) and not isinstance(waited, bool) and 0 <= waited < MAX_TIME:
-        view.throttle_wait_s += float(waited)
 
 
 def _take_details(view: SessionHistory, detail: OutcomeDetails | None) -> None:

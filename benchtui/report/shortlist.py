@@ -9,9 +9,11 @@ too few is its own outcome. Ties are ties.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from benchtui.engine.phases import Triage
 from benchtui.report.leaderboard import found_bug, rule_of
 from benchtui.report.runs import RecordedRun, SessionHistory, sessions_by_model
 
@@ -81,12 +83,10 @@ def shortlists(runs: list[RecordedRun]) -> list[ModelShortlist] | None:
             if triage is None:
                 continue
             state = triage.state
-            entries = triage.extra.get("shortlist")
-            if isinstance(entries, list) and not committed:
-                committed = [
-                    e["rule"] for e in entries if isinstance(e, dict) and isinstance(e.get("rule"), str)
-                ]
-                refused = len(triage.extra.get("refused") or [])
+            given = triage.phase
+            if isinstance(given, Triage) and given.shortlist is not None and not committed:
+                committed = [e.rule for e in given.shortlist]
+                refused = len(given.refused)
         found = frozenset(r for v in views if (r := _bug_rule(v)) is not None) & frozenset(committed)
         judged = {v.judgement.judged_by for v in views if found_bug(v) and v.judgement is not None}
         judged_by = "runner" if "runner" in judged else "verifier" if judged else "-"
@@ -116,7 +116,7 @@ def findings(runs: list[RecordedRun]) -> list[str]:
     for run in runs:
         for model, triage in run.triages.items():
             if triage.ended:
-                size, limits = triage.extra.get("shortlist_size"), triage.extra.get("triage_limits")
+                size, limits = (p.size, p.limits) if isinstance(p := triage.phase, Triage) else (None, None)
                 given.setdefault(f"shortlist_size {size}, triage {_limits(limits)}", set()).add(model)
     if len(given) <= 1:
         return []
@@ -124,7 +124,7 @@ def findings(runs: list[RecordedRun]) -> list[str]:
     return [f"triage: models got different triage budgets or shortlist sizes ({parts})"]
 
 
-def _limits(limits: Any) -> str:
-    if not isinstance(limits, dict):
+def _limits(limits: Mapping[str, int] | None) -> str:
+    if limits is None:
         return "(not recorded)"
     return " ".join(f"{k}={limits[k]}" for k in sorted(limits))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchtui.core.outcome import Judgement, OutcomeDetails
+from benchtui.core.outcome import Judgement, Looked, OutcomeDetails
 from benchtui.core.target import Verdict as TargetVerdict
 
 
@@ -29,8 +29,12 @@ class Verdict:
     """`verifier` or `runner` (fake and demo runners judge their own)."""
     verifier: str
     findings: dict[str, Any]
-    """What the checks found (`cause`, `found_by`, `path`, `round_trip`, `source_optimum`, …)."""
+    """What the checks found, as a table to show (`cause`, `found_by`, `path`, `round_trip`, …)."""
     checked: list[Checked] = field(default_factory=list)
+    cause: str = ""
+    """One of the closed set (core/target.py `Cause`)."""
+    found_by: str = ""
+    """The route that showed the bug, when it is one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,18 +80,16 @@ def _shown(verdict: TargetVerdict, judgement: Judgement | None = None) -> Verdic
         judged_by=verdict.judged_by,
         verifier=verdict.verifier,
         findings=findings,
-        checked=[Checked(c.to_json()["status"], c.reason) for c in judgement.checked] if judgement else [],
+        checked=[Checked("off_task" if c.off_task else c.status, c.reason) for c in judgement.checked]
+        if judgement
+        else [],
+        cause=verdict.cause,
+        found_by=verdict.found_by,
     )
 
 
 def certificates(raw: Any) -> list[tuple[Any, Verdict | None, str]]:
     """`attempt-N.certificates.json`: (certificate, its verdict, why it was not verified) in the
-    order judged, submitted ones first."""
-    out: list[tuple[Any, Verdict | None, str]] = []
-    for item in raw if isinstance(raw, list) else []:
-        if isinstance(item, dict):
-            refused = item.get("refused")
-            why = refused if isinstance(refused, str) else ""
-            verdict = None if why else _shown(TargetVerdict.from_json(item.get("verdict")))
-            out.append((item.get("certificate"), verdict, why))
-    return out
+    order judged, submitted ones first (each entry through its one decoder, `Looked`)."""
+    looked = [entry for item in (raw if isinstance(raw, list) else []) if (entry := Looked.from_json(item))]
+    return [(e.certificate, _shown(e.verdict) if e.verdict else None, e.refused) for e in looked]

@@ -99,7 +99,7 @@ def test_unknown_duplicate_and_surplus_rules_are_refused_with_the_reason_in_orde
     assert [e.rule for e in verdict.shortlist] == ["R3 -> T3", "R1 -> T1", "R2 -> T2"]
     assert verdict.shortlist[0].hypothesis == "one line [2J only"  # no escape or bidi character left
     assert len(verdict.shortlist[2].hypothesis) == 300
-    reasons = {(r["rule"], r["reason"]) for r in verdict.refused}
+    reasons = {(r.rule, r.reason) for r in verdict.refused}
     assert reasons == {
         ("R9 -> T9", "not a rule of the inventory"),
         ("R3 -> T3", "a duplicate of an earlier entry"),

@@ -69,7 +69,7 @@ async def test_a_429_holds_back_the_next_call_of_every_session_of_the_provider(s
     waited = arrivals[1] - refused_at[0]
     if shared:
         assert waited >= 2.0
-        assert first.throttling()["throttled"] == 1 and second.throttle_wait_s > 0
+        assert first.throttled_answers == 1 and second.throttle_wait_s > 0
     else:
         assert second.throttle_wait_s == 0  # nothing held it back
     assert ledger.running["s-0"].spent == 0  # a 429 is charged nothing

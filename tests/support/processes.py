@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 
@@ -18,3 +19,13 @@ def pids_matching(text: str) -> list[int]:
             if text in cmdline and state != "Z":
                 found.append(int(entry.name))
     return found
+
+
+def cgroup_possible() -> bool:
+    """Whether a pids cgroup can be made here (root, or a delegated cgroup v2)."""
+    from benchtui.core import cgroups
+
+    group = cgroups.new_pids_cgroup(4, f"benchtui-probe-{uuid.uuid4().hex[:8]}-{os.getpid()}")
+    if group is not None:
+        cgroups.remove_cgroup(str(group))
+    return group is not None

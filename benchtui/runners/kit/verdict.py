@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchtui.core.atomic import atomic_write
 from benchtui.core.certificates import identity_key
-from benchtui.core.outcome import Checked, Judgement, SessionFacts, SessionOutcome
+from benchtui.core.outcome import Checked, Judgement, Looked, SessionFacts, SessionOutcome
 from benchtui.core.target import TargetKind, TargetTools, Verdict, malformed
 
 EXIT_REASONS = {
@@ -168,19 +168,19 @@ def found_in(target: TargetKind, blocks: list[str], submitted: Submitted) -> lis
 
 async def verify_each(
     how: Verification, found: list[Found], submitted: Submitted
-) -> tuple[Submitted, list[dict[str, Any]]]:
+) -> tuple[Submitted, list[Looked]]:
     """(every certificate checked, submitted ones first; those refused for want of a unit)."""
     checked: Submitted = list(submitted)
-    refused: list[dict[str, Any]] = []
+    refused: list[Looked] = []
     if any(v.accepted for _, v in checked):
         return checked, refused  # the session's bug is found: nothing more to verify
     if not how.target.verifies:  # nothing to verify: its well-formed certificates, unverified
         found = [f for f in found if f[0] is not None]
     for cert, problem, raw in found[: max(0, how.max_certificates - len(checked))]:
         admit = how.admit if how.target.verifies else None  # a claim of nothing costs no unit
-        why = refused[0]["refused"] if refused else (await admit() if admit else None)
+        why = refused[0].refused if refused else (await admit() if admit else None)
         if why is not None:  # past the session's submits: recorded, never verified
-            refused.append({"certificate": cert if cert is not None else raw[:2000], "refused": why})
+            refused.append(Looked(cert if cert is not None else raw[:2000], refused=why))
             continue
         verdict = await how.verify(cert) if cert is not None else malformed(problem)
         checked.append((cert, verdict))
@@ -189,8 +189,8 @@ async def verify_each(
     return checked, refused
 
 
-def _save(path: Path, checked: Submitted, refused: list[dict[str, Any]]) -> None:
-    data = [{"certificate": c, "verdict": v.to_json()} for c, v in checked] + refused
+def _save(path: Path, checked: Submitted, refused: list[Looked]) -> None:
+    data = [Looked(c, v).to_json() for c, v in checked] + [r.to_json() for r in refused]
     atomic_write(path, json.dumps(data, indent=1, default=str).encode())
 
 

@@ -3,66 +3,38 @@
 The maintainer's own checker verifies each certificate: `verify` is its argv, `{certificate}`
 the path of a file holding the certificate as JSON (also given on its standard input). It runs
 in the one-shot sandbox the session's runner gives (the tool gate's: a read-only system, no
-network, a private /tmp; its own folder and the certificate visible, read-only), bounded in time,
-memory, processes and output. Exit 0: confirmed; 1: not a bug; anything else, a timeout or a
-bound hit: inconclusive, never a bug. The first line it prints is the verdict's reason.
+network, a private /tmp; its own folder and the certificate visible, read-only, without secret
+files or benchtui's run dirs), bounded in time, memory, processes and output. Exit 0: confirmed;
+1: not a bug; anything else, a timeout or a bound hit: inconclusive, never a bug. The first line
+it prints is the verdict's reason. Its `version` runs the same way, and its first line joins the
+environment fingerprint.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
-import subprocess
 import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 import trio
-from pydantic import Field, field_validator
 
-from benchtui.core import bounds
+from benchtui.core.bounded import run_bounded
 from benchtui.core.checks import Check
-from benchtui.core.target import Ran, TargetKind, TargetProfile, TargetTools, Verdict
+from benchtui.core.target import Cause, Ran, TargetKind, TargetProfile, TargetTools, Verdict
 from benchtui.core.text import printable
+from benchtui.targets.command.profile import PLACEHOLDER, CommandTargetProfile
 
-PLACEHOLDER = "{certificate}"
+__all__ = ["CommandTarget", "CommandTargetProfile"]
+
 VERIFIER = "benchtui.targets.command (the campaign's checker)"
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
-
-
-class CommandTargetProfile(TargetProfile):
-    """Any benchmark whose findings a program can check: the campaign's own checker verifies each
-    certificate in the tool gate's one-shot sandbox (docs/guide/verify.md#a-checker-of-your-own)."""
-
-    path_keys: ClassVar[tuple[str, ...]] = ("workdir",)
-
-    kind: Literal["command"] = "command"
-    """A target whose certificates the campaign's own checker program verifies."""
-    verify: list[str] = Field(min_length=1, max_length=64)
-    """The checker's argv; `{certificate}` is replaced by the path of a file holding one
-    certificate (JSON; also on its standard input). Exit 0 confirmed, 1 not a bug, else inconclusive."""
-    version: list[str] | None = Field(default=None, min_length=1, max_length=64)
-    """An argv printing the checker's version: its output is part of the environment fingerprint."""
-    timeout_s: float = Field(default=60.0, gt=0, le=3600, allow_inf_nan=False)
-    """Per verification; past it the verdict is inconclusive."""
-    workdir: Path | None = None
-    """The folder the checker runs in, visible to it read-only (default: the campaign file's)."""
-    memory_mb: int = Field(default=2048, gt=0, le=1 << 20)
-    """Address space of the checker (a bound, not a reservation)."""
-    max_processes: int = Field(default=64, gt=0, le=100_000)
-    """Processes the checker may run at once (a pids cgroup where one can be made)."""
-    output_bytes: int = Field(default=1 << 16, gt=0, le=1 << 30)
-    """Output kept of one verification; a checker printing more is stopped (inconclusive)."""
-
-    @field_validator("verify", "version")
-    @classmethod
-    def _words(cls, value: list[str] | None) -> list[str] | None:
-        for word in value or []:
-            bounds.check_text(word, "a word of the checker's command")
-        return value
-
-
-def _argv(words: list[str], certificate: str) -> list[str]:
-    return [w.replace(PLACEHOLDER, certificate) for w in words]
+VERSION_BYTES = 4096
+VERSION_TIMEOUT_S = 30.0
 
 
 def _first_line(data: bytes) -> str:
@@ -70,6 +42,13 @@ def _first_line(data: bytes) -> str:
         if line.strip():
             return printable(line.strip())[:300]
     return ""
+
+
+def _blocking(run: Any) -> Ran:
+    """An async run from synchronous code (preflight, the fingerprint), inside a Trio run or not."""
+    with ThreadPoolExecutor(1) as pool:
+        ran: Ran = pool.submit(trio.run, run).result()
+    return ran
 
 
 class CommandTarget(TargetKind):
@@ -82,102 +61,151 @@ class CommandTarget(TargetKind):
     def workdir(self) -> Path:
         return self.profile.workdir or Path.cwd()
 
-    async def verify(self, certificate: dict[str, Any], tools: TargetTools) -> Verdict:
-        import json
+    def program(self, words: Sequence[str]) -> str | None:
+        """The executable of an argv as it runs: a path relative to the checker's folder, or a
+        name found there or on the system PATH (the sandbox has no other); None when there is none."""
+        first = words[0]
+        if "/" in first:
+            path = self.workdir / first
+            return str(path) if path.is_file() and os.access(path, os.X_OK) else None
+        return shutil.which(first, path=f"{self.workdir}{os.pathsep}{SYSTEM_PATH}")
 
-        p = self.profile
-        if (
-            shutil.which(p.verify[0], path=f"{self.workdir}:{SYSTEM_PATH}") is None
-            and not (self.workdir / p.verify[0]).is_file()
-        ):
-            return self._verdict("tool_missing", f"the checker {p.verify[0]!r} is not there")
+    async def run(
+        self,
+        words: Sequence[str],
+        tools: TargetTools,
+        *,
+        stdin: bytes,
+        timeout_s: float,
+        output_bytes: int,
+        readable: Sequence[Path] = (),
+    ) -> Ran:
+        """Run an argv of the checker's, bounded: in the runner's sandbox (its folder and `readable`
+        shown), else on this machine."""
+        program = self.program(words)
+        if program is None:
+            return Ran(
+                None, b"", f"{words[0]!r} not found in {self.workdir} or on {SYSTEM_PATH}".encode(), "start"
+            )
+        argv, memory, processes = (
+            [program, *words[1:]],
+            self.profile.memory_mb << 20,
+            self.profile.max_processes,
+        )
+        if tools.sandbox is None:
+            return await run_bounded(
+                argv,
+                cwd=self.workdir,
+                stdin=stdin,
+                timeout_s=timeout_s,
+                output_bytes=output_bytes,
+                memory_bytes=memory,
+                max_processes=processes,
+            )
+        return await tools.sandbox.run(
+            argv,
+            cwd=self.workdir,
+            readable=[self.workdir, *readable],
+            stdin=stdin,
+            timeout_s=timeout_s,
+            output_bytes=output_bytes,
+            memory_bytes=memory,
+            max_processes=processes,
+        )
+
+    async def verify(self, certificate: dict[str, Any], tools: TargetTools) -> Verdict:
         data = json.dumps(certificate).encode()
         with tempfile.TemporaryDirectory(prefix="benchtui-check-") as tmp:
             path = Path(tmp) / "certificate.json"
             await trio.to_thread.run_sync(path.write_bytes, data)
-            argv = _argv(p.verify, str(path))
-            if tools.sandbox is None:
-                from benchtui.core.bounded import run_bounded
-
-                ran = await run_bounded(
-                    argv,
-                    cwd=self.workdir,
-                    stdin=data,
-                    timeout_s=p.timeout_s,
-                    output_bytes=p.output_bytes,
-                    memory_bytes=p.memory_mb << 20,
-                    max_processes=p.max_processes,
-                )
-            else:
-                ran = await tools.sandbox.run(
-                    argv,
-                    cwd=self.workdir,
-                    readable=[self.workdir, Path(tmp)],
-                    stdin=data,
-                    timeout_s=p.timeout_s,
-                    output_bytes=p.output_bytes,
-                    memory_bytes=p.memory_mb << 20,
-                    max_processes=p.max_processes,
-                )
-        return self._judge(ran)
-
-    def _judge(self, ran: Ran) -> Verdict:
-        said = _first_line(ran.stdout) or _first_line(ran.stderr)
-        evidence = {"exit": ran.returncode, "output": said}
-        if ran.stopped == "timeout":
-            why = f"inconclusive: the checker took longer than {self.profile.timeout_s:g} s"
-            return self._verdict("timeout", why, evidence)
-        if ran.stopped:
-            return self._verdict(
-                "tool_error", f"inconclusive: the checker was stopped ({ran.stopped})", evidence
+            words = [w.replace(PLACEHOLDER, str(path)) for w in self.profile.verify]
+            ran = await self.run(
+                words,
+                tools,
+                stdin=data,
+                timeout_s=self.profile.timeout_s,
+                output_bytes=self.profile.output_bytes,
+                readable=[Path(tmp)],
             )
+        return self.judge(ran)
+
+    def judge(self, ran: Ran) -> Verdict:
+        """The verdict an ended run of the checker gives."""
+        p = self.profile
+        said = _first_line(ran.stdout) or _first_line(ran.stderr)
+        evidence = {
+            "exit": ran.returncode,
+            "output": said,
+            **({"stopped": ran.stopped} if ran.stopped else {}),
+        }
+        stops: dict[str, tuple[Cause, str]] = {
+            "timeout": ("timeout", f"inconclusive: the checker took longer than {p.timeout_s:g} s"),
+            "output": ("tool_error", f"inconclusive: the checker printed more than {p.output_bytes:,} bytes"),
+            "processes": (
+                "tool_error",
+                f"inconclusive: the checker ran into its bound of {p.max_processes} processes",
+            ),
+            "start": ("tool_missing", f"the checker could not start: {_first_line(ran.stderr) or '?'}"),
+        }
+        if ran.stopped:
+            cause, why = stops.get(
+                ran.stopped, ("tool_error", f"inconclusive: the checker was stopped ({ran.stopped})")
+            )
+            return self._verdict(cause, why, evidence)
         if ran.returncode == 0:
             return self._verdict("violation", said or "the checker confirmed it (exit 0)", evidence)
         if ran.returncode == 1:
             return self._verdict("no_violation", said or "the checker found no bug (exit 1)", evidence)
+        code = ran.returncode
+        how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited {code}"
         return self._verdict(
-            "tool_error",
-            f"inconclusive: the checker exited {ran.returncode}" + (f": {said}" if said else ""),
-            evidence,
+            "tool_error", f"inconclusive: the checker {how}" + (f": {said}" if said else ""), evidence
         )
 
-    def _verdict(self, cause: Any, reason: str, evidence: dict[str, Any] | None = None) -> Verdict:
-        return Verdict.of(cause, reason, verifier=VERIFIER, evidence=evidence or {})
+    def _verdict(self, cause: Cause, reason: str, evidence: dict[str, Any]) -> Verdict:
+        return Verdict.of(cause, reason, verifier=VERIFIER, evidence=evidence)
 
     def preflight(self, tools: TargetTools, *, tasks: list[str] | None, full: bool) -> list[Check]:
         p = self.profile
         if not self.workdir.is_dir():
             return [Check("checker", f"its folder {self.workdir} does not exist ([target] workdir)")]
-        found = shutil.which(p.verify[0], path=f"{self.workdir}:{SYSTEM_PATH}") or (
-            str(self.workdir / p.verify[0]) if (self.workdir / p.verify[0]).is_file() else None
-        )
+        found = self.program(p.verify)
         if found is None:
-            return [Check("checker", f"{p.verify[0]!r} not found (in {self.workdir} or on {SYSTEM_PATH})")]
-        checks = [Check("checker", detail=f"{' '.join(p.verify)} in {self.workdir}")]
+            where = f"in {self.workdir} or on {SYSTEM_PATH}"
+            return [Check("checker", f"{p.verify[0]!r} not found or not executable ({where})")]
+        checks = [Check("checker", detail=f"{found} {' '.join(p.verify[1:])} in {self.workdir}")]
         if p.version:
-            version, problem = self._version()
+            version, problem = self._version(tools)
             checks.append(Check("checker version", problem, version))
         return checks
 
-    def _version(self) -> tuple[str, str]:
-        """(the version line the checker prints, "") or ("", the problem)."""
+    def _version(self, tools: TargetTools) -> tuple[str, str]:
+        """(the version line the checker prints, "") or ("", the problem). It runs as the checker
+        does: in the runner's sandbox, bounded."""
         words = self.profile.version or []
-        try:
-            done = subprocess.run(
+        ran = _blocking(
+            lambda: self.run(
                 words,
-                cwd=self.workdir,
-                capture_output=True,
-                timeout=min(self.profile.timeout_s, 30.0),
-                stdin=subprocess.DEVNULL,
+                tools,
+                stdin=b"",
+                timeout_s=min(self.profile.timeout_s, VERSION_TIMEOUT_S),
+                output_bytes=VERSION_BYTES,
             )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return "", f"{' '.join(words)} failed: {exc}"
-        if done.returncode != 0:
-            return "", f"{' '.join(words)} exited {done.returncode}"
-        return _first_line(done.stdout[:4096]) or "(no output)", ""
+        )
+        command = " ".join(words)
+        if ran.stopped == "start":
+            return "", f"{command} could not start: {_first_line(ran.stderr) or '?'}"
+        if ran.stopped == "output":  # its first line is all that is kept
+            return _first_line(ran.stdout) or "(no output)", ""
+        if ran.stopped:
+            return "", f"{command} was stopped ({ran.stopped})"
+        if ran.returncode != 0:
+            said = _first_line(ran.stderr) or _first_line(ran.stdout)
+            return "", f"{command} exited {ran.returncode}" + (f": {said}" if said else "")
+        return _first_line(ran.stdout) or "(no output)", ""
 
     def fingerprint(self, tools: TargetTools) -> str:
         if not self.profile.version:
             return ""
-        version, problem = self._version()
+        version, problem = self._version(tools)
         return "checker:" + ("?" if problem else "_".join(version.split()))

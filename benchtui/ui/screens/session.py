@@ -196,7 +196,7 @@ def header(story: SessionStory, attempts: list[Attempt]) -> Text:
                 "ACCEPTED " if status == "accepted" else f"{status.upper()} ",
                 style=VERDICT_STYLES.get(status, "bold yellow"),
             )
-            found_by = j.verdict.findings.get("found_by")
+            found_by = j.verdict.found_by
             text.append(
                 visible(j.verdict.reason) + (f" (verifier: found by {found_by})" if found_by else "") + "\n"
             )

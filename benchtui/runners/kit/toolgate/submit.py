@@ -66,7 +66,9 @@ class Submissions:
 
     def _answer(self, verdict: Verdict) -> Answer:
         first = "ACCEPTED" if verdict.accepted else "REJECTED"
-        reason = verdict.reason if verdict.status != "inconclusive" else f"inconclusive: {verdict.reason}"
+        reason = verdict.reason
+        if verdict.status == "inconclusive" and not reason.startswith("inconclusive"):
+            reason = f"inconclusive: {reason}"  # (the target's reasons mostly say so themselves)
         lines = [first, reason, f"attempts left: {self.left()}"]
         if verdict.accepted and not self.limits.keep_hunting:
             lines.append("the session ends here")
