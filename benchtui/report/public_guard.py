@@ -18,6 +18,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, ValidationError
 
 from benchtui.core import inputs
+from benchtui.engine.phases import Triage
 from benchtui.engine.shortlist import INVENTORY
 from benchtui.report.public import Board
 from benchtui.report.public_html import embedded, render
@@ -72,7 +73,10 @@ def secrets_of(runs: list[RecordedRun]) -> Secrets:
             if view.prompt_sha256:
                 words.update({view.prompt_sha256, view.prompt_sha256[:8], view.prompt_sha256[:12]})
         for triage in run.triages.values():
-            words.update(_strings(triage.extra.get("shortlist")))
+            if isinstance(triage.phase, Triage):
+                for entry in triage.phase.shortlist or ():
+                    words.update({entry.rule.strip(), entry.hypothesis.strip()})
+                words.update(r.rule.strip() for r in triage.phase.refused if r.rule)
         try:
             inventory = inputs.loads_json(inputs.read_text(run.path / INVENTORY, None, "the rule inventory"))
             words.update(_strings(inventory))

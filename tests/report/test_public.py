@@ -15,6 +15,7 @@ from support.report import run_campaign as run_fake
 from support.scripted_llm import Reply, ScriptedLLM
 
 from benchtui.cli import main as cli
+from benchtui.engine.shortlist import INVENTORY
 from benchtui.report import build, public, public_guard
 from benchtui.report.public_html import embedded
 from benchtui.report.public_html import render as render_page
@@ -107,7 +108,7 @@ path = "target"
 """
 
 
-def test_hypotheses_never_reach_the_public_board(tmp_path):
+def test_hypotheses_never_reach_the_public_board(tmp_path, monkeypatch):
     """A shortlist campaign: its triage's hypotheses (they name the rules they suspect) stay out;
     bugs@K is on the board, as counts."""
     rules = [f"{MARKERS[3]}_R{i} -> T{i}" for i in range(4)]
@@ -121,6 +122,15 @@ def test_hypotheses_never_reach_the_public_board(tmp_path):
     assert MARKERS[3] not in out.read_text() and "fragile" not in out.read_text()
     (row,) = public.board(build([run_dir])).models
     assert row.bugs_at == {"bugs@10": 1, "bugs@25": 1, "bugs@50": 1}
+    # The guard knows the shortlist's words (the rule inventory put aside: they come from it too)
+    (run_dir / INVENTORY).rename(tmp_path / "inventory")
+    leaked = public.board(build([run_dir]))
+    hypotheses = [line for line in everything_in(run_dir).split('"') if line.endswith("looks fragile")]
+    update = {"runners": [hypotheses[-1]]}
+    leaked = leaked.model_copy(update={"models": [row.model_copy(update=update)]})
+    monkeypatch.setattr("benchtui.cli.public.board", lambda report: leaked)
+    assert cli.main(["report", str(run_dir), "--public", "-o", str(tmp_path / "leak.json")]) == 2
+    assert not (tmp_path / "leak.json").exists()
 
 
 @pytest.fixture
