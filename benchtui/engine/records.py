@@ -13,6 +13,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
+from benchtui.core.endings import SessionEnding, recorded_or_derived
 from benchtui.core.money import ZERO, to_float, usd
 
 SessionState = Literal["pending", "running", "done", "skipped_budget", "error", "killed"]
@@ -58,6 +59,9 @@ class JournalRecord:
     {"model_calls": n, "shell_actions": n, "submits": n, "tools": {"pred": n, …}}."""
     exhausted: tuple[str, ...] = ()
     """Counters whose limit refused something in the attempt (`model_calls`, `tools.pred solve`)."""
+    ending: SessionEnding | None = None
+    """Why the attempt ended (core/endings.py), on end lines of sessions that ran; a line an older
+    release wrote gets the ending its state and reason say."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys written by other versions or runners: kept, and written back as they were."""
 
@@ -104,6 +108,8 @@ class JournalRecord:
                 out["counters"] = self.counters
             if self.exhausted:
                 out["exhausted"] = list(self.exhausted)
+            if self.ending is not None:
+                out["ending"] = self.ending.to_json()
         out.update(self.extra)
         return out
 
@@ -139,6 +145,12 @@ class JournalRecord:
                 certificate=bool(data.get("certificate")),
                 counters=_counters(data["counters"]) if data.get("counters") is not None else None,
                 exhausted=tuple(map(_text, data.get("exhausted") or ())),
+                ending=recorded_or_derived(
+                    SessionEnding.from_json(data.get("ending")),
+                    state=state,
+                    result=data.get("result") if isinstance(data.get("result"), str) else None,
+                    reason=str(data.get("reason") or ""),
+                ),
                 extra={k: data[k] for k in unknown} if (unknown := data.keys() - _KNOWN) else {},
             )
         except KeyError as exc:

@@ -31,6 +31,7 @@ from benchtui.runners.kit import bubblewrap as sandbox
 from benchtui.runners.kit import reaper
 from benchtui.runners.kit import resources as processes
 from benchtui.runners.mini import billing
+from benchtui.runners.mini.actions import strip_actions
 from benchtui.runners.mini.model import MeteredModel, model_kwargs
 from benchtui.runners.mini.profile import load_templates
 from benchtui.runners.mini.protocol import MAX_BLOCKS_BYTES, MessageTooLarge, ParentGone, WorkerChannel
@@ -117,6 +118,7 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         observation_chars=profile["observation_chars"],
         outputs_dir=workdir,
         budget_line=bool(request.get("count_actions")),
+        action_format=profile.get("action_format", "tool_call"),
         model_name=model["name"],
         model_kwargs=model_kwargs(model, profile["request_timeout_s"]),
         cost_tracking="ignore_errors",
@@ -156,14 +158,17 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         traceback.print_exc()
     finally:
         getattr(env, "cleanup", lambda: None)()
+    unusable = agent_model.format_error
     return {
         "exit_status": status,
         "steps": agent.n_calls,
-        "blocks": certificate_blocks(agent.messages),
+        "blocks": certificate_blocks(strip_actions(agent.messages, agent_model.action_format)),
         "limits": limits.hits,
         "error": error,
         "infra_error": infra,
         "meter_rtt_ms": round(1000 * channel.authorise_s / max(channel.authorisations, 1), 3),
+        "actions": agent_model.actions,
+        **({"format_error": unusable.kind, "format_detail": unusable.detail} if unusable else {}),
     }
 
 
