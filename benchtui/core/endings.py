@@ -188,6 +188,18 @@ def recorded_or_derived(
     return SessionEnding(next((e for words, e in _OLD_REASONS if reason.startswith(words)), "unstated"))
 
 
-def counted(endings: list[Ending]) -> dict[str, int]:
-    """Every ending of the closed set with how many sessions had it (zeros included)."""
-    return {e: endings.count(e) for e in ENDINGS}
+GROUP_WORDS: dict[Group, str] = {
+    "hunted": "it hunted",
+    "not_hunting": "it did not hunt",
+    "infrastructure": "retried on --resume",
+    "stopped": "stopped from outside",
+    "unstated": "the runner did not say",
+}
+
+
+def by_group() -> str:
+    """The closed set in one line, by group (the TUI's `?` overlay)."""
+    return "; ".join(
+        f"{', '.join(e for e in ENDINGS if GROUP[e] == group)} ({words})"
+        for group, words in GROUP_WORDS.items()
+    )

@@ -26,7 +26,8 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 from decimal import Decimal
 from pathlib import Path
@@ -39,6 +40,7 @@ from benchtui.core.bounds import MAX_PARALLELISM
 from benchtui.core.errors import BadInput
 from benchtui.core.inputs import loads_json
 from benchtui.engine import events as ev
+from benchtui.engine.records import JournalRecord
 from benchtui.engine.rundir import CONTROL_SOCKET, IDENTITY
 from benchtui.engine.scheduler import Scheduler
 
@@ -84,6 +86,16 @@ def whoami(run_dir: Path, campaign: str) -> dict[str, Any]:
     }
 
 
+def endings_by_model(records: Iterable[JournalRecord]) -> dict[str, dict[str, int]]:
+    """Per model, how many of its sessions ended each way (their current end lines): `ctl status`
+    of a running campaign (from the engine's journal) and of a stopped one (from the run dir)."""
+    found: dict[str, Counter[str]] = {}
+    for rec in records:
+        if rec.ended and rec.ending is not None:
+            found.setdefault(rec.model, Counter())[rec.ending.name] += 1
+    return {model: dict(counts.most_common()) for model, counts in found.items()}
+
+
 def accounts_to_json(acc: ev.AccountsCommitted) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(json.dumps(asdict(acc), default=str))
     return data
@@ -127,6 +139,7 @@ class Controller:
                     "parallelism": s.parallelism,
                     "running": sorted(s.running_sessions()),
                     "accounts": accounts_to_json(self.accounts) if self.accounts else None,
+                    "endings": endings_by_model(s.accounts.journal.values()),
                 }
             if cmd == "pause":
                 s.pause()

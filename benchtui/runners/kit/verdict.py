@@ -283,6 +283,8 @@ def classify(checked: Submitted, done: WorkerDone, facts: SessionFacts) -> Sessi
         reason = f"resource_limit: {last.split(': ', 1)[-1]}"
     elif done.exit_status == "RepeatedFormatError" and done.format_detail:
         reason = f"format_errors: {done.format_detail[:300]}"
+    elif done.exit_status == "ContextWindowExceeded" and done.error:
+        reason = f"{reason}: {done.error.split(': ', 1)[-1][:300]}"
     return replace(outcome, reason=reason)
 
 
