@@ -303,3 +303,16 @@ def model_kwargs(model: dict[str, Any], request_timeout_s: float) -> dict[str, A
     if model.get("api_base"):
         kwargs["api_base"] = model["api_base"]
     return kwargs
+
+
+def root_cause(exc: BaseException) -> str:
+    """` (cause: ConnectionRefusedError: …)`: litellm words a refused connection, a DNS failure
+    and a reset all as "InternalServerError … Connection error."; the first OSError says which."""
+    seen: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and cause not in seen and len(seen) < 20:
+        seen.append(cause)
+        if isinstance(cause, OSError) and str(cause):
+            return f" (cause: {type(cause).__name__}: {str(cause)[:200]})"
+        cause = cause.__cause__ or cause.__context__
+    return ""

@@ -32,7 +32,7 @@ from benchtui.runners.kit import reaper
 from benchtui.runners.kit import resources as processes
 from benchtui.runners.mini import billing
 from benchtui.runners.mini.actions import strip_actions
-from benchtui.runners.mini.model import MeteredModel, model_kwargs
+from benchtui.runners.mini.model import MeteredModel, model_kwargs, root_cause
 from benchtui.runners.mini.profile import load_templates
 from benchtui.runners.mini.protocol import MAX_BLOCKS_BYTES, MessageTooLarge, ParentGone, WorkerChannel
 from benchtui.runners.mini.resources import Limits, Watched
@@ -66,24 +66,11 @@ def _classify(exc: BaseException) -> tuple[str, str, bool]:
         return "ContextWindowExceeded", reason, False
     if isinstance(exc, openai.APIError | billing.CallDeadline):
         n = getattr(exc, "requests_made", 1)
-        reason += _root_cause(exc)
+        reason += root_cause(exc)
         return "ApiError", f"model API failed ({n} request{'s' if n != 1 else ''}): {reason}", True
     if isinstance(exc, ParentGone):
         return "ParentGone", reason, True
     return "WorkerError", f"worker failed: {reason}", True
-
-
-def _root_cause(exc: BaseException) -> str:
-    """` (cause: ConnectionRefusedError: …)`: litellm words a refused connection, a DNS failure
-    and a reset all as "InternalServerError … Connection error."; the first OSError says which."""
-    seen: list[BaseException] = []
-    cause: BaseException | None = exc
-    while cause is not None and cause not in seen and len(seen) < 20:
-        seen.append(cause)
-        if isinstance(cause, OSError) and str(cause):
-            return f" (cause: {type(cause).__name__}: {str(cause)[:200]})"
-        cause = cause.__cause__ or cause.__context__
-    return ""
 
 
 def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, Any]:

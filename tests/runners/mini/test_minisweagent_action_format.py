@@ -11,7 +11,6 @@ import pytest
 import trio
 from support.mini import RULE, journal, pred_on_path, run_campaign, write_campaign
 from support.scripted_llm import Reply, ScriptedLLM
-
 from test_minisweagent_protocol import PROTOCOL, STEPS, observations, output
 
 
@@ -70,7 +69,10 @@ async def test_a_certificate_a_text_command_only_writes_to_a_file_is_not_printed
     writes a certificate block into a file counts no more than it would with tool calls."""
     pred_on_path(tmp_path, monkeypatch)
     block = f'CERTIFICATE_START\n{{"rule": "{RULE}", "violation": "unsound_extraction"}}\nCERTIFICATE_END'
-    steps = [Reply(f"cat > quiet.txt <<'EOF'\n{block}\nEOF"), Reply("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")]
+    steps = [
+        Reply(f"cat > quiet.txt <<'EOF'\n{block}\nEOF"),
+        Reply("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"),
+    ]
     with ScriptedLLM(steps, text=True) as llm:
         path = write_campaign(tmp_path, llm.url, runner={"action_format": "text"})
         with trio.fail_after(90):
@@ -81,7 +83,9 @@ async def test_a_certificate_a_text_command_only_writes_to_a_file_is_not_printed
 
 
 FENCE = "```mswea_bash_command\n{}\n```"
-CONTEXT = "This model's maximum context length is 4096 tokens. However, your messages resulted in 9000 tokens."
+CONTEXT = (
+    "This model's maximum context length is 4096 tokens. However, your messages resulted in 9000 tokens."
+)
 
 
 @pytest.mark.trio
