@@ -223,6 +223,8 @@ esac
     started = records["started"]
     assert (started["state"], started["result"], started["retryable"]) == ("done", "no_certificate", False)
     assert started["reason"] == "exit 127" and started["calls"] == 1
+    assert started["ending"]["name"] == "agent_failed"  # the agent's own exit status: final
+    assert {records[k]["ending"]["name"] for k in records if k != "started"} == {"setup_error"}
 
 
 BOUNDS = r"""
@@ -253,6 +255,7 @@ async def test_an_agent_cli_gets_the_mini_runners_process_and_disk_bounds(tmp_pa
         forks["reason"],
     ), forks
     assert disk["reason"] == "resource_limit: the session copy grew by more than 5 MB", disk
+    assert forks["ending"]["name"] == disk["ending"]["name"] == "resource_limit"
     assert "tmp: 1" in agent_log(prep.run_dir, tmp["session"])  # its /tmp is 5 MB: the write failed
     assert pids_matching("sleep 614.5") == []
 

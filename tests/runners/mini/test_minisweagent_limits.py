@@ -82,6 +82,7 @@ async def test_each_session_is_bounded_and_says_which_bound_it_hit(tmp_path, mon
     assert [len(r) < 1_100_000 for r in raw] == [True] * 3 and sum(map(len, raw)) < 1_600_000
 
     assert records["fork"]["reason"].startswith("resource_limit: process limit")
+    assert records["fork"]["ending"]["name"] == "resource_limit"
     for task in ("copy", "bigfile", "inodes"):  # past 20 MB: two files, one the kernel cut, 60,000 empty ones
         assert records[task]["reason"].startswith("resource_limit: disk limit"), records[task]
     written = int(records["bigfile"]["reason"].split("wrote ")[1].split()[0].replace(",", ""))
