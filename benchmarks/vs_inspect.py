@@ -1,16 +1,30 @@
-"""10k zero-latency sessions, benchtui against Inspect AI, side by side in one run.
+"""benchtui beside Inspect AI run the way its users run it, whole processes, alternating, in one run.
 
-benchtui: the real CLI (`benchtui --no-ui`) on a FakeRunner campaign of 10 models, parallelism 16
-(every event durable: journal, result rows and ledger fsynced before the session acts on it).
-Inspect AI: `inspect_ai.eval` of one task of N samples on its `mockllm` model (usage given, so no
-tokenizer download), `generate()` + `match()`, max_connections 16, its log written to a temp dir.
-Each runs in its own process, whole (import, start, run, logs, exit), alternately `--rounds` times;
-printed: wall and CPU seconds per round, the medians, and the ratio of the median walls.
+Contestants (each a whole process: import, start, run, logs, exit):
+- benchtui: the real CLI, `benchtui --no-ui` on a FakeRunner campaign (zero latency, 2 models,
+  parallelism 16), every event durable (the journal fsynced once a group commit, F7);
+- `--also CHECKOUT`: the same CLI from another checkout (e.g. the commit before a change), run
+  with this interpreter, for a before/after in the same run;
+- Inspect AI's CLI, `inspect eval` of one task of N samples (`generate()`, `match()`) on
+  `mockllm/model` with `--max-connections 16`: its default logging (an .eval log with every
+  sample, realtime sample buffer), and its fastest documented logging (`--no-log-samples
+  --no-log-realtime`). `--display none` for both (benchtui's lines go to /dev/null too).
 
-Inspect AI is an optional dependency of this script only: `pip install inspect-ai` (never in
-pyproject's extras). Without it, benchtui's figures are printed alone.
+Printed: wall and CPU seconds of each round, the medians; the machine's fsync latency (a 4 KiB
+write + fsync in the work folder, median of 50) before every round, since it varies from one
+minute to the next on a shared disk; and, from one more round of each under `strace -f -c`
+(`apt-get install -y strace`; the script says when it is missing), fsync-family calls and renames
+per session.
 
-    python benchmarks/vs_inspect.py [SESSIONS] [--rounds N]      # default 10000, 3 rounds
+Inspect's `mockllm` counts tokens with tiktoken's o200k_base, which tiktoken downloads once into
+its cache; offline, the script points TIKTOKEN_CACHE_DIR at the copy litellm (a dependency of
+benchtui) ships in tiktoken's cache layout, unless it is set already.
+
+Inspect AI is not a dependency of benchtui: install it in a venv of its own and name its CLI:
+
+    python -m venv /tmp/inspect-venv && /tmp/inspect-venv/bin/pip install inspect-ai
+    python benchmarks/vs_inspect.py [SESSIONS] [--rounds 3] [--inspect /tmp/inspect-venv/bin/inspect]
+                                    [--also /path/to/other/checkout] [--dir /tmp]
 """
 
 from __future__ import annotations
@@ -19,6 +33,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -26,107 +41,235 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
-MODELS = 10
+MODELS = 2
 PARALLELISM = 16
+SYNCS = ("fsync", "fdatasync", "sync_file_range", "syncfs", "msync")
+RENAMES = ("rename", "renameat", "renameat2")
 
-INSPECT_CHILD = """
-import sys, tempfile
-from inspect_ai import Task, eval as inspect_eval
+TASK = """
+import os
+from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
-from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import match
 from inspect_ai.solver import generate
 
-def reply(*_args):
-    out = ModelOutput.from_content(model="mockllm", content="bug")
-    out.usage = ModelUsage(input_tokens=10, output_tokens=1, total_tokens=11)
-    return out
 
-n = int(sys.argv[1])
-task = Task(dataset=[Sample(input=f"q{i}", target="bug") for i in range(n)], solver=generate(), scorer=match())
-with tempfile.TemporaryDirectory() as logs:
-    [log] = inspect_eval(task, model=get_model("mockllm/model", custom_outputs=reply),
-                         max_connections=16, log_dir=logs, display="none")
-    assert log.status == "success", log.error
-    assert log.results.completed_samples == n, log.results.completed_samples
+@task
+def bench():
+    n = int(os.environ["BENCH_SAMPLES"])
+    return Task(dataset=[Sample(input=f"q{i}", target="bug") for i in range(n)], solver=generate(), scorer=match())
 """
 
+CHECK_LOG = """
+import sys
+from pathlib import Path
+from inspect_ai.log import read_eval_log
+[path] = Path(sys.argv[1]).glob("*.eval")
+log = read_eval_log(str(path), header_only=True)
+assert log.status == "success", log.error
+print(log.results.completed_samples)
+"""
 
-def campaign(dirpath: Path, sessions: int) -> Path:
-    (dirpath / "target").mkdir(exist_ok=True)
+OTHER_CHECKOUT = "import sys; sys.path.insert(0, sys.argv.pop(1)); from benchtui.cli.main import main; sys.exit(main(sys.argv[1:]))"
+
+
+@dataclass
+class Contestant:
+    name: str
+    argv: list[str]
+    kind: str  # benchtui | inspect
+    walls: list[float] = field(default_factory=list)
+    cpus: list[float] = field(default_factory=list)
+    syncs: int | None = None
+    renames: int | None = None
+
+
+def campaign(folder: Path, sessions: int) -> Path:
+    (folder / "target").mkdir(exist_ok=True)
+    (folder / "target" / "README").write_text("a stand-in target\n")
     models = "".join(
         f'\n[[models]]\nname = "bench/m{i}"\ninput_usd_per_mtok = 1.0\noutput_usd_per_mtok = 2.0\n'
         for i in range(MODELS)
     )
-    path = dirpath / "fake.toml"
+    path = folder / "fake.toml"
     path.write_text(
         f'name = "vs-inspect"\nsessions_per_model = {sessions // MODELS}\nparallelism = {PARALLELISM}\n'
-        'runner = "fake"\n[budget]\ntotal_usd = 1000000\n[runners.fake]\nkind = "fake"\n'
+        f'runner = "fake"\n[budget]\ntotal_usd = {sessions}\n[runners.fake]\nkind = "fake"\n'
         f'cost_usd = 0.001\n{models}\n[environment]\npath = "target"\n'
     )
     return path
 
 
-def timed(argv: list[str], cwd: Path) -> tuple[float, float]:
+def fsync_latency(folder: Path, tries: int = 50) -> float:
+    """Median seconds of a 4 KiB write + fsync in `folder` (what one group commit waits for)."""
+    fd, name = tempfile.mkstemp(dir=folder)
+    took = []
+    try:
+        for _ in range(tries):
+            started = time.perf_counter()
+            os.write(fd, b"x" * 4096)
+            os.fsync(fd)
+            took.append(time.perf_counter() - started)
+    finally:
+        os.close(fd)
+        os.unlink(name)
+    return statistics.median(took)
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU (user + system) seconds of one whole child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    wall = time.perf_counter() - start
+    started = time.perf_counter()
+    done = subprocess.run(
+        argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"{argv[0]} failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def benchtui_round(tmp: Path, path: Path, sessions: int) -> tuple[float, float]:
-    runs = tmp / "runs"
-    shutil.rmtree(runs, ignore_errors=True)
+def tiktoken_cache() -> dict[str, str]:
+    """Where tiktoken finds o200k_base without the network: litellm's copy (see the docstring)."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        return {}
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or spec.origin is None:
+        return {}
+    folder = Path(spec.origin).parent / "litellm_core_utils" / "tokenizers"
+    return {"TIKTOKEN_CACHE_DIR": str(folder)} if folder.is_dir() else {}
+
+
+def prepared(who: Contestant, work: Path, sessions: int) -> tuple[list[str], dict[str, str]]:
+    """A fresh state (run dir, log dir) for one process of `who`; its argv and environment."""
+    out = work / "out"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir()
+    env = {**os.environ, **tiktoken_cache(), "BENCH_SAMPLES": str(sessions), "INSPECT_LOG_DIR": str(out)}
+    extra = ["--state-dir", str(out)] if who.kind == "benchtui" else ["--log-dir", str(out)]
+    return who.argv + extra, env
+
+
+def check(who: Contestant, work: Path, sessions: int, inspect_python: str | None) -> None:
+    out = work / "out"
+    if who.kind == "benchtui":
+        journal = (out / "vs-inspect" / "sessions.jsonl").read_text().splitlines()
+        done = {json.loads(line)["session"] for line in journal if '"state":"done"' in line}
+        assert len(done) == sessions, f"{who.name} finished {len(done)} of {sessions}"
+    elif inspect_python:
+        done = subprocess.run([inspect_python, "-c", CHECK_LOG, str(out)], capture_output=True, text=True)
+        assert done.returncode == 0 and int(done.stdout) == sessions, (
+            f"{who.name}: {done.stderr or done.stdout}"
+        )
+
+
+def strace_counts(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, int]:
+    """fsync-family calls and renames of a whole process tree, by `strace -f -c`."""
+    table = cwd / "strace.txt"
+    trace = ",".join(SYNCS + RENAMES)
+    subprocess.run(
+        ["strace", "-f", "-c", "-qq", "--seccomp-bpf", "-e", f"trace={trace}", "-o", str(table), *argv],
+        cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
+    )  # fmt: skip
+    counts: dict[str, int] = {}
+    for line in table.read_text().splitlines():
+        m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$", line)
+        if m:
+            counts[m.group(2)] = int(m.group(1))
+    return sum(counts.get(s, 0) for s in SYNCS), sum(counts.get(r, 0) for r in RENAMES)
+
+
+def contestants(args: argparse.Namespace, work: Path, path: Path) -> list[Contestant]:
     exe = shutil.which("benchtui", path=str(Path(sys.executable).parent)) or "benchtui"
-    wall, cpu = timed([exe, "--no-ui", "--fresh", "--state-dir", str(runs), str(path)], tmp)
-    journal = (runs / "vs-inspect" / "sessions.jsonl").read_text().splitlines()
-    done = {json.loads(line)["session"] for line in journal if '"state":"done"' in line}
-    assert len(done) == sessions, f"benchtui finished {len(done)} of {sessions}"
-    return wall, cpu
+    found = [Contestant("benchtui", [exe, "--no-ui", "--fresh", str(path)], "benchtui")]
+    if args.also:
+        rev = subprocess.run(
+            ["git", "-C", args.also, "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        )
+        name = f"benchtui@{rev.stdout.strip() or Path(args.also).name}"
+        found.append(
+            Contestant(
+                name,
+                [sys.executable, "-c", OTHER_CHECKOUT, args.also, "--no-ui", "--fresh", str(path)],
+                "benchtui",
+            )
+        )
+    if args.inspect:
+        task = work / "bench_task.py"
+        task.write_text(TASK)
+        base = [
+            args.inspect,
+            "eval",
+            task.name,
+            "--model",
+            "mockllm/model",
+            "--max-connections",
+            str(PARALLELISM),
+            "--display",
+            "none",
+        ]
+        found.append(Contestant("inspect (default logging)", base, "inspect"))
+        found.append(Contestant("inspect --no-log-samples --no-log-realtime", base + ["--no-log-samples", "--no-log-realtime"], "inspect"))  # fmt: skip
+    return found
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sessions", nargs="?", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--inspect", default=shutil.which("inspect"), help="Inspect AI's CLI (default: on PATH)"
+    )
+    parser.add_argument("--also", help="another benchtui checkout to run beside this one")
+    parser.add_argument(
+        "--dir", default=tempfile.gettempdir(), help="where the runs write (default: the temp dir)"
+    )
     args = parser.parse_args()
-    have_inspect = importlib.util.find_spec("inspect_ai") is not None
-    if not have_inspect:
-        print("inspect-ai is not installed (pip install inspect-ai): benchtui alone", file=sys.stderr)
-    rows: dict[str, list[tuple[float, float]]] = {"benchtui": [], "inspect_ai": []}
-    with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
-        path = campaign(tmp, args.sessions)
-        env_note = f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
-        print(f"{args.sessions} sessions, parallelism {PARALLELISM}, {args.rounds} rounds ({env_note})")
+    if not args.inspect:
+        print(
+            "Inspect AI's CLI not found (see this script's docstring to install it): benchtui alone",
+            file=sys.stderr,
+        )
+    inspect_python = str(Path(args.inspect).parent / "python") if args.inspect else None
+    with tempfile.TemporaryDirectory(dir=args.dir, prefix="vs-inspect-") as tmp:
+        work = Path(tmp)
+        everyone = contestants(args, work, campaign(work, args.sessions))
+        print(f"{args.sessions} sessions/samples, {MODELS} models, parallelism {PARALLELISM}, {args.rounds} rounds "
+              f"({os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}); work folder {work}")  # fmt: skip
+        latencies = []
         for r in range(args.rounds):
-            rows["benchtui"].append(benchtui_round(tmp, path, args.sessions))
-            if have_inspect:
-                rows["inspect_ai"].append(
-                    timed([sys.executable, "-c", INSPECT_CHILD, str(args.sessions)], tmp)
-                )
-            line = "  ".join(
-                f"{name} {walls[-1][0]:6.2f} s wall {walls[-1][1]:6.2f} CPU-s"
-                for name, walls in rows.items()
-                if walls
-            )
-            print(f"round {r + 1}: {line}", flush=True)
-    medians = {name: statistics.median(w for w, _ in v) for name, v in rows.items() if v}
-    cpus = {name: statistics.median(c for _, c in v) for name, v in rows.items() if v}
-    for name, wall in medians.items():
-        print(
-            f"{name:>10}: median {wall:6.2f} s wall, {cpus[name]:6.2f} CPU-s, "
-            f"{args.sessions / wall:7.0f} sessions/s, {1e6 * cpus[name] / args.sessions:5.0f} CPU-us/session"
-        )
-    if len(medians) == 2:
-        print(
-            f"benchtui is {medians['inspect_ai'] / medians['benchtui']:.2f}x Inspect AI's speed (median walls)"
-        )
+            order = everyone[r % len(everyone) :] + everyone[: r % len(everyone)]
+            latencies.append(fsync_latency(work))
+            line = []
+            for who in order:
+                argv, env = prepared(who, work, args.sessions)
+                wall, cpu = timed(argv, work, env)
+                check(who, work, args.sessions, inspect_python)
+                who.walls.append(wall)
+                who.cpus.append(cpu)
+                line.append(f"{who.name} {wall:.2f} s / {cpu:.2f} CPU-s")
+            print(f"round {r + 1} (fsync {latencies[-1] * 1000:.2f} ms): " + "; ".join(line), flush=True)
+        latencies.append(fsync_latency(work))
+        if shutil.which("strace"):
+            for who in everyone:
+                argv, env = prepared(who, work, args.sessions)
+                who.syncs, who.renames = strace_counts(argv, work, env)
+        else:
+            print("strace not found (apt-get install -y strace): fsyncs not counted", file=sys.stderr)
+    print(f"\nfsync latency (4 KiB write + fsync, median of 50) around the rounds: "
+          f"{', '.join(f'{x * 1000:.2f}' for x in latencies)} ms")  # fmt: skip
+    print(
+        f"\n{'':<44} {'median wall':>12} {'(min-max)':>15} {'CPU-s':>7} {'fsyncs/session':>15} {'renames/session':>16}"
+    )
+    for who in everyone:
+        syncs = f"{who.syncs / args.sessions:.3f}" if who.syncs is not None else "-"
+        renames = f"{who.renames / args.sessions:.3f}" if who.renames is not None else "-"
+        print(f"{who.name:<44} {statistics.median(who.walls):>10.2f} s {min(who.walls):>6.2f}-{max(who.walls):<6.2f} s "
+              f"{statistics.median(who.cpus):>7.2f} {syncs:>15} {renames:>16}")  # fmt: skip
 
 
 if __name__ == "__main__":

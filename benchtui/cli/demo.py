@@ -29,7 +29,7 @@ from benchtui.core.errors import BadInput
 from benchtui.engine import rundir
 
 if TYPE_CHECKING:
-    from benchtui.engine.stopsignals import StopSignals
+    from benchtui.cli.stopsignals import StopSignals
     from benchtui.runners.mini.scripted import Reply, Request
 
 KEY_VARIABLE = "BENCHTUI_DEMO_KEY"

@@ -21,10 +21,10 @@ import trio
 
 from benchtui.core.errors import BenchtuiError, first_error
 from benchtui.core.money import fmt
+from benchtui.core.signals import first_stop_note
 from benchtui.engine import events as ev
 from benchtui.engine import run as engine
 from benchtui.engine.scheduler import Scheduler
-from benchtui.engine.stopsignals import first_stop_note
 
 
 class LinePrinter:

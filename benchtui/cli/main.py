@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchtui.cli.args import OneLineParser, add_state_dir
+from benchtui.cli.stopsignals import StopSignals
 from benchtui.core.errors import BenchtuiError, Problems, one_line
 from benchtui.engine import rundir
-from benchtui.engine.stopsignals import StopSignals
 
 if TYPE_CHECKING:
     from benchtui.engine.events import CampaignEnded

@@ -75,7 +75,7 @@ def ping_models(campaign: Campaign) -> list[Check]:
         ends = {rec.model: rec.to_json() for rec in prep.checkpoint.journal.values()}
     checks = []
     for model in campaign.models:
-        end, spent = ends.get(model.name, {}), ledger.models[model.name].spent
+        end, spent = ends.get(model.name, {}), ledger.models[model.name].spent_usd
         what, cost = f"ping {model.name}", f"(ledger: ${spent.normalize():f})"
         if end.get("state") == "done" and end.get("result") != "error":
             checks.append(Check(what, detail=f"{end.get('reason', '')} {cost}"))

@@ -1,5 +1,5 @@
-"""Crash-safe file writes (temp file in the same dir, fsync, rename, fsync the dir), append-only
-logs, and bulk parsing without the cyclic GC."""
+"""Crash-safe file writes (temp file in the same dir, rename; fsynced, with the dir, when the file
+is the only record of what it holds), append-only logs, and bulk parsing without the cyclic GC."""
 
 from __future__ import annotations
 
@@ -23,15 +23,20 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data`; a crash at any instant leaves the old or the new file, whole."""
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace `path` with `data`: a reader, or a process killed at any instant, finds the old or
+    the new file, whole. `durable`: also through an OS crash or a power cut (fsync of the file and
+    of its folder). A file derived from a durable record (the ledger and the results, from the
+    journal) needs no fsync: a power cut may leave it old, empty or torn, and whoever opens the
+    run next rebuilds it from the record."""
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except OSError as exc:
         os.close(fd)
         tmp.unlink(missing_ok=True)
@@ -42,7 +47,8 @@ def atomic_write(path: Path, data: bytes) -> None:
         raise
     os.close(fd)
     os.replace(tmp, path)
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
 def fsync_dir(path: Path) -> None:
@@ -60,7 +66,8 @@ class AppendLog:
         self.path = path
         self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         self._cut_torn_tail(os.lseek(self.fd, 0, os.SEEK_END))
-        os.lseek(self.fd, 0, os.SEEK_END)
+        self.size = os.lseek(self.fd, 0, os.SEEK_END)
+        """Bytes of whole lines in the file (what was written through this log included)."""
 
     def _cut_torn_tail(self, size: int) -> None:
         end = size
@@ -77,12 +84,14 @@ class AppendLog:
             end = start
         os.ftruncate(self.fd, 0)
 
-    def append(self, data: bytes) -> None:
-        """Write whole lines and fsync them."""
+    def append(self, data: bytes, *, durable: bool = True) -> None:
+        """Write whole lines; `durable`: and fsync them."""
         view = memoryview(data)
         while view:
             view = view[os.write(self.fd, view) :]
-        os.fsync(self.fd)
+        self.size += len(data)
+        if durable:
+            os.fsync(self.fd)
 
     def close(self) -> None:
         """Once: a second close must not close whatever file has since been given this number."""

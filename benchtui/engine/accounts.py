@@ -3,7 +3,8 @@
 An attempt or a meter never sees the scheduler. It opens its reservation, holds and charges
 money, records journal lines, waits for them to be durable and announces events, all here.
 Each method changes the in-memory accounts at once; `commit()` makes every change so far
-durable (group commit, see store.py).
+durable (group commit, see store.py). Events about what was recorded go out with
+`after_commit`, once it is durable, in the order they were queued.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class Accounts:
 
     def record_details(self, model: str, details: dict[str, Any]) -> None:
         """Queue an attempt's bulky details (certificates), written before its end line."""
-        self._store.append_row(slug(model), details)
+        self._store.append_details(model, slug(model), details)
 
     def mark_dirty(self) -> None:
         self._store.mark_dirty()
@@ -80,4 +81,9 @@ class Accounts:
         await self._store.commit()
 
     def emit(self, event: ev.Event) -> None:
+        """Announce now (progress no one needs to find on disk)."""
         self._bus.emit(event)
+
+    def after_commit(self, event: ev.Event) -> None:
+        """Announce once everything recorded so far is durable (starts, ends, plans)."""
+        self._store.after_commit(event)

@@ -100,10 +100,15 @@ class Attempt:
         conclude: Callable[[JournalRecord, SessionOutcome | None], tuple[JournalRecord, list[JournalRecord]]]
         | None = None,
         backoff: Backoff | None = None,
+        on_recorded: Callable[[JournalRecord], None] = lambda end: None,
     ) -> None:
         self.accounts = accounts
         self.conclude = conclude
         """Completes the end line (a triage's shortlist) and gives lines to write with it."""
+        self.on_recorded = on_recorded
+        """Called with the end line once it is queued, before it is durable: the slot may go to
+        the next launch, whose start line follows this end in the journal (so it can act only
+        once this end is durable too) and rides its commit when it is ready in time."""
         self.runners = runners
         self.spec = spec
         self.flight = flight
@@ -146,20 +151,20 @@ class Attempt:
         self.accounts.record(
             self._line("running", reserved_usd=flight.reservation, environment=s.environment_fingerprint)
         )
+        self.accounts.after_commit(
+            ev.SessionStarted(
+                session=s.id,
+                model=s.model.name,
+                index=s.index,
+                task=s.task,
+                attempt=flight.attempt,
+                runner=flight.runner,
+            )
+        )
         ending = None
         try:
             with self.scope:
                 await self.accounts.commit()
-                self.accounts.emit(
-                    ev.SessionStarted(
-                        session=s.id,
-                        model=s.model.name,
-                        index=s.index,
-                        task=s.task,
-                        attempt=flight.attempt,
-                        runner=flight.runner,
-                    )
-                )
                 runner = await self.runners.get(flight.runner)
                 with trio.move_on_after(self.wall_time_s or math.inf) as wall:
                     outcome = await runner.run(s, self.meter)
@@ -210,6 +215,7 @@ class Attempt:
         self.accounts.record(end)
         for line in more:
             self.accounts.record(line)
+        self.on_recorded(end)
         with trio.CancelScope(shield=True):
             await self.accounts.commit()
         return end

@@ -1,10 +1,17 @@
-"""Where a run stands: rebuilt from the journal and the saved ledger, reconciled after a crash.
+"""Where a run stands: the ledger rebuilt from the journal, and reconciled after a crash.
 
-The journal is the history of attempts; the accounts are rebuilt from its end lines, so a
-finished attempt is counted exactly once whatever instant a crash hit. The saved ledger adds
-what only it knows: the spend and open holds of attempts that were in flight. An attempt that
-was running when the previous process died is ended as an `error` (interrupted, retryable),
-charged what it spent plus its unsettled holds at their worst case (docs/design/invariants.md#f6), and queued again.
+The journal is the write-ahead record (engine/journal.py): the accounts are rebuilt from its end
+lines, so a finished attempt is counted exactly once whatever instant a crash hit, and an attempt
+in flight from its last flight line (its spend, open holds and logical units). ledger.toml is
+derived: an older one is simply brought up to date, one a power cut left empty or zero-filled is
+rebuilt; one that reflects more than the journal holds means the journal was cut or replaced, and
+one corrupted otherwise was edited: both are refused.
+Journals of format 1 kept an attempt's holds in ledger.toml alone: for them its `[running]` entry
+still says what an attempt in flight had spent.
+
+An attempt that was running when the previous process died is ended as an `error` (interrupted,
+retryable), charged what it spent plus its unsettled holds at their worst case
+(docs/design/invariants.md#f6), and queued again.
 """
 
 from __future__ import annotations
@@ -12,18 +19,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from benchtui.core import bounds, counters, inputs
-from benchtui.core.atomic import gc_paused
+from benchtui.core import counters, inputs
 from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO, fmt
+from benchtui.engine import journal as wal
 from benchtui.engine import rundir, shortlist
 from benchtui.engine.campaign import Campaign
-from benchtui.engine.ledger import ControlState, Ledger, SavedLedger
+from benchtui.engine.ledger import ControlState, Ledger, SavedLedger, power_cut
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.records import JournalRecord, now
-from benchtui.engine.store import JOURNAL, JOURNAL_FORMAT, JOURNAL_FORMAT_FILE, LEDGER
+from benchtui.engine.store import LEDGER
 
 CRASHED = "interrupted: benchtui stopped while the session ran"
 
@@ -42,6 +48,10 @@ class Checkpoint:
     """End lines for interrupted attempts, to append to the journal before anything runs."""
     saved_runner: str | None = None
     """The active runner profile when the run was last saved (it may have been switched)."""
+    journaled_runner: str | None = None
+    """The active runner as the journal alone says it (None: the campaign's)."""
+    notes: list[str] = field(default_factory=list)
+    """What opening the run found and mended (e.g. a ledger a power cut left unreadable)."""
 
     @classmethod
     def fresh(cls, campaign: Campaign, runner: str) -> Checkpoint:
@@ -55,154 +65,142 @@ class Checkpoint:
         return {
             rundir.CAMPAIGN: campaign.to_toml().encode(),
             rundir.IDENTITY: json.dumps(identity, indent=1).encode(),
-            LEDGER: self.ledger.to_toml(),
-            JOURNAL_FORMAT_FILE: f"{JOURNAL_FORMAT}\n".encode(),
+            LEDGER: self.ledger.to_toml(journal_bytes=0),
+            wal.FORMAT_FILE: f"{wal.FORMAT}\n".encode(),
         }
 
     def pending(self, plan: list[PlannedSession]) -> list[PlannedSession]:
         return [s for s in plan if s.id not in self.journal or not self.journal[s.id].is_final]
 
 
-def journal_format(run_dir: Path) -> int:
-    """The journal's format (0 for run dirs made before formats had numbers: the same as 1);
-    BadInput for one newer than this code reads."""
-    path = run_dir / JOURNAL_FORMAT_FILE
+LedgerFile = SavedLedger | str | None
+"""ledger.toml as read: parsed; what a power cut left of it (a string saying so); or missing."""
+
+
+def read_ledger_file(run_dir: Path) -> LedgerFile:
+    """Read it before the journal: a live run's journal only grows, so a ledger read first
+    never reflects more of it than the reader then finds. A ledger that is corrupted in any
+    way a power cut cannot explain is BadInput."""
+    path = run_dir / LEDGER
     try:
-        text = inputs.read_text(path, inputs.SMALL_MAX_BYTES, "the journal's format").strip()
+        data = inputs.read_bytes(path, inputs.LEDGER_MAX_BYTES, "the ledger")
     except FileNotFoundError:
-        return 0
-    if not text.isdigit() or len(text) > 6:
-        raise BadInput(f"{path}: corrupted (not a format number)")
-    if int(text) > JOURNAL_FORMAT:
+        return None
+    if power_cut(data):
+        return f"{path}: {'zero-filled' if data else 'empty'}, as a power cut leaves a file not yet on disk"
+    return SavedLedger.parse(path, data, "; use --fresh")
+
+
+def judge_saved(
+    run_dir: Path, journal: wal.Journal, found: LedgerFile
+) -> tuple[SavedLedger | None, str | None]:
+    """The saved ledger checked against the journal, and a note. What a power cut left of it is
+    rebuilt from a journal of format 2 (the note says so); of a journal of format 1 it was the
+    only record of its attempts' holds: BadInput."""
+    path = run_dir / LEDGER
+    if found is None:
+        raise BadInput(f"{path}: missing; use --fresh to start over")
+    if isinstance(found, str):
+        if journal.format < 2:
+            raise BadInput(
+                f"{found}; the journal of format {journal.format} cannot say what it held: use --fresh"
+            )
+        return None, f"{found}: rebuilt from the journal"
+    if found.journal_bytes is not None and found.journal_bytes > journal.size:
         raise BadInput(
-            f"{path}: journal of format {int(text)}, newer than this benchtui reads ({JOURNAL_FORMAT}): "
-            "upgrade benchtui to read it"
+            f"{run_dir / wal.JOURNAL}: holds {journal.size} bytes but {LEDGER} reflects "
+            f"{found.journal_bytes} (the journal was cut or replaced); use --fresh to start over"
         )
-    return int(text)
+    return found, None
 
 
-def read_journal(path: Path, plan_ids: dict[str, PlannedSession]) -> list[JournalRecord]:
-    """Parse the journal; a torn last line is ignored, any other bad line is corruption.
-
-    A shortlist campaign's plan grows as it is read: a triage's end line adds its episodes to
-    `plan_ids` (engine/shortlist.py)."""
-    journal_format(path.parent)
-    try:
-        text = inputs.read_bytes(path, None, "the journal").decode("utf-8", errors="replace")
-    except FileNotFoundError:
-        return []
-    lines = text.split("\n")
-    lines.pop()  # "" when the file ends with a newline, else a torn last line: ignored
-    try:
-        values = _parse_all(lines)
-    except ValueError as exc:
-        raise BadInput(f"{path}: corrupted journal {exc}; use --fresh to start over") from None
-    records = []
-    with gc_paused():
-        for number, value in enumerate(values, 1):
-            try:
-                rec = JournalRecord.from_json(value)
-                if not bounds.sane_amount(value["cost_usd"]):  # edited by hand: inf, 1e300
-                    raise ValueError(f"cost_usd {value['cost_usd']!r} is not a sane amount")
-                planned = plan_ids.get(rec.session)
-                if planned is None or planned.model != rec.model:
-                    raise ValueError("a session this campaign does not plan")
-            except ValueError as exc:
-                raise BadInput(
-                    f"{path}: corrupted journal at line {number} ({exc}); use --fresh to start over"
-                ) from None
-            records.append(rec)
-            if planned.triage:
-                for episode in shortlist.grown_by(rec, planned):
-                    plan_ids.setdefault(episode.id, episode)
-    return records
-
-
-def _parse_all(lines: list[str]) -> list[Any]:
-    """One JSON parse for the whole journal (4x faster than a parse a line); a line that
-    does not parse, or holds more or less than one value, is found and named line by line."""
-    try:
-        with gc_paused():
-            records: list[Any] = json.loads("[" + ",".join(lines) + "]")
-        if len(records) == len(lines):
-            return records
-    except (ValueError, RecursionError):
-        pass
-    for number, line in enumerate(lines, 1):
-        try:
-            json.loads(line)
-        except (ValueError, RecursionError):
-            raise ValueError(f"at line {number}") from None
-    raise ValueError("(a line holds more than one record)")
-
-
-def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Checkpoint:
-    rundir.check_layout(run_dir)
-    try:
-        saved = SavedLedger.read(run_dir / LEDGER, "; use --fresh")
-    except FileNotFoundError:
-        raise BadInput(f"{run_dir / LEDGER}: missing; use --fresh to start over") from None
-    in_flight = saved.running
+def rebuild(
+    campaign: Campaign, journal: wal.Journal, saved: SavedLedger | None
+) -> tuple[Ledger, dict[str, JournalRecord]]:
+    """The ledger as the journal says it (attempts still in flight open, with their last
+    recorded state), and each session's current record."""
     ledger = new_ledger(campaign)
-    logical = campaign.logical_limits
-    check = Checkpoint(ledger, saved_runner=saved.control.runner)
-    plan_ids = {s.id: s for s in plan}
-    records = read_journal(run_dir / JOURNAL, plan_ids)
-    if len(plan_ids) > len(plan):  # episodes of committed shortlists join the plan, round-robin
-        plan[:] = shortlist.ordered(plan_ids.values(), [m.name for m in campaign.models])
-    for rec in records:
-        previous = check.journal.get(rec.session)
+    current: dict[str, JournalRecord] = {}
+    for rec in journal.records:
+        previous = current.get(rec.session)
         if previous is not None and previous.ended:  # a retry: count sessions by current state
             ledger.supersede(rec.model, previous.state)
-        check.journal[rec.session] = rec
+        current[rec.session] = rec
         if rec.ended:
             ledger.record_end(
                 rec.model, rec.state, rec.cost_usd, certificates=int(rec.certificate), tokens=rec.tokens
             )
-    t = now()
-    for sid, rec in list(check.journal.items()):
+    for sid, rec in current.items():
         if rec.state != "running":
             continue
-        flight = in_flight.get(sid)
-        # No in-flight entry: the ledger was never saved with it, so no call was authorised.
-        ours = flight is not None and flight.attempt == rec.attempt
-        cost = flight.spent + flight.held if flight and ours else ZERO
-        used = flight.counters if flight and ours else {}
+        ledger.open(sid, rec.model, rec.index, rec.attempt, rec.runner, rec.reserved_usd or ZERO)
+        last = journal.flight(sid, rec.attempt)
+        legacy = saved.running.get(sid) if saved is not None else None
+        if last is not None:
+            ledger.restore(sid, last.spent, last.held, last.counters)
+        elif legacy is not None and legacy.attempt == rec.attempt:
+            # Format 1: only the ledger knew (nothing else: a hold is journaled before a call).
+            ledger.restore(sid, legacy.spent, legacy.held, legacy.counters)
+    return ledger, current
+
+
+def load(run_dir: Path, campaign: Campaign, plan: list[PlannedSession]) -> Checkpoint:
+    rundir.check_layout(run_dir)
+    plan_ids = {s.id: s for s in plan}
+    found = read_ledger_file(run_dir)
+    journal = wal.read(run_dir / wal.JOURNAL, plan_ids)
+    if len(plan_ids) > len(plan):  # episodes of committed shortlists join the plan, round-robin
+        plan[:] = shortlist.ordered(plan_ids.values(), [m.name for m in campaign.models])
+    return reconcile(run_dir, campaign, journal, found, plan_ids)
+
+
+def reconcile(
+    run_dir: Path,
+    campaign: Campaign,
+    journal: wal.Journal,
+    found: LedgerFile,
+    plan_ids: dict[str, PlannedSession],
+) -> Checkpoint:
+    """The checkpoint `--resume` starts from: attempts in flight ended as interrupted errors."""
+    saved, note = judge_saved(run_dir, journal, found)
+    ledger, current = rebuild(campaign, journal, saved)
+    runner = journal.runner or (saved.control.runner if saved is not None else None)
+    check = Checkpoint(
+        ledger, current, saved_runner=runner, journaled_runner=journal.runner, notes=[note] if note else []
+    )
+    logical = campaign.logical_limits
+    t = now()
+    for sid, flight in list(ledger.running.items()):
         given = logical
         if campaign.protocol is not None and plan_ids[sid].triage:  # a triage has its own budget
             given = campaign.protocol.triage.limits()
-        units = counters.nest(used, given.counters) if given else None
-        end = rec.but(
-            state="error",
-            cost_usd=cost,
-            result="error",
-            reason=CRASHED,
-            retryable=True,
-            t=t,
-            counters=units,
+        units = counters.nest(flight.counters, given.counters) if given else None
+        cost = ledger.close(sid, "error")  # unsettled holds charged at their worst case
+        end = current[sid].but(
+            state="error", cost_usd=cost, result="error", reason=CRASHED, retryable=True, t=t, counters=units
         )
-        ledger.record_end(rec.model, "error", cost)
         check.journal[sid] = end
         check.reconciled.append(end)
-    _check_nothing_forgotten(run_dir, saved, ledger)
+    if saved is not None:
+        _check_nothing_forgotten(run_dir, saved, ledger)
     return check
 
 
 def _check_nothing_forgotten(run_dir: Path, saved: SavedLedger, rebuilt: Ledger) -> None:
     """The journal must account for everything the saved ledger says was spent or done.
 
-    The store writes journal lines before the ledger in every batch, so after any crash the
-    journal knows at least what the ledger does; less means the journal was cut or replaced,
-    and resuming would silently run finished sessions again and forget money (docs/design/invariants.md#f6, #f7).
+    The store fsyncs journal lines before it writes the ledger, so after any crash the journal
+    knows at least what the ledger does; less means the journal was cut or replaced, and resuming
+    would silently run finished sessions again and forget money (docs/design/invariants.md#f6, #f7).
     """
     for name, account in rebuilt.models.items():
         entry = saved.models.get(name)
         if entry is None:
             raise BadInput(f"{run_dir / LEDGER}: corrupted ledger (model {name!r}); use --fresh")
         spent, done = entry.spent_usd, entry.done
-        if account.spent < spent or account.done < done:
+        if account.spent_usd < spent or account.done < done:
             raise BadInput(
                 f"cannot resume {run_dir}: the ledger says {name} spent {fmt(spent)} in {done} done "
-                f"sessions but {JOURNAL} accounts for {fmt(account.spent)} in {account.done} "
+                f"sessions but {wal.JOURNAL} accounts for {fmt(account.spent_usd)} in {account.done} "
                 "(the journal was cut or replaced); nothing was run: use --fresh to start over"
             )

@@ -28,8 +28,7 @@ import os
 import socket
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from benchtui.core.bounds import MAX_PARALLELISM
 from benchtui.core.errors import BadInput
 from benchtui.core.inputs import loads_json
 from benchtui.engine import events as ev
+from benchtui.engine.account import ModelAccount
 from benchtui.engine.records import JournalRecord
 from benchtui.engine.rundir import CONTROL_SOCKET, IDENTITY
 from benchtui.engine.scheduler import Scheduler
@@ -96,18 +96,28 @@ def endings_by_model(records: Iterable[JournalRecord]) -> dict[str, dict[str, in
     return {model: dict(counts.most_common()) for model, counts in found.items()}
 
 
+TOTALS = ("budget_usd", "spent_usd", "reserved_usd", "wasted_usd")
+
+
 def accounts_to_json(acc: ev.AccountsCommitted) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(json.dumps(asdict(acc), default=str))
-    return data
+    """Amounts as exact strings; each model's account as `ModelAccount.to_json` writes it."""
+    return {
+        **{key: str(getattr(acc, key)) for key in TOTALS},
+        "models": [m.to_json() for m in acc.models],
+    }
 
 
-def accounts_from_json(data: dict[str, Any]) -> ev.AccountsCommitted:
-    money = {k: Decimal(v) for k, v in data.items() if k.endswith("_usd")}
-    models = tuple(
-        ev.ModelTotals(**{k: Decimal(v) if k.endswith("_usd") else v for k, v in m.items()})  # type: ignore[arg-type]
-        for m in data["models"]
-    )
-    return ev.AccountsCommitted(models=models, **money)
+def accounts_from_json(data: Any) -> ev.AccountsCommitted:
+    """What `accounts_to_json` sent; ValueError for anything else (a reply is read from a socket)."""
+    if not isinstance(data, dict) or not isinstance(data.get("models"), list):
+        raise ValueError("accounts are not an object with models")
+    try:
+        money = {key: Decimal(data[key]) for key in TOTALS if isinstance(data[key], str)}
+    except (KeyError, InvalidOperation):
+        raise ValueError("accounts without their totals") from None
+    if len(money) != len(TOTALS):
+        raise ValueError("accounts whose totals are not amounts")
+    return ev.AccountsCommitted(models=tuple(map(ModelAccount.from_json, data["models"])), **money)
 
 
 class Controller:

@@ -14,25 +14,8 @@ from typing import Any
 from benchtui.core.endings import NOT_HUNTING
 from benchtui.core.money import fmt
 from benchtui.core.text import printable
+from benchtui.engine.account import ModelAccount
 from benchtui.engine.records import JournalRecord, RunState, SessionState, run_state
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModelTotals:
-    """A model's account as last committed to the ledger."""
-
-    name: str
-    cap_usd: Decimal
-    spent_usd: Decimal
-    reserved_usd: Decimal
-    wasted_usd: Decimal
-    done: int
-    skipped: int
-    errors: int
-    killed: int
-    running: int
-    certificates: int
-    planned: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,13 +89,14 @@ class SessionEnded:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AccountsCommitted:
-    """After each durable commit: what the ledger on disk now says."""
+    """After each durable commit: what the ledger now says (copies: the ledger's own accounts
+    change in place)."""
 
     budget_usd: Decimal
     spent_usd: Decimal
     reserved_usd: Decimal
     wasted_usd: Decimal
-    models: tuple[ModelTotals, ...]
+    models: tuple[ModelAccount, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

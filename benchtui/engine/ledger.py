@@ -10,7 +10,7 @@ ledger holds accounts, not history, so rewriting it after every commit stays che
 from __future__ import annotations
 
 import tomllib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -18,26 +18,12 @@ from typing import Any
 from benchtui.core import bounds, inputs, tomlout
 from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO, to_float, usd
+from benchtui.engine.account import ModelAccount
 
 LEDGER_FORMAT = 1
 """The `format` key of ledger.toml. A ledger without it was written before formats had numbers
-(by 0a81a35 and earlier): the same layout as format 1. A newer one is refused, in one line."""
-
-ACCOUNT_KEYS: dict[str, str] = {
-    "cap_usd": "cap_usd",
-    "spent_usd": "spent_usd",
-    "reserved_usd": "reserved_usd",
-    "wasted_usd": "wasted_usd",
-    "done": "sessions_done",
-    "skipped": "sessions_skipped",
-    "errors": "sessions_error",
-    "killed": "sessions_killed",
-    "running": "sessions_running",
-    "certificates": "certificates",
-}
-"""A model's account: its name in code (the vocabulary of `events.ModelTotals` and of
-`SavedAccount`) → its key in ledger.toml (kept as every release wrote it)."""
-AMOUNTS = ("cap_usd", "spent_usd", "reserved_usd", "wasted_usd")
+(by 0a81a35 and earlier): the same layout as format 1. A newer one is refused, in one line.
+(`journal_bytes`, added later, is a key older readers ignore: still format 1.)"""
 
 
 @dataclass(slots=True)
@@ -96,74 +82,6 @@ def _counts(data: Any) -> dict[str, int]:
 
 
 @dataclass(slots=True)
-class ModelAccount:
-    cap: Decimal
-    spent: Decimal = ZERO
-    reserved: Decimal = ZERO
-    wasted: Decimal = ZERO
-    done: int = 0
-    skipped: int = 0
-    errors: int = 0
-    killed: int = 0
-    running: int = 0
-    certificates: int = 0
-    tokens: int = 0
-
-    def saved(self) -> SavedAccount:
-        return SavedAccount(
-            self.cap,
-            self.spent,
-            self.reserved,
-            self.wasted,
-            self.done,
-            self.skipped,
-            self.errors,
-            self.killed,
-            self.running,
-            self.certificates,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class SavedAccount:
-    """A model's account as ledger.toml keeps it (the names of `events.ModelTotals`)."""
-
-    cap_usd: Decimal
-    spent_usd: Decimal
-    reserved_usd: Decimal
-    wasted_usd: Decimal
-    done: int
-    skipped: int
-    errors: int
-    killed: int
-    running: int
-    certificates: int
-
-    def to_toml(self) -> dict[str, Any]:
-        return {
-            key: to_float(getattr(self, name)) if name in AMOUNTS else getattr(self, name)
-            for name, key in ACCOUNT_KEYS.items()
-        }
-
-    @classmethod
-    def from_toml(cls, data: Any) -> SavedAccount:
-        if not isinstance(data, dict):
-            raise ValueError("an account is not a table")
-        values: dict[str, Any] = {}
-        for name, key in ACCOUNT_KEYS.items():
-            value = data[key]
-            if name in AMOUNTS:
-                if not bounds.sane_amount(value) or value < 0:
-                    raise ValueError(f"{key} {value!r:.40} is not a sane amount")
-                values[name] = usd(value)
-            else:
-                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                    raise ValueError(f"{key} {value!r:.40} is not a count")
-                values[name] = value
-        return cls(**values)
-
-
-@dataclass(slots=True)
 class ControlState:
     """What the controls were last set to; saved with the accounts, so a resume can restore it."""
 
@@ -179,34 +97,39 @@ class Ledger:
     def __init__(self, budget: Decimal, caps: dict[str, Decimal], *, enforce: bool = True) -> None:
         self.budget = budget
         self.enforce = enforce
-        self.models = {name: ModelAccount(cap) for name, cap in caps.items()}
+        self.models = {name: ModelAccount(name, cap) for name, cap in caps.items()}
         self.running: dict[str, InFlight] = {}
         self.control = ControlState()
 
     # -- totals ---------------------------------------------------------------------------
     @property
     def spent(self) -> Decimal:
-        return sum((m.spent for m in self.models.values()), ZERO)
+        return sum((m.spent_usd for m in self.models.values()), ZERO)
 
     @property
     def reserved(self) -> Decimal:
-        return sum((m.reserved for m in self.models.values()), ZERO)
+        return sum((m.reserved_usd for m in self.models.values()), ZERO)
 
     @property
     def wasted(self) -> Decimal:
-        return sum((m.wasted for m in self.models.values()), ZERO)
+        return sum((m.wasted_usd for m in self.models.values()), ZERO)
 
     # -- docs/design/invariants.md#f3: reserve or wait or skip ----------------------------------------------------------
     def fits_now(self, model: str, amount: Decimal) -> bool:
         if not self.enforce:
             return True
         m = self.models[model]
-        return m.spent + m.reserved + amount <= m.cap and self.spent + self.reserved + amount <= self.budget
+        return (
+            m.spent_usd + m.reserved_usd + amount <= m.cap_usd
+            and self.spent + self.reserved + amount <= self.budget
+        )
 
     def may_fit_later(self, model: str, amount: Decimal) -> bool:
         """True if running sessions handing back unused reservation could make room."""
         m = self.models[model]
-        model_later = m.spent + amount <= m.cap and (m.spent + m.reserved + amount <= m.cap or m.running > 0)
+        model_later = m.spent_usd + amount <= m.cap_usd and (
+            m.spent_usd + m.reserved_usd + amount <= m.cap_usd or m.running > 0
+        )
         total_later = self.spent + amount <= self.budget and (
             self.spent + self.reserved + amount <= self.budget or bool(self.running)
         )
@@ -218,7 +141,7 @@ class Ledger:
         flight = InFlight(session, model, index, attempt, runner, reservation if self.enforce else ZERO)
         self.running[session] = flight
         account = self.models[model]
-        account.reserved += flight.unspent
+        account.reserved_usd += flight.unspent
         account.running += 1
         return flight
 
@@ -239,9 +162,19 @@ class Ledger:
         before = flight.unspent
         flight.spent += cost
         flight.held = ZERO if settles is None else max(flight.held - settles, ZERO)
-        account.spent += cost
-        account.reserved += flight.unspent - before
+        account.spent_usd += cost
+        account.reserved_usd += flight.unspent - before
         return flight
+
+    def restore(self, session: str, spent: Decimal, held: Decimal, counters: dict[str, int]) -> None:
+        """Set an attempt in flight to the state the journal last recorded for it (rebuilding the
+        ledger from the journal: docs/design/invariants.md#f7)."""
+        flight = self.running[session]
+        account = self.models[flight.model]
+        before = flight.unspent
+        account.spent_usd += spent - flight.spent
+        flight.spent, flight.held, flight.counters = spent, held, dict(counters)
+        account.reserved_usd += flight.unspent - before
 
     def close(self, session: str, state: str, *, certificates: int = 0, tokens: int = 0) -> Decimal:
         """End an attempt: unsettled holds are charged at their worst case; returns its cost."""
@@ -250,7 +183,7 @@ class Ledger:
             self.charge(session, flight.held)
         del self.running[session]
         account = self.models[flight.model]
-        account.reserved -= flight.unspent
+        account.reserved_usd -= flight.unspent
         account.running -= 1
         self.record_end(
             flight.model, state, flight.spent, already_spent=True, certificates=certificates, tokens=tokens
@@ -270,9 +203,9 @@ class Ledger:
         """Count an ended attempt (also used to rebuild the accounts from the journal)."""
         account = self.models[model]
         if not already_spent:
-            account.spent += cost
+            account.spent_usd += cost
         if state != "done":
-            account.wasted += cost
+            account.wasted_usd += cost
         if state == "done":
             account.done += 1
         elif state == "skipped_budget":
@@ -298,18 +231,22 @@ class Ledger:
             account.skipped -= 1
 
     # -- persistence --------------------------------------------------------------------------
-    def saved(self) -> SavedLedger:
-        """The ledger as ledger.toml keeps it."""
+    def saved(self, journal_bytes: int | None = None) -> SavedLedger:
+        """The ledger as ledger.toml keeps it (a copy), reflecting the journal's first
+        `journal_bytes` bytes."""
         return SavedLedger(
-            self.control,
+            replace(self.control),
             self.enforce,
             self.budget,
-            {name: m.saved() for name, m in self.models.items()},
-            dict(self.running),
+            {name: m.copy() for name, m in self.models.items()},
+            {session: replace(f, counters=dict(f.counters)) for session, f in self.running.items()},
+            journal_bytes=journal_bytes,
         )
 
-    def to_toml(self) -> bytes:
-        return self.saved().to_toml()
+    def to_toml(self, journal_bytes: int | None = None) -> bytes:
+        return SavedLedger(
+            self.control, self.enforce, self.budget, self.models, self.running, journal_bytes=journal_bytes
+        ).to_toml()
 
 
 _RUNNING_TEXT: dict[tuple[Any, ...], str] = {}
@@ -337,9 +274,13 @@ class SavedLedger:
     control: ControlState
     enforce: bool
     budget_usd: Decimal
-    models: dict[str, SavedAccount]
+    models: dict[str, ModelAccount]
     running: dict[str, InFlight]
     format: int = LEDGER_FORMAT
+    journal_bytes: int | None = None
+    """How much of the journal this ledger reflects (its first N bytes): the ledger is derived from
+    the journal, which is written (and fsynced) first, so a ledger past the journal's end means
+    the journal was cut or replaced. None: written before ledgers said it."""
 
     @property
     def spent_usd(self) -> Decimal:
@@ -348,6 +289,7 @@ class SavedLedger:
     def to_toml(self) -> bytes:
         doc = {
             "format": self.format,
+            **({"journal_bytes": self.journal_bytes} if self.journal_bytes is not None else {}),
             **asdict(self.control),
             "enforce": self.enforce,
             "totals": {
@@ -397,13 +339,19 @@ class SavedLedger:
             amounts = [x for f in running.values() for x in (f.reservation, f.spent, f.held)]
             if not all(bounds.sane_amount(x) and x >= 0 for x in amounts):
                 raise ValueError("an in-flight amount out of range")
+            position = doc.get("journal_bytes")
+            if position is not None and (
+                not isinstance(position, int) or isinstance(position, bool) or position < 0
+            ):
+                raise ValueError(f"journal_bytes {position!r:.20} is not a size")
             return cls(
                 control,
                 doc["enforce"],
                 usd(budget),
-                {str(name): SavedAccount.from_toml(m) for name, m in models.items()},
+                {str(name): ModelAccount.from_toml(str(name), m) for name, m in models.items()},
                 running,
                 version or LEDGER_FORMAT,
+                position,
             )
         except KeyError as exc:
             raise ValueError(f"no {exc}") from None
@@ -414,13 +362,25 @@ class SavedLedger:
     def read(cls, path: Path, hint: str = "") -> SavedLedger:
         """The saved ledger at `path` (bounded read); BadInput in one line, `hint` appended (e.g.
         "; use --fresh"); FileNotFoundError when there is none."""
-        text = inputs.read_text(path, inputs.LEDGER_MAX_BYTES, "the ledger")
+        return cls.parse(path, inputs.read_bytes(path, inputs.LEDGER_MAX_BYTES, "the ledger"), hint)
+
+    @classmethod
+    def parse(cls, path: Path, data: bytes, hint: str = "") -> SavedLedger:
+        """The ledger `data` read from `path`, checked; BadInput in one line."""
         try:
-            return cls.from_toml(text)
+            return cls.from_toml(data.decode())  # not UTF-8: a ValueError, so corrupted
         except NewerFormat as exc:
             raise BadInput(f"{path}: ledger of {exc}: upgrade benchtui to read it") from None
         except (tomllib.TOMLDecodeError, ValueError) as exc:
             raise BadInput(f"{path}: corrupted ledger ({exc}){hint}") from None
+
+
+def power_cut(data: bytes) -> bool:
+    """What a power cut leaves of a file that was replaced (temp file + rename) but never
+    fsynced, when it is neither the old nor the new one: nothing, or zeros from where its
+    blocks were not written to its end. An edit or a bit flip does not look like that."""
+    cut = data.find(b"\0")
+    return not data or (cut >= 0 and not data[cut:].strip(b"\0"))
 
 
 class NewerFormat(ValueError):

@@ -1,21 +1,32 @@
 """Per-model results files in the target benchmark's schema, derived from the journal.
 
 Rows are the current attempt of every session that ran (done, error, killed), keyed by session
-id, so a row can never appear twice; bulky details (certificates) come from
-`outcomes/<model>.jsonl`, read one model at a time to keep memory flat. The files are written
-from a `Snapshot` (immutable records and copied numbers), so a worker thread can write them
-while the campaign goes on.
+id, so a row can never appear twice; bulky details (certificates) come from the journal's details
+lines, read one model at a time to keep memory flat. The files are written from a `Snapshot`
+(immutable records and copied numbers, and the journal position they reflect), so a worker
+thread can write them while the campaign goes on.
+
+The benchmark's format admits no key of ours at the top of a results file, so what the files were
+derived from is said beside them: `results.position` holds the journal position the snapshot
+reflected and each file's sha256. They are up to date when that position is the journal's size
+and every file is the one written then; never by modification times (a refresh that took its
+snapshot before the last session's end and finished writing after it is newer than the journal,
+yet misses that session). Not fsynced: a power cut may leave any of them old or torn, and the next
+open rewrites them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from benchtui.core import inputs
 from benchtui.core.atomic import atomic_write, gc_paused
+from benchtui.core.errors import BenchtuiError
 from benchtui.core.outcome import OutcomeDetails
 from benchtui.core.workspace import library_commit
 from benchtui.engine.counting import Counted, counted_bugs
@@ -23,7 +34,9 @@ from benchtui.engine.ledger import Ledger
 from benchtui.engine.plan import PlannedSession, slug
 from benchtui.engine.records import RAN, JournalRecord
 from benchtui.engine.results_format import INSTANCE_VIOLATIONS
-from benchtui.engine.store import JOURNAL
+
+POSITION = "results.position"
+"""Beside `results/`: `{"journal_bytes": N, "sha256": {"<file>": "<hex>", …}}`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +52,17 @@ class ModelRun:
 class Snapshot:
     models: dict[str, ModelRun]
     fingerprint: str
+    journal_bytes: int
+    """The journal position this snapshot reflects (its size once what was queued is written)."""
 
     @classmethod
     def of(
-        cls, plan: list[PlannedSession], journal: dict[str, JournalRecord], ledger: Ledger, fingerprint: str
+        cls,
+        plan: list[PlannedSession],
+        journal: dict[str, JournalRecord],
+        ledger: Ledger,
+        fingerprint: str,
+        journal_bytes: int,
     ) -> Snapshot:
         ran: dict[str, list[JournalRecord]] = {model: [] for model in ledger.models}
         for planned in plan:
@@ -50,23 +70,34 @@ class Snapshot:
             if rec is not None and rec.state in RAN and not planned.triage:  # triage: no bug hunt
                 ran[planned.model].append(rec)
         models = {
-            name: ModelRun(account.spent, account.tokens, tuple(ran[name]))
+            name: ModelRun(account.spent_usd, account.tokens, tuple(ran[name]))
             for name, account in ledger.models.items()
         }
-        return cls(models, fingerprint)
+        return cls(models, fingerprint, journal_bytes)
 
 
 def results_path(run_dir: Path, model: str) -> Path:
     return run_dir / "results" / f"{slug(model)}.json"
 
 
-def up_to_date(run_dir: Path, models: list[str]) -> bool:
-    """Every results file exists and was written after the journal's last change (like make)."""
+def up_to_date(run_dir: Path, models: list[str], journal_bytes: int) -> bool:
+    """The results files reflect the journal's first `journal_bytes` bytes (its size now) and
+    each is the file written then."""
     try:
-        written = min(results_path(run_dir, m).stat().st_mtime_ns for m in models)
-        return written >= (run_dir / JOURNAL).stat().st_mtime_ns
-    except OSError:  # missing, or a results dir someone replaced with a file: rewrite (or say why not)
+        said = inputs.loads_json(inputs.read_text(run_dir / POSITION, inputs.SMALL_MAX_BYTES, "positions"))
+        if not isinstance(said, dict) or said.get("journal_bytes") != journal_bytes:
+            return False
+        digests = said.get("sha256")
+        return isinstance(digests, dict) and all(
+            digests.get(path.name) == _sha256(inputs.read_bytes(path, None, "results"))
+            for path in (results_path(run_dir, m) for m in models)
+        )
+    except (OSError, ValueError, BenchtuiError):  # missing, torn, not a file: rewrite (or say why not)
         return False
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def read_details(run_dir: Path, model: str) -> dict[tuple[str, int], OutcomeDetails]:
@@ -149,9 +180,10 @@ def build(
 
 
 def write_all(run_dir: Path, snapshot: Snapshot) -> list[Path]:
-    """Rewrite every model's results file atomically; returns the paths written."""
+    """Rewrite every model's results file atomically, then what they reflect; returns the paths
+    written."""
     (run_dir / "results").mkdir(exist_ok=True)
-    paths = []
+    paths, digests = [], {}
     for model, ran in snapshot.models.items():
         with gc_paused():
             details = read_details(run_dir, model) if ran.records else {}
@@ -159,6 +191,9 @@ def write_all(run_dir: Path, snapshot: Snapshot) -> list[Path]:
             del details
             data = json.dumps(build(model, rows, ran.spent, ran.tokens, snapshot.fingerprint)).encode()
         path = results_path(run_dir, model)
-        atomic_write(path, data)
+        atomic_write(path, data, durable=False)
         paths.append(path)
+        digests[path.name] = _sha256(data)
+    position = {"journal_bytes": snapshot.journal_bytes, "sha256": digests}
+    atomic_write(run_dir / POSITION, json.dumps(position, indent=1).encode(), durable=False)
     return paths

@@ -33,7 +33,7 @@ from benchtui.engine.plan import PlannedSession, build_plan
 from benchtui.engine.records import JournalRecord
 from benchtui.engine.runner_pool import RunnerPool
 from benchtui.engine.scheduler import Scheduler
-from benchtui.engine.store import Store
+from benchtui.engine.store import Store, mend_derived_files
 
 
 @dataclass
@@ -168,29 +168,19 @@ def _refuse_untriaged(
 
 
 def accounts_event(ledger: Ledger, planned: Counter[str]) -> ev.AccountsCommitted:
-    models = tuple(
-        ev.ModelTotals(
-            name=name,
-            cap_usd=m.cap,
-            spent_usd=m.spent,
-            reserved_usd=m.reserved,
-            wasted_usd=m.wasted,
-            done=m.done,
-            skipped=m.skipped,
-            errors=m.errors,
-            killed=m.killed,
-            running=m.running,
-            certificates=m.certificates,
-            planned=planned[name],
-        )
-        for name, m in ledger.models.items()
-    )
+    """What the ledger says now, as the front ends see it: copies of its accounts, each with the
+    sessions the plan has for its model."""
+    models = []
+    for name, account in ledger.models.items():
+        copy = account.copy()
+        copy.planned = planned[name]
+        models.append(copy)
     return ev.AccountsCommitted(
         budget_usd=ledger.budget,
         spent_usd=ledger.spent,
         reserved_usd=ledger.reserved,
         wasted_usd=ledger.wasted,
-        models=models,
+        models=tuple(models),
     )
 
 
@@ -239,7 +229,9 @@ class OpenRun:
     async def write_results(self) -> None:
         """Rewrite the results files in a worker thread, from a snapshot (never on the event loop:
         in the TUI that loop is shared with the screen and with every `authorise`)."""
-        snapshot = results.Snapshot.of(self.prep.plan, self.journal, self.ledger, self.prep.fingerprint)
+        snapshot = results.Snapshot.of(
+            self.prep.plan, self.journal, self.ledger, self.prep.fingerprint, self.store.position
+        )
         try:
             await trio.to_thread.run_sync(results.write_all, self.prep.run_dir, snapshot)
         except OSError as exc:
@@ -276,16 +268,31 @@ def _grow_plan(plan: list[PlannedSession], planned: Counter[str], sessions: list
 async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[OpenRun]:
     """Open a prepared run: its store, control socket, runners and result refreshes.
 
-    On exit (normal, stopped, or cancelled) every change is flushed, the results files are
-    rewritten, the lock is released and `CampaignEnded` is emitted. Storage failures come out
-    as one `StorageFailed`, not as an exception group.
+    First the files derived from the journal are brought up to date (a crash, even a power cut,
+    may have left them behind it): the journal's format, the outcome details' copies, then the
+    ledger with the first commit (which also ends the attempts a crash interrupted). On exit
+    (normal, stopped, or cancelled) every change is flushed, the results files are rewritten
+    unless they reflect the whole journal already, the lock is released and `CampaignEnded` is
+    emitted. Storage failures come out as one `StorageFailed`, not as an exception group.
     """
-    campaign, ledger = prep.campaign, prep.checkpoint.ledger
-    journal = prep.checkpoint.journal
+    campaign, check = prep.campaign, prep.checkpoint
+    ledger, journal = check.ledger, check.journal
     planned = Counter(s.model for s in prep.plan)
-    store = Store(prep.run_dir, ledger, snapshot=lambda: accounts_event(ledger, planned), on_commit=bus.emit)
+    try:
+        await trio.to_thread.run_sync(mend_derived_files, prep.run_dir, [m.name for m in campaign.models])
+    except BaseException:
+        prep.lock.release()
+        raise
+    store = Store(
+        prep.run_dir,
+        ledger,
+        snapshot=lambda: accounts_event(ledger, planned),
+        on_commit=bus.emit,
+        emit=bus.emit,
+        runner=check.journaled_runner or campaign.runner,
+    )
     accounts = Accounts(ledger, store, bus, journal)
-    queue = prep.checkpoint.pending(prep.plan)
+    queue = check.pending(prep.plan)
     run: OpenRun | None = None
     try:
         try:
@@ -321,7 +328,7 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[OpenRun
                         sessions=len(prep.plan),
                         remaining=len(queue),
                         resumed=prep.resumed,
-                        warnings=tuple(prep.notes),
+                        warnings=(*prep.notes, *check.notes),
                     )
                 )
                 yield run
@@ -331,7 +338,8 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[OpenRun
         with trio.CancelScope(shield=True):
             await store.flush()
             # A resume that ran nothing keeps results that are current (100k rows take seconds).
-            if not results.up_to_date(prep.run_dir, list(ledger.models)):
+            models = list(ledger.models)
+            if not await trio.to_thread.run_sync(results.up_to_date, prep.run_dir, models, store.size):
                 await run.write_results()
     finally:
         store.close()

@@ -2,7 +2,11 @@
 
 Control calls (`pause`, `resume`, `stop`, `kill`, `set_runner`, `set_parallelism`) are plain
 methods called from the Trio thread; every state change goes out as an event. Attempts act
-through `Accounts` and return their end record here, where their slot is handed back.
+through `Accounts` and hand their end record here as soon as it is queued: in one step, with no
+checkpoint between, the circuit breaker counts it and its slot is handed back, so the next launch
+sees this end whatever the timing, and its start line follows this end in the journal (riding
+its commit when ready in time: two commits a session, not three). Starts and ends are announced
+once durable, in journal order.
 """
 
 from __future__ import annotations
@@ -217,7 +221,7 @@ class Scheduler:
                     if not isinstance(flight, InFlight):
                         self.limiter.release_on_behalf_of(session.id)
                         if flight == "skip":
-                            await self._skip(session)
+                            self._skip(session)
                         else:
                             self.held += 1
                     else:
@@ -290,6 +294,7 @@ class Scheduler:
             wall_time_s=wall,
             conclude=conclude,
             backoff=self.providers.backoff(session.model),
+            on_recorded=self._recorded,
         )
 
     def _conclude_triage(
@@ -316,7 +321,8 @@ class Scheduler:
         return end, [shortlist.pending_line(s, end.runner, end.t) for s in sessions]
 
     def _grow(self, triage: str) -> None:
-        """Queue a committed triage's episodes among those not launched yet, round-robin (docs/design/invariants.md#f4)."""
+        """Queue a triage's episodes among those not launched yet, round-robin (docs/design/invariants.md#f4);
+        their `pending` lines precede any of their start lines in the journal."""
         sessions = self._grown.pop(triage, [])
         if not sessions:
             return
@@ -325,17 +331,20 @@ class Scheduler:
         self._queued.update(s.model for s in sessions)
         self.queue[self._cursor :] = shortlist.ordered(tail, models)
         self.on_grow(sessions)
-        self.accounts.emit(
+        self.accounts.after_commit(
             ev.SessionsPlanned(
                 model=sessions[0].model, sessions=tuple((s.id, s.index, s.task) for s in sessions)
             )
         )
 
     async def _run_attempt(self, attempt: Attempt) -> None:
-        end = await attempt.run()
+        await attempt.run()
+
+    def _recorded(self, end: JournalRecord) -> None:
+        """An attempt's end line is queued: count it, then hand its slot on (one step)."""
         self._grow(end.session)  # a triage's episodes are queued before its slot is released
-        self._release(end.session)
         self._ended(end)
+        self._release(end.session)
 
     def _release(self, session: str) -> None:
         """Hand the slot and the unused reservation back; waiting launches re-check the budget."""
@@ -344,7 +353,7 @@ class Scheduler:
         self._released.set()
         self._released = trio.Event()
 
-    async def _skip(self, session: PlannedSession) -> None:
+    def _skip(self, session: PlannedSession) -> None:
         previous = self.accounts.journal.get(session.id)
         record = JournalRecord(
             session=session.id,
@@ -358,16 +367,14 @@ class Scheduler:
             reason=SKIPPED_REASON,
         )
         self.accounts.skip(session)
-        self.accounts.record(record)
-        with trio.CancelScope(shield=True):  # like an end: once in memory, it must reach the disk
-            await self.accounts.commit()
+        self.accounts.record(record)  # durable with the next commit, before any later start acts
         self._ended(record)
 
     def _ended(self, record: JournalRecord) -> None:
         self.ended += 1
-        self.accounts.emit(ev.SessionEnded.of(record))
+        self.accounts.after_commit(ev.SessionEnded.of(record))
         if self.breaker.ended(record) is not None:
-            self.accounts.emit(ev.Notice(level="error", message=self.tripped_message(record.model)))
+            self.accounts.after_commit(ev.Notice(level="error", message=self.tripped_message(record.model)))
 
     def tripped_message(self, model: str) -> str:
         """Why `model`'s sessions are no longer launched (said once, and again at the end)."""

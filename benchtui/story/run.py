@@ -19,8 +19,9 @@ from benchtui.core import counters, processes
 from benchtui.core.money import ZERO
 from benchtui.core.outcome import OutcomeDetails
 from benchtui.engine import rundir
+from benchtui.engine.account import ModelAccount
 from benchtui.engine.campaign import Campaign, Model
-from benchtui.engine.ledger import InFlight, SavedAccount, SavedLedger
+from benchtui.engine.ledger import InFlight, SavedLedger
 from benchtui.engine.reader import RunDir
 from benchtui.engine.records import JournalRecord
 from benchtui.engine.store import JOURNAL, LEDGER
@@ -76,7 +77,7 @@ class Attempt:
 @dataclass
 class ModelStory:
     model: Model
-    account: SavedAccount | None
+    account: ModelAccount | None
     planned: int
     rows: list[SessionRow] = field(default_factory=list)
 

@@ -21,10 +21,10 @@ from textual.driver import Driver
 from textual.screen import Screen
 
 from benchtui.core.errors import BenchtuiError, first_error
+from benchtui.core.signals import STOP_SIGNALS, first_stop_note
 from benchtui.engine import events as ev
 from benchtui.engine import run as engine
 from benchtui.engine.scheduler import Scheduler
-from benchtui.engine.stopsignals import first_stop_note
 from benchtui.ui import terminal
 from benchtui.ui.bridge import TrioGuest
 from benchtui.ui.messages import CampaignDone, RedrawNow, TerminalLost, Toast
@@ -40,7 +40,6 @@ from benchtui.ui.sessions import SessionsTable
 REDRAW_HZ = 10
 LOG_HZ = 2
 """How often new lines reach the events pane (each write lays the screen out again)."""
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 HANGUP_ECHO_S = 1.0
 """One hang-up is told several times (a failed write, the kernel's SIGHUP, the shell's to its
 job): within this of the first, they are the same hang-up, one stop."""

@@ -203,7 +203,7 @@ def test_sighup_mid_campaign_stops_launching_like_one_ctrl_c(tmp_path):
 def test_a_stop_signal_wrapped_by_the_code_it_interrupted_still_counts_as_the_stop():
     """Seen at random instants: SIGTERM inside an import's class creation came out as a RuntimeError
     ("Error calling __set_name__") with a traceback and exit 1."""
-    from benchtui.engine.stopsignals import STOP_SIGNALS, StopSignals
+    from benchtui.cli.stopsignals import STOP_SIGNALS, StopSignals
 
     saved = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     unraisable = sys.unraisablehook
@@ -254,7 +254,7 @@ def test_a_stop_raised_inside_a_weakref_callback_is_kept_not_printed_and_lost(fr
     "Exception ignored in ... Traceback ... Interrupted" and the run went on as if never stopped."""
     script = (
         "from benchtui.core.errors import Interrupted\n"
-        "from benchtui.engine.stopsignals import StopSignals\n"
+        "from benchtui.cli.stopsignals import StopSignals\n"
         "stops = StopSignals()\n"
         "stops.install()\n"
         + SWALLOWING_CALLBACK.format(signum="signal.SIGTERM")
@@ -301,7 +301,7 @@ def test_ctrl_c_inside_a_weakref_callback_in_the_trio_loop_still_stops_the_run(t
 def test_ctrl_c_inside_a_trio_nursery_counts_as_the_stop():
     """Seen at random instants: Ctrl-C while the campaign loop started came out of Trio as a
     KeyboardInterrupt inside an exception group: a traceback and exit 1."""
-    from benchtui.engine.stopsignals import StopSignals
+    from benchtui.cli.stopsignals import StopSignals
 
     nested = BaseExceptionGroup("nursery", [BaseExceptionGroup("inner", [KeyboardInterrupt()])])
     assert StopSignals().explains(nested)

@@ -180,7 +180,7 @@ def test_the_first_stop_names_what_was_sent_headless(tmp_path, sent, said):
 
 def test_help_lists_every_command_before_the_options(capsys):
     from benchtui.cli import main as cli
-    from benchtui.engine.stopsignals import StopSignals
+    from benchtui.cli.stopsignals import StopSignals
 
     with pytest.raises(SystemExit):
         cli.main_run(["--help"], StopSignals())

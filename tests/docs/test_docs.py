@@ -300,7 +300,7 @@ def test_every_benchtui_command_in_the_docs_parses() -> None:
 
 def test_help_works_for_every_command_the_docs_show() -> None:
     from benchtui.cli import main as cli
-    from benchtui.engine.stopsignals import StopSignals
+    from benchtui.cli.stopsignals import StopSignals
 
     names = {
         shlex.split(c)[1] if len(shlex.split(c)) > 1 else ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -79,6 +80,11 @@ TAMPERING = {
     "ledger hold of nan": (_edit_ledger("", IN_FLIGHT.format("nan")), "corrupted ledger"),
     "ledger hold of 1e300": (_edit_ledger("", IN_FLIGHT.format("1e300")), "corrupted ledger"),
     "ledger negative hold": (_edit_ledger("", IN_FLIGHT.format("-1.0")), "corrupted ledger"),
+    "ledger NUL then garbage": (
+        lambda r: _replace(r / "ledger.toml", b"format = 1\n\0\0\xff\n"),
+        "corrupted ledger",
+    ),
+    "ledger.toml missing": (lambda r: (r / "ledger.toml").unlink(), "missing"),
     "journal a FIFO": (lambda r: _replace(r / "sessions.jsonl", "fifo"), "not a regular file"),
     "journal a link elsewhere": (lambda r: _replace(r / "sessions.jsonl", "/dev/null"), "not a regular file"),
     "journal line nested 100,000 deep": (
@@ -120,6 +126,42 @@ def test_a_tampered_run_dir_is_refused_with_one_line(finished, tmp_path, capsys,
     before = sorted(p.name for p in run.iterdir())
     assert_one_line(*run_cli(capsys, tmp_path, "t.toml", "--no-ui", "--resume"), phrase)
     assert sorted(p.name for p in run.iterdir()) == before
+
+
+def _zero_tail(run: Path) -> None:
+    data = (run / "ledger.toml").read_bytes()
+    (run / "ledger.toml").write_bytes(data[: len(data) // 3] + b"\0" * (len(data) - len(data) // 3))
+
+
+POWER_CUT = {  # what a power cut leaves of a file replaced by rename and never fsynced
+    "empty": lambda r: _replace(r / "ledger.toml", b""),
+    "zero-filled": lambda r: _replace(r / "ledger.toml", b"\0" * len((r / "ledger.toml").read_bytes())),
+    "zero-filled tail": _zero_tail,
+}
+
+
+@pytest.mark.parametrize("case", list(POWER_CUT), ids=[c.replace(" ", "_") for c in POWER_CUT])
+def test_a_ledger_a_power_cut_left_is_rebuilt_from_the_journal(finished, tmp_path, case):
+    """ledger.toml is derived from the journal (F7): what a power cut left of it comes back as
+    the journal has it, and a note says so in one line."""
+    shutil.copytree(finished, tmp_path, dirs_exist_ok=True, symlinks=True)
+    run = tmp_path / "runs" / "t"
+    before = tomllib.loads((run / "ledger.toml").read_text())
+    POWER_CUT[case](run)
+    done = benchtui("t.toml", "--no-ui", "--resume", cwd=tmp_path)
+    noted = [line for line in done.stdout.splitlines() if "rebuilt from the journal" in line]
+    assert done.returncode == 0 and len(noted) == 1, done.stdout + done.stderr
+    assert tomllib.loads((run / "ledger.toml").read_text()) == before
+
+
+@pytest.mark.parametrize("case", list(POWER_CUT), ids=[c.replace(" ", "_") for c in POWER_CUT])
+def test_a_ledger_a_power_cut_left_beside_a_journal_of_format_1_is_refused(finished, tmp_path, capsys, case):
+    """A journal of format 1 kept its attempts' holds in ledger.toml alone: nothing to rebuild from."""
+    shutil.copytree(finished, tmp_path, dirs_exist_ok=True, symlinks=True)
+    run = tmp_path / "runs" / "t"
+    (run / "sessions.format").write_text("1\n")
+    POWER_CUT[case](run)
+    assert_one_line(*run_cli(capsys, tmp_path, "t.toml", "--no-ui", "--resume"), "cannot say what it held")
 
 
 @pytest.mark.parametrize(

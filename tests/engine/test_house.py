@@ -22,9 +22,10 @@ from benchtui.engine import campaign as campaign_file
 from benchtui.engine import events as ev
 from benchtui.engine import preflight
 from benchtui.engine import run as engine
-from benchtui.engine.ledger import LEDGER_FORMAT, ControlState, InFlight, SavedAccount, SavedLedger
+from benchtui.engine.account import ModelAccount
+from benchtui.engine.ledger import LEDGER_FORMAT, ControlState, InFlight, SavedLedger
 from benchtui.engine.reader import RunDir
-from benchtui.engine.store import JOURNAL_FORMAT_FILE, LEDGER
+from benchtui.engine.store import JOURNAL_FORMAT, JOURNAL_FORMAT_FILE, LEDGER
 from benchtui.runners.command.runner import CommandRunner
 from benchtui.runners.demo import DemoRunner
 from benchtui.runners.fake import FakeRunner
@@ -122,7 +123,11 @@ def test_the_saved_ledger_round_trips_and_carries_its_format(tmp_path):
         ControlState("c", "fake", True, 3),
         True,
         Decimal("0.5"),
-        {"m": SavedAccount(Decimal("0.25"), Decimal("0.01"), Decimal("0.03"), Decimal(0), 1, 2, 0, 0, 1, 1)},
+        {
+            "m": ModelAccount(
+                "m", Decimal("0.25"), Decimal("0.01"), Decimal("0.03"), Decimal(0), 1, 2, 0, 0, 1, 1
+            )
+        },
         {"s": InFlight("s", "m", 0, 2, "fake", Decimal("0.03"), Decimal("0.01"), Decimal("0.005"), {"m": 1})},
     )
     text = saved.to_toml().decode()
@@ -132,7 +137,7 @@ def test_the_saved_ledger_round_trips_and_carries_its_format(tmp_path):
     run_dir = finished_run(tmp_path)
     again = RunDir(run_dir).ledger
     assert again.format == LEDGER_FORMAT and again.models["fake/model-a"].done == 2
-    assert (run_dir / JOURNAL_FORMAT_FILE).read_text() == "1\n"
+    assert (run_dir / JOURNAL_FORMAT_FILE).read_text() == f"{JOURNAL_FORMAT}\n"
 
 
 @pytest.mark.parametrize("which", ["ledger", "journal"])
@@ -146,7 +151,8 @@ def test_a_newer_format_is_refused_in_one_line(tmp_path, capsys, which):
     for argv in (["report", str(run_dir)], ["ctl", str(run_dir), "status"]):
         assert cli(argv) == 2
         err = capsys.readouterr().err.strip()
-        assert "format 7, newer than this benchtui reads (1)" in err and "\n" not in err, err
+        current = LEDGER_FORMAT if which == "ledger" else JOURNAL_FORMAT
+        assert f"format 7, newer than this benchtui reads ({current})" in err and "\n" not in err, err
     assert cli(["--no-ui", "--resume", "--state-dir", str(tmp_path / "runs")]) == 2
     assert "newer than this benchtui reads" in capsys.readouterr().err
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from decimal import Decimal
 
@@ -24,11 +25,11 @@ def book(enforce: bool = True) -> Ledger:
 def test_reserve_authorise_charge_close():
     ledger = book()
     ledger.open("a-0", "a", 0, 1, "fake", D("0.03"))
-    assert ledger.models["a"].reserved == D("0.03")
+    assert ledger.models["a"].reserved_usd == D("0.03")
     assert ledger.authorise("a-0", D("0.02"))
     assert not ledger.authorise("a-0", D("0.02"))  # 0.02 held + 0.02 > 0.03
     ledger.charge("a-0", D("0.015"))  # settles the hold with the real cost
-    assert (ledger.models["a"].spent, ledger.models["a"].reserved) == (D("0.015"), D("0.015"))
+    assert (ledger.models["a"].spent_usd, ledger.models["a"].reserved_usd) == (D("0.015"), D("0.015"))
     assert ledger.authorise("a-0", D("0.015"))
     assert ledger.close("a-0", "done") == D("0.03")  # the unsettled hold is charged in full
     assert (ledger.spent, ledger.reserved, ledger.wasted) == (D("0.03"), 0, 0)
@@ -236,3 +237,40 @@ async def test_a_charge_not_yet_written_leaves_its_hold_on_disk_and_is_written_w
                 await trio.sleep(0.005)
         assert on_disk()["held_usd"] == 0 and on_disk()["spent_usd"] == 0.1
         nursery.cancel_scope.cancel()
+
+
+# -- one account type: the ledger's, ledger.toml's, the events' and ctl's --------------------------
+def test_a_model_account_keeps_the_keys_every_release_wrote_and_round_trips_as_json():
+    from dataclasses import replace
+
+    from benchtui.engine import events as ev
+    from benchtui.engine.account import ModelAccount
+    from benchtui.engine.control import accounts_from_json, accounts_to_json
+
+    account = ModelAccount(
+        "m", D("0.25"), D("0.01"), D("0.03"), D("0.002"), 1, 2, 3, 4, 5, 6, tokens=7, planned=9
+    )
+    assert list(account.to_toml()) == [
+        "cap_usd", "spent_usd", "reserved_usd", "wasted_usd", "sessions_done", "sessions_skipped",
+        "sessions_error", "sessions_killed", "sessions_running", "certificates",
+    ]  # fmt: skip
+    assert ModelAccount.from_toml("m", account.to_toml()) == replace(account, tokens=0, planned=0)
+    sent = ev.AccountsCommitted(
+        budget_usd=D("1"),
+        spent_usd=D("0.01"),
+        reserved_usd=D("0.03"),
+        wasted_usd=D("0.002"),
+        models=(account,),
+    )
+    assert accounts_from_json(json.loads(json.dumps(accounts_to_json(sent)))) == sent  # exact: no floats
+    for bad in (
+        [],
+        {"name": "m"},
+        {"name": "m", "cap_usd": "NaN"},
+        {"name": "m", "cap_usd": "lots"},
+        {"name": "m", "cap_usd": "1", "done": -1},
+        {"name": "m", "cap_usd": "1", "done": True},
+        {"name": "m", "cap_usd": "1", "sessions_done": 1},
+    ):
+        with pytest.raises(ValueError):
+            ModelAccount.from_json(bad)

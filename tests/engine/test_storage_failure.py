@@ -26,13 +26,13 @@ async def test_enospc_on_the_ledger_write_keeps_the_previous_ledger(tmp_path, mo
     writes = 0
     seen: dict[str, bytes] = {}
 
-    def failing_write(path, data):
+    def failing_write(path, data, **options):
         nonlocal writes
         writes += 1
         if writes == 30:
             seen["before"] = ledger_path.read_bytes()
             raise OSError(errno.ENOSPC, "No space left on device")
-        real_write(path, data)
+        real_write(path, data, **options)
 
     monkeypatch.setattr("benchtui.engine.store.atomic_write", failing_write)
     with pytest.raises(StorageFailed, match="No space left on device.*--resume"):

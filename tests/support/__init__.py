@@ -153,8 +153,10 @@ class Recorder:
 
 
 def journal(run_dir: Path) -> list[dict[str, Any]]:
+    """The journal's session lines (its other kinds, holds and details, left out)."""
     lines = (run_dir / "sessions.jsonl").read_text().split("\n")
-    return [json.loads(line) for line in lines[:-1]]  # the last piece is "" or a torn line
+    records = [json.loads(line) for line in lines[:-1]]  # the last piece is "" or a torn line
+    return [rec for rec in records if "state" in rec]
 
 
 def last_states(run_dir: Path) -> dict[str, dict[str, Any]]:
@@ -208,7 +210,7 @@ def check_reconciled(campaign: Path, state_dir: Path) -> None:
         done = sum((r.cost_usd for r in journal.values() if r.state == "done"), Decimal(0))
         assert book.spent == done + book.wasted
         assert book.spent <= book.budget
-        assert all(m.spent <= m.cap for m in book.models.values())
+        assert all(m.spent_usd <= m.cap_usd for m in book.models.values())
         assert not book.running
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from benchtui.cli import main as cli
-from benchtui.engine.stopsignals import STOP_SIGNALS
+from benchtui.core.signals import STOP_SIGNALS
 
 
 def run_cli(capsys, cwd: Path, *argv: str | Path) -> tuple[int, str]:

@@ -138,12 +138,15 @@ async def test_async_verification_agrees_and_a_hung_pred_is_killed(tmp_path, mon
 
 
 def _is_hung_stand_in(pid: str) -> bool:
+    """A stand-in pred this test started (a child of this process: other tests on the machine
+    hang stand-ins of their own) that is still running."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return False
-    return b"stand_in_pred.py\0reduce" in cmdline and state != "Z"
+    state, parent = fields[0], int(fields[1])
+    return b"stand_in_pred.py\0reduce" in cmdline and state != "Z" and parent == os.getpid()
 
 
 @pytest.mark.parametrize(

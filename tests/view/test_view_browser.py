@@ -96,7 +96,8 @@ def test_the_export_opens_from_disk(mini_run, tmp_path):
 
 
 def test_a_running_campaign_shows_new_sessions_without_a_reload(tmp_path):
-    campaign = write_campaign(tmp_path, sessions=5, parallelism=1, latency=3.0, models=("fake/model-a",))
+    # 8 sessions of 4 s: the campaign outlasts the viewer's and Chromium's start on a loaded machine.
+    campaign = write_campaign(tmp_path, sessions=8, parallelism=1, latency=4.0, models=("fake/model-a",))
     process = subprocess.Popen(
         [sys.executable, "-m", "benchtui", str(campaign), "--no-ui", "--state-dir", str(tmp_path / "runs")],
         cwd=tmp_path,
@@ -113,7 +114,7 @@ def test_a_running_campaign_shows_new_sessions_without_a_reload(tmp_path):
             page.evaluate("window.loadedOnce = true")  # gone if the page were reloaded
             last = page.locator("#rows tr").last.locator("td.state")
             assert last.inner_text() in ("pending", "running")
-            last.filter(has_text="done").wait_for(timeout=60_000)
+            last.filter(has_text="done").wait_for(timeout=120_000)
             assert page.evaluate("window.loadedOnce") is True
     finally:
         process.send_signal(signal.SIGINT)

@@ -16,6 +16,7 @@ from textual.widgets import DataTable, Label, Static
 from benchtui.core.errors import BenchtuiError
 from benchtui.core.money import fmt
 from benchtui.engine import events as ev
+from benchtui.engine.account import ModelAccount
 from benchtui.report import CampaignReport, build
 from benchtui.report.text import COLUMNS as REPORT_COLUMNS
 from benchtui.report.text import leaderboard_row, legend_lines
@@ -164,7 +165,7 @@ class SummaryScreen(ModalScreen[None]):
         return where + "Esc: back to the sessions. q: quit."
 
     @staticmethod
-    def _row(m: ev.ModelTotals) -> tuple[str, ...]:
+    def _row(m: ModelAccount) -> tuple[str, ...]:
         return (
             m.name,
             f"{m.done}/{m.planned}",

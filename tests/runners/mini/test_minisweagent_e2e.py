@@ -90,6 +90,7 @@ def verify_reads_every_file(run_dir: Path, session_dir: Path) -> None:
         session_dir / "attempt-1.certificates.json",
         run_dir / "outcomes" / "openai_scripted-a.jsonl",
         run_dir / "results" / "openai_scripted-a.json",
+        run_dir / "sessions.jsonl",  # the journal: the details line ahead of the session's end
     }
     assert holding <= set(written)
     for path in written:

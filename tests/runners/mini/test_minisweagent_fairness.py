@@ -65,4 +65,4 @@ async def test_two_models_get_identical_prompts_and_pristine_identical_copies(tm
     assert rows[0]["copy_fingerprint"] == rows[1]["copy_fingerprint"] == f"git:{commit}"
     assert {(r["state"], r["result"]) for r in journal(prep.run_dir).values()} == {("done", "no_certificate")}
     started = [json.loads(line) for line in (prep.run_dir / "sessions.jsonl").read_text().splitlines()]
-    assert [r["environment"] for r in started if r["state"] == "running"] == [prep.fingerprint] * 2
+    assert [r["environment"] for r in started if r.get("state") == "running"] == [prep.fingerprint] * 2

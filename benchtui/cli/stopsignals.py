@@ -26,11 +26,12 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from benchtui.core.errors import Interrupted
+from benchtui.core.signals import STOP_SIGNALS
 
 if TYPE_CHECKING:
     from sys import UnraisableHookArgs
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+__all__ = ["STOP_SIGNALS", "StopSignals"]
 
 
 class StopSignals:
@@ -104,12 +105,3 @@ class StopSignals:
         return (
             isinstance(exc, BaseExceptionGroup) and exc.subgroup((KeyboardInterrupt, Interrupted)) is not None
         )
-
-
-def first_stop_note(signum: int | None = None) -> str:
-    """What the first stop says (headless and TUI alike), naming what was used: Ctrl-C for the
-    key (or SIGINT), else the signal, so a SIGTERM sent by a supervisor is not told to press a key."""
-    if signum is None or signum == signal.SIGINT:
-        return "stopping: no new sessions; running ones finish (Ctrl-C again to interrupt them)"
-    name = signal.Signals(signum).name
-    return f"stopping: no new sessions; running ones finish ({name} received: a second {name} or Ctrl-C interrupts them)"
