@@ -34,6 +34,11 @@ PROMPT_TOKENS = 300
 tokenizer (about 120 tokens with the tool)."""
 
 
+START_S = 300
+"""Room to start the child before its call: importing litellm took 27 s at a load of 12 on 2 cores
+(two pings at once then ran past the 60 s this was)."""
+
+
 class PingProfile(RunnerProfile):
     kind: Literal["benchtui.runners.mini.ping:PingRunner"] = "benchtui.runners.mini.ping:PingRunner"
     """One tiny metered call per session (used by `benchtui check --ping`)."""
@@ -72,7 +77,7 @@ class PingRunner(RunnerKind):
             "api_key": secrets.get(key_name) if key_name else None,
         }
         env = {**keys.public_environment(filter(None, [key_name])), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        with trio.move_on_after(self.profile.request_timeout_s + 60):
+        with trio.move_on_after(self.profile.request_timeout_s + START_S):
             done = await trio.run_process(
                 [sys.executable, "-m", "benchtui.runners.mini.ping_call"],
                 stdin=json.dumps(request).encode(),
