@@ -153,3 +153,61 @@ async def test_the_tui_shows_the_ending_and_marks_the_model(tmp_path, monkeypatc
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
+
+
+@pytest.mark.trio
+async def test_the_same_campaign_under_text_hunts_submits_and_finds(tmp_path, monkeypatch, capsys):
+    """The fix the finding names, taken: `action_format = "text"`, both servers answering in text
+    blocks only. The ping says both act; each model's session hunts, submits (REJECTED, then
+    ACCEPTED) and ends bug_found, with the budget line and the evidence as under tool calls."""
+    from test_minisweagent_action_format import evidence_of
+    from test_minisweagent_protocol import PROTOCOL, observations, output
+    from test_minisweagent_protocol import STEPS as HUNT
+
+    pred_on_path(tmp_path, monkeypatch)
+    with ScriptedLLM(HUNT, text=True) as one, ScriptedLLM(HUNT, text=True) as other:
+        path = write_campaign(
+            tmp_path,
+            one.url,
+            models=(TOOLS, TEXT),
+            sessions_per_model=1,
+            parallelism=1,
+            runner={"environment": "bubblewrap", "action_format": "text"},
+            budget={"per_session": PROTOCOL},
+        )
+        doc = tomllib.loads(path.read_text())
+        doc["models"][1]["api_base"] = other.url
+        path.write_text(tomli_w.dumps(doc))
+
+        assert await trio.to_thread.run_sync(cli, ["check", str(path), "--ping"]) == 0
+        checked = capsys.readouterr().out
+        assert checked.count("acts in the text format") == 2, checked
+        one.requests.clear(), other.requests.clear()
+
+        with trio.fail_after(150):
+            prep, _ = await run_campaign(path, tmp_path / "runs")
+    run_dir = prep.run_dir
+    for model, llm in ((TOOLS, one), (TEXT, other)):
+        (end,) = ended(run_dir, model)
+        assert (end["state"], end["result"], end["ending"]) == (
+            "done",
+            "bug_found",
+            {"name": "found", "actions": 3},
+        )
+        assert len(llm.requests) == 3 and all("tools" not in r.body for r in llm.requests)
+        seen = observations(llm)
+        assert all(o.startswith("[budget] calls ") for o in seen), seen
+        assert [output(o).splitlines()[0] for o in seen[1:]] == ["REJECTED"], seen  # ACCEPTED ended it
+        checked = json.loads(
+            (run_dir / "sessions" / end["session"] / "attempt-1.certificates.json").read_text()
+        )
+        assert [c["verdict"]["status"] for c in checked] == ["rejected", "accepted"]
+        evidence = evidence_of(run_dir, end["session"])
+        assert [e["outcome"] for e in evidence if e["kind"] == "generation"] == ["action"] * 3
+        assert [e["verdict"] for e in evidence if e["kind"] == "submit"] == ["rejected", "accepted"]
+    report = build([run_dir])
+    assert {m.model: (m.verified_bugs, m.endings["found"], m.cannot_act) for m in report.models} == {
+        TOOLS: (1, 1, False),
+        TEXT: (1, 1, False),
+    }
+    assert not [f for f in report.fairness.findings if f.startswith("could not act")]
