@@ -53,7 +53,9 @@ async def test_every_header_is_whole_and_nothing_scrolls_sideways(tmp_path, size
         board = summary.query_one("#leaderboard-table", DataTable)
         assert "certs c/cl/r/o/i/u" in [c.label.plain for c in board.columns.values()]
         legend = summary.query_one("#legend", Static)
-        assert legend.display and "certs c/cl/r/o/i/u: certificates by verdict: confirmed" in str(legend.content)
+        assert legend.display and "certs c/cl/r/o/i/u: certificates by verdict: confirmed" in str(
+            legend.content
+        )
         app.pop_screen()
         app.redraw()
         await pilot.pause()
