@@ -5,6 +5,7 @@
   kind's profile;
 - `runners/index.md`: what each runner kind enforces (its declared `enforces` and `executors`);
 - `reference/cli.md`: every command with its arguments and options, from the argparse parsers;
+- `reference/rundir.md`: the closed set of endings, from `benchtui/core/endings.py`;
 - `getting-started.md`: the install table, and on every page (and the README) each marked figure,
   from `docs/figures.toml` (`docs/figures.py`).
 
@@ -349,6 +350,20 @@ def cli_reference() -> str:
 
 # -- writing ----------------------------------------------------------------------------------
 
+# -- the endings --------------------------------------------------------------------------------
+
+
+def endings_table() -> str:
+    """The closed set of endings (core/endings.py), group by group, with what each means."""
+    from benchtui.core import endings
+
+    rows = ["| ending | group | what it means |", "|---|---|---|"]
+    for group, words in endings.GROUP_WORDS.items():
+        for name in (e for e in endings.ENDINGS if endings.GROUP[e] == group):
+            rows.append(f"| `{name}` | `{group}` ({words}) | {_cell(endings.MEANING[name])} |")
+    return "\n".join(rows)
+
+
 def figures() -> ModuleType:
     """docs/figures.py (loaded by path: this script also runs from the tests, docs/ not on sys.path)."""
     spec = importlib.util.spec_from_file_location("benchtui_docs_figures", DOCS / "figures.py")
@@ -368,6 +383,7 @@ GENERATED = {
     "runners/index.md": ("runner table", runners_table),
     "reference/cli.md": ("commands", cli_reference),
     "getting-started.md": ("install table", install_table),
+    "reference/rundir.md": ("endings", endings_table),
 }
 
 

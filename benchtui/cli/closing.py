@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchtui.cli.headless import summary_table
 from benchtui.core.errors import BadInput, BenchtuiError
@@ -34,6 +34,19 @@ def view_command(run_dir: Path) -> str:
     return f"benchtui view {run_dir}"
 
 
+def endings_text(endings: Any) -> list[str]:
+    """`endings: fake/model-a model_done ×3, found ×1`, one line per model (ctl status); a model
+    most of whose sessions could not act is named with the ending that says why."""
+    if not isinstance(endings, dict) or not endings:
+        return []
+    lines = ["endings (why its sessions ended):"]
+    for model, found in endings.items():
+        if isinstance(found, dict):
+            shown = ", ".join(f"{printable(str(e))} ×{n}" for e, n in found.items() if isinstance(n, int))
+            lines.append(f"  {printable(str(model))}: {shown}")
+    return lines
+
+
 def closing_text(run_dir: Path, accounts: ev.AccountsCommitted | None, finished: bool) -> str:
     """The per-model table, where the results are, how to read each session, and (when
     unfinished) how to resume."""
@@ -50,6 +63,7 @@ def closing_text(run_dir: Path, accounts: ev.AccountsCommitted | None, finished:
 def run_dir_status(run_dir: Path) -> str:
     """`ctl status` of a run nobody runs: its accounts rebuilt from the journal and the saved
     ledger (read-only: an interrupted attempt shows as the error `--resume` will record)."""
+    from benchtui.engine.control import endings_by_model
     from benchtui.engine.reader import RunDir
     from benchtui.engine.run import accounts_event
 
@@ -85,7 +99,8 @@ def run_dir_status(run_dir: Path) -> str:
         f"{ended}/{len(plan)} sessions ended"
     )
     table = accounts_event(check.ledger, Counter(s.model for s in plan))
-    return head + "\n" + closing_text(run_dir, table, finished=not unfinished)
+    endings = endings_text(endings_by_model(check.journal.values()))
+    return "\n".join([head, *endings, closing_text(run_dir, table, finished=not unfinished)])
 
 
 def report_command(run_dir: Path) -> str:

@@ -198,6 +198,7 @@ def running_counters(run_dir: Path, running: list[str]) -> list[str]:
 
 
 def show_status(reply: dict[str, Any], run_dir: Path | None = None) -> str:
+    from benchtui.cli.closing import endings_text
     from benchtui.cli.headless import summary_table
     from benchtui.engine.control import accounts_from_json
 
@@ -209,6 +210,7 @@ def show_status(reply: dict[str, Any], run_dir: Path | None = None) -> str:
     ]
     if run_dir is not None:
         lines += running_counters(run_dir, [str(sid) for sid in running])
+    lines += endings_text(reply.get("endings"))
     if reply.get("accounts"):
         lines.append(summary_table(accounts_from_json(reply["accounts"])))
     lines.append(

@@ -2,8 +2,11 @@
 
 The ping runs through the same engine as a campaign (plan, reservations, meter, ledger, journal)
 in a temporary run dir: each model gets one session of the active profile's ping runner, with
-`max_output_tokens` cut to PING_MAX_TOKENS so the hold is tiny. Its cost is read back from that
-run's ledger and reported; the run dir is then thrown away.
+`max_output_tokens` cut to PING_MAX_TOKENS so the hold is small. It asks for one action in the
+campaign's format; per model it says ok, or what is wrong in words to act on: no tool call (and
+how to switch it on, or use the text format), the wrong format, a server that ignores
+`max_tokens`, the key, reachability. Its cost is read back from that run's ledger and reported;
+the run dir is then thrown away.
 """
 
 from __future__ import annotations
@@ -22,8 +25,9 @@ from benchtui.engine import events as ev
 from benchtui.engine import run as engine
 from benchtui.engine.campaign import Campaign
 
-PING_MAX_TOKENS = 16
-PING_PROMPT_TOKENS = 1000  # a bound on any ping runner's prompt (the mini one authorises 64)
+PING_MAX_TOKENS = 256
+"""Room for one short action and a sentence before it (a model's own max_output_tokens, if lower)."""
+PING_PROMPT_TOKENS = 1000  # a bound on any ping runner's prompt (the mini one authorises 300)
 
 
 def _plain(value: Any) -> Any:
@@ -33,10 +37,13 @@ def _plain(value: Any) -> Any:
 
 
 def throwaway_campaign(campaign: Campaign, ping_table: dict[str, Any], target: Path) -> dict[str, Any]:
-    models = [{**_plain(m.model_dump()), "max_output_tokens": PING_MAX_TOKENS} for m in campaign.models]
+    models = [
+        {**_plain(m.model_dump()), "max_output_tokens": min(PING_MAX_TOKENS, m.max_output_tokens)}
+        for m in campaign.models
+    ]
     worst = max(
         token_cost(PING_PROMPT_TOKENS, m.input_usd_per_mtok)
-        + token_cost(PING_MAX_TOKENS, m.output_usd_per_mtok)
+        + token_cost(min(PING_MAX_TOKENS, m.max_output_tokens), m.output_usd_per_mtok)
         for m in campaign.models
     )
     per_session = max(usd(worst), Decimal("1e-6"))  # a budget must be positive, even for free models
@@ -69,14 +76,22 @@ def ping_models(campaign: Campaign) -> list[Check]:
     checks = []
     for model in campaign.models:
         end, spent = ends.get(model.name, {}), ledger.models[model.name].spent_usd
-        what = f"ping {model.name}"
-        if end.get("state") == "done":
-            checks.append(Check(what, detail=f"{end.get('reason', '')} (ledger: ${spent.normalize():f})"))
+        what, cost = f"ping {model.name}", f"(ledger: ${spent.normalize():f})"
+        if end.get("state") == "done" and end.get("result") != "error":
+            checks.append(Check(what, detail=f"{end.get('reason', '')} {cost}"))
         else:
-            checks.append(
-                Check(
-                    what,
-                    f"{end.get('reason') or end.get('state', 'did not run')} (ledger: ${spent.normalize():f})",
-                )
-            )
+            checks.append(Check(what, f"{problem_of(end)} {cost}"))
     return checks
+
+
+def problem_of(end: dict[str, Any]) -> str:
+    """A failed ping in words to act on: what kind of failure first (the key, reachability), as
+    the circuit breaker names them, then what the provider said."""
+    from benchtui.engine.breaker import KINDS
+
+    reason = str(end.get("reason") or end.get("state", "did not run"))
+    if end.get("retryable"):
+        kind = next((kind for kind, pattern in KINDS if pattern.search(reason)), None)
+        if kind is not None:
+            return f"{kind}: {reason}"
+    return reason

@@ -56,6 +56,10 @@ class RunnerProfile(BaseModel):
     wall_time_s: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Wall-clock limit of one session; past it the session is cancelled and ends as `error`."""
 
+    added_later: ClassVar[dict[str, Any]] = {}
+    """Keys a kind gained after run dirs were written, with the default that is what those runs
+    did: left out of the identity at that default, so those runs keep theirs."""
+
     calls_model_api: ClassVar[bool] = False
     """True for kinds whose sessions call each model's real API (its key and `api_base` are then
     checked before a campaign starts); fake and demo kinds call none."""

@@ -1,6 +1,7 @@
 """What a session came to, typed: the runner's `SessionOutcome`, and its details as the run dir keeps them.
 
-One definition per record, written and read through it: the judgement of a session's certificates
+Why a session ended is one of a closed set (`Ending`, core/endings.py), apart from its result: a
+session can end `model_done` with a rejected certificate, or `no_action` without one. One definition per record, written and read through it: the judgement of a session's certificates
 (`Judgement`, stored as `verify_details`), the facts a runner reports on how the session ran
 (`SessionFacts`: fingerprints, limits hit, meter latencies, where it ran), and the line of
 `outcomes/<model>.jsonl` that keeps both (`OutcomeDetails`). Keys this version does not know (an
@@ -15,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from benchtui.core.endings import Ending
 from benchtui.core.target import Status, Verdict
 
 #: Per-session results, as in the target benchmark's results schema.
@@ -179,6 +181,11 @@ class SessionOutcome:
     shortlist: list[Any] | None = None
     """A triage session's commit, as the model wrote it: `{"rule": ..., "hypothesis": ...}`
     objects in priority order (the engine validates them against the rule inventory)."""
+    ending: Ending | None = None
+    """Why it ended (core/endings.py); None: the runner does not say (the engine then says
+    `found` for a bug, `runner_error` for an infrastructure error, else `unstated`)."""
+    actions: int | None = None
+    """Actions (shell commands) the model's answers had run; None: the runner cannot count them."""
 
 
 DETAIL_KEYS = frozenset({"session", "attempt", "model", "certificate", "verify_details"})

@@ -16,6 +16,7 @@ import trio
 
 from benchtui.core import counters
 from benchtui.core.contract import Result, SessionOutcome, SessionSpec
+from benchtui.core.endings import Ending, SessionEnding
 from benchtui.core.errors import StorageFailed
 from benchtui.core.outcome import Judgement, OutcomeDetails, SessionFacts
 from benchtui.engine import events as ev
@@ -27,23 +28,42 @@ from benchtui.engine.records import JournalRecord, SessionState, now
 from benchtui.engine.runner_pool import RunnerPool
 
 RESULTS = set(get_args(Result))
+ENDING_NAMES = {None, *get_args(Ending)}
 
 
 @dataclass(frozen=True, slots=True)
-class Ending:
+class AttemptEnd:
     state: SessionState  # done | error | killed
     result: str | None
     reason: str = ""
     retryable: bool = False
     outcome: SessionOutcome | None = None
+    ending: Ending = "unstated"
+    """Why it ended (core/endings.py): the runner's word, or the engine's for what it ended."""
 
 
-KILLED = Ending("killed", None, "killed by the user")
-OVERSPENT = Ending("error", "error", "killed: charges exceeded the session's reservation")
-STOPPED_NOW = Ending("error", "error", "interrupted: campaign stopped", retryable=True)
+KILLED = AttemptEnd("killed", None, "killed by the user", ending="killed")
+STOPPED_NOW = AttemptEnd(
+    "error", "error", "interrupted: campaign stopped", retryable=True, ending="interrupted"
+)
 
 
-def ending_of(outcome: Any) -> Ending:
+def overspent(detail: str) -> AttemptEnd:
+    """Stopped by the meter: its charges passed its reservation (`detail`: what the meter saw)."""
+    why = "killed: charges exceeded the session's reservation" + (f" ({detail})" if detail else "")
+    return AttemptEnd("error", "error", why, ending="overspent")
+
+
+def runner_ending(outcome: SessionOutcome) -> Ending:
+    """The runner's ending, or what the engine can say for a runner that gives none."""
+    if outcome.ending is not None:
+        return outcome.ending
+    if outcome.result == "bug_found":
+        return "found"
+    return "runner_error" if outcome.infra_error else "unstated"
+
+
+def ending_of(outcome: Any) -> AttemptEnd:
     """What a runner returned, as an ending; garbage is an infrastructure error."""
     if (
         not isinstance(outcome, SessionOutcome)
@@ -52,11 +72,20 @@ def ending_of(outcome: Any) -> Ending:
         or not (outcome.certificate is None or isinstance(outcome.certificate, dict))
         or not (outcome.judgement is None or isinstance(outcome.judgement, Judgement))
         or not isinstance(outcome.facts, SessionFacts)
+        or outcome.ending not in ENDING_NAMES
+        or not (outcome.actions is None or (type(outcome.actions) is int and outcome.actions >= 0))
     ):
-        return Ending("error", "error", f"runner returned garbage: {outcome!r:.200}", retryable=True)
+        return AttemptEnd(
+            "error",
+            "error",
+            f"runner returned garbage: {outcome!r:.200}",
+            retryable=True,
+            ending="runner_error",
+        )
+    ending = runner_ending(outcome)
     if outcome.infra_error:
-        return Ending("error", "error", outcome.reason or "infrastructure error", True, outcome)
-    return Ending("done", outcome.result, outcome.reason, False, outcome)
+        return AttemptEnd("error", "error", outcome.reason or "infrastructure error", True, outcome, ending)
+    return AttemptEnd("done", outcome.result, outcome.reason, False, outcome, ending)
 
 
 class Attempt:
@@ -90,13 +119,13 @@ class Attempt:
             spec.model,
             spec.budget_usd,
             limits=spec.limits,
-            on_overspent=lambda: self.cancel(OVERSPENT),
+            on_overspent=lambda detail: self.cancel(overspent(detail)),
             backoff=backoff,
         )
         self.scope = trio.CancelScope()
-        self.stopped_by: Ending | None = None
+        self.stopped_by: AttemptEnd | None = None
 
-    def cancel(self, why: Ending) -> None:
+    def cancel(self, why: AttemptEnd) -> None:
         """Stop the attempt now (kill, overspend, stop-now); the first reason given wins."""
         if self.stopped_by is None:
             self.stopped_by = why
@@ -142,15 +171,21 @@ class Attempt:
                 ending = (
                     ending_of(outcome)
                     if not wall.cancelled_caught
-                    else Ending("error", "error", f"wall-clock limit of {self.wall_time_s:g} s reached")
+                    else AttemptEnd(
+                        "error",
+                        "error",
+                        f"wall-clock limit of {self.wall_time_s:g} s reached",
+                        ending="wall_time",
+                    )
                 )
         except StorageFailed:
             raise
         except Exception as exc:  # a crashing runner is an infrastructure error: retried on resume
-            ending = Ending("error", "error", f"runner failed: {type(exc).__name__}: {exc}", retryable=True)
+            why = f"runner failed: {type(exc).__name__}: {exc}"
+            ending = AttemptEnd("error", "error", why, retryable=True, ending="runner_error")
         return await self._end(self.stopped_by or ending or STOPPED_NOW)
 
-    async def _end(self, ending: Ending) -> JournalRecord:
+    async def _end(self, ending: AttemptEnd) -> JournalRecord:
         outcome, meter = ending.outcome, self.meter
         certificate = bool(outcome and outcome.certificate)
         cost = self.accounts.close(self.flight, ending.state, certificate=certificate, tokens=meter.tokens)
@@ -172,6 +207,7 @@ class Attempt:
             else None,
             exhausted=tuple(meter.exhausted),
             throttling=meter.throttling(),
+            ending=SessionEnding(ending.ending, outcome.actions if outcome else None),
         )
         more: list[JournalRecord] = []
         if self.conclude is not None:

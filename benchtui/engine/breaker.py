@@ -8,6 +8,12 @@ they stay pending, and `--resume` runs them once the cause is fixed. Other model
 
 The kind is read from the end record's reason (runners word their errors; the engine knows no
 provider library), so only errors that name their cause trip it; anything else resets the streak.
+
+A model that cannot act is stopped the same way: after the campaign's
+`stop_model_after_no_action` sessions of one model in a row ended without a single executed
+action (every answer without a tool call, empty, or over its context window: core/endings.py),
+its money would only buy more of the same. Those are the model's outcomes (final, trials), so the
+sessions that ended stay as they are; its later sessions stay pending for `--resume` after the fix.
 """
 
 from __future__ import annotations
@@ -15,10 +21,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from benchtui.core.endings import MEANING, Ending, fix
 from benchtui.engine.records import JournalRecord
 
 TRIP_AFTER = 3
 """Sessions in a row with the same kind of infrastructure error (a small count: each costs)."""
+NO_ACTION_AFTER = 3
+"""The default of the campaign's `stop_model_after_no_action`."""
 
 # (kind, pattern), first match wins: DNS before "connection", as a DNS failure is also one.
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -72,19 +81,50 @@ class Streak:
     count: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Trip:
+    """Why a model's launches stopped."""
+
+    kind: str
+    """The infrastructure error's kind, or the ending of the sessions that could not act."""
+    no_action: bool = False
+
+    def cause(self, sessions: int, action_format: str | None) -> str:
+        """`3 sessions in a row ended …`, with the fix when the model could not act."""
+        if not self.no_action:
+            return f"{sessions} sessions in a row ended in the same infrastructure error ({self.kind}"
+        ending: Ending = self.kind  # type: ignore[assignment]  # a no-action trip's kind is its ending
+        return (
+            f"{sessions} sessions in a row ended without executing any action ({ending}: {MEANING[ending]}); "
+            f"fix: {fix(ending, action_format)}"
+        )
+
+
 class Breaker:
     """Per model, the kind of the last session ends in a row; `tripped` once a streak is long."""
 
-    def __init__(self, trip_after: int = TRIP_AFTER) -> None:
+    def __init__(self, trip_after: int = TRIP_AFTER, no_action_after: int = NO_ACTION_AFTER) -> None:
         self.trip_after = trip_after
+        self.no_action_after = no_action_after
+        """Sessions in a row that could not act before the model is stopped (0: never)."""
         self.streaks: dict[str, Streak] = {}
-        self.tripped: dict[str, str] = {}
-        """Model -> the kind that tripped it (no more launches of its sessions in this run)."""
+        self.idle: dict[str, Streak] = {}
+        """Per model, its sessions in a row that ended without an executed action."""
+        self.tripped: dict[str, Trip] = {}
+        """Model -> why it tripped (no more launches of its sessions in this run)."""
 
-    def ended(self, record: JournalRecord) -> str | None:
-        """Count one session end; returns the kind when this end trips the model's breaker."""
+    def ended(self, record: JournalRecord) -> Trip | None:
+        """Count one session end; returns the trip when this end trips the model's breaker."""
         if record.state == "skipped_budget" or record.model in self.tripped:
             return None
+        trip = self._could_not_act(record)
+        if trip is None:
+            trip = self._infra(record)
+        if trip is not None:
+            self.tripped[record.model] = trip
+        return trip
+
+    def _infra(self, record: JournalRecord) -> Trip | None:
         kind = infra_kind(record)
         streak = self.streaks.setdefault(record.model, Streak())
         if kind is None or kind != streak.kind:
@@ -92,7 +132,17 @@ class Breaker:
         if kind is None:
             return None
         streak.count += 1
-        if streak.count < self.trip_after:
+        return Trip(kind) if streak.count >= self.trip_after else None
+
+    def _could_not_act(self, record: JournalRecord) -> Trip | None:
+        """A session that could not act adds to its model's streak; one that acted, or ended
+        otherwise by the model's doing, ends it (an infrastructure error says nothing of it)."""
+        if not self.no_action_after or (record.state == "error" and record.retryable):
             return None
-        self.tripped[record.model] = kind
-        return kind
+        streak = self.idle.setdefault(record.model, Streak())
+        ending = record.ending
+        if ending is None or not ending.could_not_act:
+            streak.kind, streak.count = None, 0
+            return None
+        streak.kind, streak.count = ending.name, streak.count + 1
+        return Trip(ending.name, no_action=True) if streak.count >= self.no_action_after else None

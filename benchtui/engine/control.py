@@ -26,7 +26,8 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from benchtui.core.errors import BadInput
 from benchtui.core.inputs import loads_json
 from benchtui.engine import events as ev
 from benchtui.engine.account import ModelAccount
+from benchtui.engine.records import JournalRecord
 from benchtui.engine.rundir import CONTROL_SOCKET, IDENTITY
 from benchtui.engine.scheduler import Scheduler
 
@@ -82,6 +84,16 @@ def whoami(run_dir: Path, campaign: str) -> dict[str, Any]:
         "identity": identity_digest(run_dir),
         "pid": os.getpid(),
     }
+
+
+def endings_by_model(records: Iterable[JournalRecord]) -> dict[str, dict[str, int]]:
+    """Per model, how many of its sessions ended each way (their current end lines): `ctl status`
+    of a running campaign (from the engine's journal) and of a stopped one (from the run dir)."""
+    found: dict[str, Counter[str]] = {}
+    for rec in records:
+        if rec.ended and rec.ending is not None:
+            found.setdefault(rec.model, Counter())[rec.ending.name] += 1
+    return {model: dict(counts.most_common()) for model, counts in found.items()}
 
 
 TOTALS = ("budget_usd", "spent_usd", "reserved_usd", "wasted_usd")
@@ -137,6 +149,7 @@ class Controller:
                     "parallelism": s.parallelism,
                     "running": sorted(s.running_sessions()),
                     "accounts": accounts_to_json(self.accounts) if self.accounts else None,
+                    "endings": endings_by_model(s.accounts.journal.values()),
                 }
             if cmd == "pause":
                 s.pause()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from benchtui.core.endings import NOT_HUNTING
 from benchtui.core.money import fmt
 from benchtui.core.text import printable
 from benchtui.engine.account import ModelAccount
@@ -64,6 +65,8 @@ class SessionEnded:
     counters: dict[str, Any] | None = None
     """As on the journal's end line (campaigns with logical budgets)."""
     exhausted: tuple[str, ...] = ()
+    ending: str | None = None
+    """Why it ended (core/endings.py), as the journal's end line says; None for a skip."""
 
     @classmethod
     def of(cls, end: JournalRecord) -> SessionEnded:
@@ -80,6 +83,7 @@ class SessionEnded:
             certificate=end.certificate,
             counters=end.counters,
             exhausted=end.exhausted,
+            ending=end.ending.name if end.ending is not None else None,
         )
 
 
@@ -162,8 +166,10 @@ def describe(event: Event) -> str | None:
             return f"start {event.session} (attempt {event.attempt}, runner {event.runner})"
         case SessionEnded():
             what = f"done {event.result}" if event.state == "done" else event.state
-            why = f" - {printable(event.reason)}" if event.reason and event.state != "done" else ""
-            return f"end   {event.session} {what} {fmt(event.cost_usd)}{why}"
+            ending = f" ({event.ending})" if event.ending else ""
+            shown = event.reason and (event.state != "done" or event.ending in NOT_HUNTING)
+            why = f" - {printable(event.reason)}" if shown else ""
+            return f"end   {event.session} {what}{ending} {fmt(event.cost_usd)}{why}"
         case Notice():
             return f"{event.level}: {printable(event.message)}"
         case ControlChanged():

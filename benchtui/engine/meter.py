@@ -21,8 +21,8 @@ MAX_QUIET_WAIT_S = 10.0
 class SessionMeter:
     """Implements `benchtui.core.contract.Meter` against the accounts; costs use the campaign's prices (docs/design/invariants.md#f6).
 
-    `on_overspent` is called when charges pass the session's reservation (a provider ignoring
-    `max_tokens`): the attempt that owns this meter then stops its session. Logical budget units
+    `on_overspent` is called, with what the meter saw, when charges pass the session's reservation
+    (a provider ignoring `max_tokens`): the attempt that owns this meter then stops its session. Logical budget units
     (`limits`) live in the in-flight account too, so the commit that makes a call's hold durable
     makes its `model_calls` unit durable as well.
     """
@@ -35,7 +35,7 @@ class SessionMeter:
         budget: Decimal,
         *,
         limits: LogicalLimits = UNLIMITED,
-        on_overspent: Callable[[], None] = lambda: None,
+        on_overspent: Callable[[str], None] = lambda detail: None,
         backoff: Backoff | None = None,
     ) -> None:
         self._accounts = accounts
@@ -136,7 +136,7 @@ class SessionMeter:
         self.tokens += usage.input_tokens + usage.output_tokens
         self._progress("")
         if self._accounts.enforce and self._flight.spent > self._flight.reservation:
-            self._on_overspent()
+            self._on_overspent(overspend_detail(usage, self._model.max_output_tokens))
         return cost
 
     def throttled(self, retry_after_s: float | None = None) -> None:
@@ -174,3 +174,13 @@ class SessionMeter:
                 counters=tuple((c, self.used(c), self.limits.limit(c) or 0) for c in self.limits.counters),
             )
         )
+
+
+def overspend_detail(usage: Usage, max_output_tokens: int) -> str:
+    """Why a charge passed the reservation, in words a user can act on (empty: nothing to add)."""
+    if usage.output_tokens > max_output_tokens:
+        return (
+            f"a call returned {usage.output_tokens} output tokens for max_tokens {max_output_tokens}: "
+            "the server ignores max_tokens; cap its output length at the server"
+        )
+    return ""

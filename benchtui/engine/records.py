@@ -16,6 +16,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
+from benchtui.core.endings import SessionEnding, recorded_or_derived
 from benchtui.core.money import ZERO, to_float, usd
 from benchtui.engine.phases import KEYS as PHASE_KEYS
 from benchtui.engine.phases import Phase, phase_of
@@ -97,6 +98,9 @@ class JournalRecord:
     """A shortlist campaign's triage (end lines) or episode (`pending` lines): engine/phases.py."""
     throttling: Throttling | None = None
     """On end lines of attempts whose provider answered 429 or made them wait."""
+    ending: SessionEnding | None = None
+    """Why the attempt ended (core/endings.py), on end lines of sessions that ran; a line an older
+    release wrote gets the ending its state and reason say."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys written by other versions or runners: kept, and written back as they were."""
 
@@ -143,6 +147,8 @@ class JournalRecord:
                 out["counters"] = self.counters
             if self.exhausted:
                 out["exhausted"] = list(self.exhausted)
+            if self.ending is not None:
+                out["ending"] = self.ending.to_json()
         if self.phase is not None:
             out.update(self.phase.to_json())
         if self.throttling is not None:
@@ -184,6 +190,12 @@ class JournalRecord:
                 exhausted=tuple(map(_text, data.get("exhausted") or ())),
                 phase=phase_of(data),
                 throttling=Throttling.from_json(data),
+                ending=recorded_or_derived(
+                    SessionEnding.from_json(data.get("ending")),
+                    state=state,
+                    result=data.get("result") if isinstance(data.get("result"), str) else None,
+                    reason=str(data.get("reason") or ""),
+                ),
                 extra={k: data[k] for k in unknown} if (unknown := data.keys() - _KNOWN) else {},
             )
         except KeyError as exc:

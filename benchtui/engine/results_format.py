@@ -3,7 +3,7 @@ prints their JSON Schema, and the tests check every results file benchtui writes
 
 It follows the target benchmark's per-model results format (its issue #3) so leaderboards built
 on that format read our files; the keys benchtui adds to a row (`session`, `attempt`, `state`,
-`reason`) are allowed there. The writer (engine/results.py) builds plain dicts for speed (100,000
+`reason`, `ending`) are allowed there. The writer (engine/results.py) builds plain dicts for speed (100,000
 rows are rewritten while a campaign runs); these models say what those dicts must be.
 """
 
@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from benchtui.core.contract import Result
+from benchtui.core.endings import Ending
 
 #: The results format's own: the violations the benchmark's results schema enumerates for a row's
 #: `certificate` (a round trip that fails, with its bundle).
@@ -71,6 +72,8 @@ class ResultRow(BaseModel):
     state: str
     """The journal's state of the attempt: done, error, killed."""
     reason: str = ""
+    ending: Ending | None = None
+    """Why the session ended (core/endings.py: `model_done`, `no_action`, `found`, …)."""
     certificate: Certificate | None = None
     instance_certificate: InstanceCertificate | None = None
     """In place of `certificate` for a rule that fails on a valid instance (no bundle)."""

@@ -250,9 +250,13 @@ class OpenRun:
         return ev.CampaignEnded(
             finished=False,
             retry=n + self.scheduler.held,
-            message=f"not finished: {n} session{'s' if n != 1 else ''} ended in infrastructure errors"
-            + (f", {self.scheduler.held} not launched" if self.scheduler.held else "")
-            + f"; --resume retries them{tripped}",
+            message=(
+                f"not finished: {n} session{'s' if n != 1 else ''} ended in infrastructure errors"
+                + (f", {self.scheduler.held} not launched" if self.scheduler.held else "")
+                if n or not self.scheduler.held
+                else f"not finished: {self.scheduler.held} sessions not launched"
+            )
+            + f"; --resume {'retries' if n else 'runs'} them{tripped}",
         )
 
     async def write_results(self) -> None:

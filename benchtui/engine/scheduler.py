@@ -67,7 +67,7 @@ class Scheduler:
         self._released = trio.Event()
         self.ended = 0
         """Sessions ended (or skipped) in this run."""
-        self.breaker = Breaker()
+        self.breaker = Breaker(no_action_after=campaign.stop_model_after_no_action)
         """Models whose sessions keep failing the same way: their sessions are not launched."""
         self.held = 0
         """Sessions left pending in this run because their model's breaker tripped."""
@@ -367,16 +367,22 @@ class Scheduler:
     def _ended(self, record: JournalRecord) -> None:
         self.ended += 1
         self.accounts.after_commit(ev.SessionEnded.of(record))
-        kind = self.breaker.ended(record)
-        if kind is not None:
+        if self.breaker.ended(record) is not None:
             self.accounts.after_commit(ev.Notice(level="error", message=self.tripped_message(record.model)))
 
     def tripped_message(self, model: str) -> str:
         """Why `model`'s sessions are no longer launched (said once, and again at the end)."""
         base = self.campaign.models_by_name[model].api_base
         where = f"api_base {base}" if base else "the provider's default endpoint"
+        trip = self.breaker.tripped[model]
+        if trip.no_action:
+            action_format = self.campaign.runners[self.runner].model_dump().get("action_format")
+            return (
+                f"{model} ({where}): {trip.cause(self.breaker.no_action_after, action_format)}. No more of "
+                "its sessions are launched in this run: they stay pending, and --resume runs them once the "
+                "server is fixed (a change of action_format is another campaign: --fresh)"
+            )
         return (
-            f"{model}: {self.breaker.trip_after} sessions in a row ended in the same infrastructure "
-            f"error ({self.breaker.tripped[model]}, {where}); no more of its sessions are launched "
-            "in this run: they stay pending, --resume runs them once that is fixed"
+            f"{model}: {trip.cause(self.breaker.trip_after, None)}, {where}); no more of its sessions are "
+            "launched in this run: they stay pending, --resume runs them once that is fixed"
         )

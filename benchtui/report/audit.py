@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from benchtui.core.endings import MEANING, fix
 from benchtui.engine.campaign import Model
 from benchtui.report import evidence
 from benchtui.report.findings import share_gap, spread
@@ -254,6 +255,32 @@ def _throttling(audits: list[ModelAudit]) -> list[str]:
     return notes
 
 
+def _could_not_act(
+    runs: list[RecordedRun], models: list[Model], grouped: dict[str, list[SessionHistory]]
+) -> list[str]:
+    """A model most of whose sessions (those it ended itself) never executed an action: its bug
+    rate measures its server's set-up, not the model (the leaderboard marks its row)."""
+    findings = []
+    runners: dict[str, Any] = {}
+    for run in runs:  # pooled runs: a profile by the name its sessions ran under
+        for name, profile in run.campaign.runners.items():
+            runners.setdefault(name, profile)
+    for model in models:
+        own = [v for v in grouped[model.name] if v.ran and not v.infra_error]
+        idle = [v.ending for v in own if v.ending is not None and v.ending.could_not_act]
+        if not idle or 2 * len(idle) <= len(own):
+            continue
+        ending = Counter(e.name for e in idle if e is not None).most_common(1)[0][0]
+        profiles = Counter(v.runner for v in own if v.runner in runners)
+        profile = runners[profiles.most_common(1)[0][0] if profiles else runs[0].campaign.runner]
+        findings.append(
+            f"could not act: {model.name}: {len(idle)} of {len(own)} sessions ended without executing a "
+            f"single action ({ending}: {MEANING[ending]}), so its bug rate measures its server's set-up, "
+            f"not the model; fix: {fix(ending, profile.model_dump().get('action_format'))}"
+        )
+    return findings
+
+
 def _limits(models: list[Model]) -> list[str]:
     findings = []
     limits = {m.max_output_tokens for m in models}
@@ -280,6 +307,7 @@ def audit(runs: list[RecordedRun]) -> Audit:
     skips, notes = _budget_skips(audits, all(run.campaign.tasks for run in runs))
     findings += skips
     findings += _share_gap(audits, "infra_errors", "infrastructure errors: the shares of sessions")
+    findings += _could_not_act(runs, models, grouped)
     findings += _logical(audits)
     findings += evidence.findings(runs)
     findings += _limits(models)

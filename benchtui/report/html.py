@@ -11,11 +11,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
+from benchtui.core.endings import ENDINGS, MEANING
 from benchtui.report import CampaignReport
 from benchtui.report.logical import limits_line, table_rows
 from benchtui.report.plots import all_plots
 from benchtui.report.text import (
     COLUMNS,
+    LEGEND,
     TESTS,
     audit_text,
     campaigns_text,
@@ -126,6 +128,23 @@ def _logical(report: CampaignReport) -> str:
     )
 
 
+def _endings(report: CampaignReport) -> str:
+    """Why each model's sessions ended: a column per ending that occurred, with its meaning."""
+    shown = [e for e in ENDINGS if any(m.endings[e] for m in report.models)]
+    if not shown:
+        return ""
+    rows = [
+        (m.model, *(str(m.endings[e]) for e in shown), str(m.not_hunting), str(m.could_not_act))
+        for m in report.models
+    ]
+    meanings = "".join(f"<li><b>{escape(e)}</b>: {escape(MEANING[e])}</li>" for e in shown)
+    return (
+        '<h2>Endings</h2>\n<p class="note">Why each session that ran ended (its last attempt).</p>'
+        + _table(("model", *shown, "not hunting", "could not act"), rows, "endings")
+        + f'<ul class="note" id="ending-meanings">{meanings}</ul>\n'
+    )
+
+
 def render(report: CampaignReport, links: Links | None = None) -> str:
     campaign = campaigns_text(report)
     runs = ", ".join(str(run.path) for run in report.runs)
@@ -155,6 +174,7 @@ def render(report: CampaignReport, links: Links | None = None) -> str:
         f"{'n/a' if c.difference is None else f'{c.difference * 100:+.0f} pp'}; {escape(c.verdict)}</li>"
         for c in report.comparisons
     )
+    legend = "".join(f"<li><b>{escape(c)}</b>: {escape(LEGEND[c])}</li>" for c in COLUMNS)
     figures = "".join(
         f'<figure id="{fid}"><figcaption>{escape(caption)}</figcaption>{svg}</figure>'
         for fid, caption, svg in all_plots(report)
@@ -168,11 +188,9 @@ def render(report: CampaignReport, links: Links | None = None) -> str:
 <p class="meta">identity {escape(report.identity)} &middot; runs: {escape(runs)}</p>
 <h2>Leaderboard</h2>
 {leaderboard}
-<p class="note">{escape(ranked_by_note(report))}; bug rate: sessions with a bug / trials (sessions that
-ran and got a model answer; infra: infrastructure errors, not trials), with its 95% Wilson interval;
-certs: confirmed / claimed / rejected / off_task / inconclusive / unverified; models the data cannot
-separate share a rank.</p>
-{_logical(report)}{matrix}<h2>Is the difference real?</h2>
+<p class="note">{escape(ranked_by_note(report))}.</p>
+<ul class="note" id="legend">{legend}</ul>
+{_endings(report)}{_logical(report)}{matrix}<h2>Is the difference real?</h2>
 <p class="note">Exact McNemar test on the task pairs where both models ran the same tasks, Fisher's exact
 test otherwise (two-sided); p-values Holm-adjusted over all pairs.</p>
 <ul id="comparisons">{comparisons or "<li>one model: nothing to compare</li>"}</ul>

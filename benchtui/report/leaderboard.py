@@ -4,11 +4,13 @@ are more trials of it, never a best-of pick)."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from itertools import combinations
 from typing import Any
 
+from benchtui.core import endings as why
+from benchtui.core import registry
 from benchtui.core.target import JudgedBy
 from benchtui.engine.counting import Counted, basis, distinct_bug_rules, judged_by
 from benchtui.report import stats
@@ -49,18 +51,42 @@ class ModelStats:
     """Who judged the bugs counted in `rules`: the verifier, or only the runner (claimed)."""
     infra_errors: int = 0
     """Sessions that ran but are not trials (an infrastructure error, or no model answer at all)."""
+    endings: Counter[str] = field(default_factory=Counter)
+    """Why its sessions that ran ended (their last attempt), by ending (core/endings.py)."""
+    could_not_act: int = 0
+    """Sessions that ended without a single executed action, for a reason that says the model
+    could not act (no tool call, empty answers, over its context window on its first call)."""
 
     @property
     def ran(self) -> int:
         return self.states["done"] + self.states["error"] + self.states["killed"]
 
     @property
-    def usd_per_verified_bug(self) -> Decimal | None:
-        """Per counted bug (verified ones; claimed ones where the runner has no verifier)."""
+    def not_hunting(self) -> int:
+        """Sessions the model ended without hunting (format errors, empty answers, context window,
+        an agent that failed): its doing, counted as trials, shown beside the bug rate."""
+        return sum(self.endings[e] for e in why.NOT_HUNTING)
+
+    @property
+    def cannot_act(self) -> bool:
+        """Most of its sessions (that ended by the model's doing) could not act: the leaderboard
+        marks the row, the audit says why and what to fix."""
+        own = self.ran - self.infra_errors
+        return self.could_not_act > 0 and 2 * self.could_not_act > own
+
+    @property
+    def usd_per_bug(self) -> Decimal | None:
+        """Per counted bug (verified ones; claimed ones where the runner has no verifier); None
+        without a bug."""
         return self.spent_usd / len(self.rules) if self.rules else None
 
+    @property
+    def usd_per_verified_bug(self) -> Decimal | None:
+        """Per bug a verifier confirmed; None without one (a claim is never a verified bug)."""
+        return self.spent_usd / self.verified_bugs if self.verified_bugs else None
+
     def to_json(self) -> dict[str, Any]:
-        per_bug = self.usd_per_verified_bug
+        per_bug, per_verified = self.usd_per_bug, self.usd_per_verified_bug
         return {
             "model": self.model,
             "planned": self.planned,
@@ -76,9 +102,14 @@ class ModelStats:
             "bug_rules": list(self.rules),
             "infra_errors": self.infra_errors,
             "bug_rate": self.bug_rate.to_json(),
+            "not_hunting": self.not_hunting,
+            "endings": {e: self.endings[e] for e in why.ENDINGS},
+            "could_not_act": self.could_not_act,
+            "cannot_act": self.cannot_act,
             "spent_usd": float(self.spent_usd),
             "wasted_usd": float(self.wasted_usd),
-            "usd_per_verified_bug": round(float(per_bug), 9) if per_bug is not None else None,
+            "usd_per_bug": round(float(per_bug), 9) if per_bug is not None else None,
+            "usd_per_verified_bug": round(float(per_verified), 9) if per_verified is not None else None,
             "tokens": self.tokens,
             "wall_s": self.wall_s,
             **({"logical": self.logical.to_json()} if self.logical is not None else {}),
@@ -183,6 +214,7 @@ def model_stats(
     by = by or basis(sessions)
     rules = distinct_bug_rules(sessions, by=by)
     trials = [v for v in ran if is_trial(v)]
+    ended = [v.ending for v in ran if v.ending is not None]
     return ModelStats(
         model=model,
         planned=len(views),
@@ -199,6 +231,8 @@ def model_stats(
         tokens=sum(v.tokens for v in views),
         wall_s=stats.quantiles([w for v in ran if (w := v.wall_s) is not None]),
         logical=logical_stats(views, runs) if has_logical(runs) else None,
+        endings=Counter(e.name for e in ended),
+        could_not_act=sum(e.could_not_act for e in ended),
     )
 
 
@@ -210,7 +244,7 @@ def ranked_bugs(m: ModelStats) -> int:
 def rank_key(m: ModelStats) -> tuple[float, float, float]:
     """The benchmark's order: verified distinct-rule bugs (claimed ones for runners without a
     verifier), then bug rate, then cost per bug."""
-    per_bug = m.usd_per_verified_bug
+    per_bug = m.usd_per_bug
     return (-ranked_bugs(m), -(m.bug_rate.value or 0.0), float(per_bug) if per_bug else float("inf"))
 
 
@@ -298,9 +332,23 @@ def task_matrix(runs: list[RecordedRun], models: list[str]) -> dict[str, Any] | 
     return {"tasks": tasks, "cells": cells}
 
 
+def has_verifier(runs: list[RecordedRun]) -> bool:
+    """Whether a verifier judged (or would have judged) these runs' certificates: a runner kind
+    that hands them to the target, and a target that verifies (mini-swe-agent, command on
+    problem-reductions), even when no certificate came; fake and demo claim, never verify."""
+    for run in runs:
+        campaign = run.campaign
+        used = {v.runner for v in run.sessions if v.ran and v.runner in campaign.runners} or {campaign.runner}
+        verifies = registry.target_class(campaign.target.kind).verifies
+        if verifies and any(campaign.kind(name).uses_target for name in used):
+            return True
+    return False
+
+
 def leaderboard(runs: list[RecordedRun]) -> tuple[list[ModelStats], list[Comparison]]:
     grouped = sessions_by_model(runs)
-    by = basis([counted(v) for views in grouped.values() for v in views if v.ran])
+    judged = basis([counted(v) for views in grouped.values() for v in views if v.ran])
+    by: JudgedBy = "verifier" if has_verifier(runs) else judged
     ranked = sorted((model_stats(m, views, runs, by) for m, views in grouped.items()), key=rank_key)
     paired = all(run.campaign.tasks for run in runs)
     outcomes = {m: trial_outcomes(views) for m, views in grouped.items()}

@@ -1,5 +1,6 @@
 """The report's three plots as inline SVG (matplotlib, imported only here and only when asked):
-bug rate with its 95% interval per model, cumulative spend over time, verified bugs against spend.
+bug rate with its 95% interval per model, cumulative spend over time, bugs against spend (verified
+ones, or the runner's claims where it has no verifier: the labels say which).
 
 Figures are drawn through the object API (`Figure` + the SVG backend, no pyplot), so nothing
 global changes and no GUI backend is ever loaded; text is drawn as paths (the page needs no font).
@@ -50,7 +51,12 @@ def _svg(fig: Figure, salt: str) -> str:
     return text[text.index("<svg") :]
 
 
-def bug_rate(models: Sequence[ModelStats]) -> str:
+def judged(ranked_by: str) -> str:
+    """How the plots name the bugs they count."""
+    return "verified" if ranked_by == "verified_bugs" else "claimed (no verifier)"
+
+
+def bug_rate(models: Sequence[ModelStats], ranked_by: str = "verified_bugs") -> str:
     rows = [m for m in models if m.bug_rate.value is not None]
     fig, ax = _figure(max(1.6, 0.55 * len(models) + 1.0))
     labels = [m.model for m in reversed(rows)]
@@ -60,7 +66,7 @@ def bug_rate(models: Sequence[ModelStats]) -> str:
     ax.errorbar(values, labels, xerr=[low, high], fmt="o", capsize=5, color="#1f5fa8")
     ax.set_xlim(-0.02, 1.02)
     ax.xaxis.set_major_formatter("{x:.0%}")
-    ax.set_xlabel("sessions with a confirmed bug (95% Wilson interval)")
+    ax.set_xlabel(f"trials with a {judged(ranked_by)} bug (95% Wilson interval)")
     if not rows:
         ax.text(0.5, 0.5, "no session has run yet", ha="center", transform=ax.transAxes)
     return _svg(fig, "bug-rate")
@@ -80,14 +86,14 @@ def spend_over_time(curves: dict[str, list[Point]]) -> str:
     return _svg(fig, "spend")
 
 
-def bugs_against_spend(curves: dict[str, list[Point]]) -> str:
+def bugs_against_spend(curves: dict[str, list[Point]], ranked_by: str = "verified_bugs") -> str:
     fig, ax = _figure()
     for model, points in curves.items():
         pts = thin(points)
         ax.step([p.spent_usd for p in pts], [p.verified_bugs for p in pts], where="post", label=model)
     ax.set_xlabel("spent (USD)")
     ax.xaxis.set_major_formatter("${x:,.2f}")
-    ax.set_ylabel("verified distinct-rule bugs")
+    ax.set_ylabel(f"{judged(ranked_by)} distinct-rule bugs")
     from matplotlib.ticker import MaxNLocator
 
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -103,7 +109,15 @@ def all_plots(report: CampaignReport) -> list[tuple[str, str, str]]:
     # Model names are text, never mathtext: `$\\macro$` in a name was a matplotlib traceback.
     with matplotlib.rc_context({"text.parse_math": False}):
         return [
-            ("plot-bug-rate", "Bug rate per model, with its 95% interval", bug_rate(report.models)),
+            (
+                "plot-bug-rate",
+                "Bug rate per model, with its 95% interval",
+                bug_rate(report.models, report.ranked_by),
+            ),
             ("plot-spend", "Cumulative spend over time", spend_over_time(curves)),
-            ("plot-bugs-vs-spend", "Verified bugs against spend", bugs_against_spend(curves)),
+            (
+                "plot-bugs-vs-spend",
+                f"{judged(report.ranked_by).capitalize()} bugs against spend",
+                bugs_against_spend(curves, report.ranked_by),
+            ),
         ]

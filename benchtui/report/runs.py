@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from benchtui.core import counters
+from benchtui.core.endings import SessionEnding
 from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO
 from benchtui.core.outcome import Judgement, OutcomeDetails
@@ -60,6 +61,8 @@ class SessionHistory:
     """Over every attempt: 429 answers its provider gave it."""
     throttle_wait_s: float = 0.0
     """Over every attempt: seconds it waited for its provider's shared backoff after a 429."""
+    ending: SessionEnding | None = None
+    """Why its last attempt ended (core/endings.py); None while it has not ended."""
 
     @property
     def ran(self) -> bool:
@@ -162,6 +165,7 @@ def _take(view: SessionHistory, rec: JournalRecord, start: JournalRecord | None)
     view.counters = counters.flat(rec.counters) if ended and rec.counters is not None else None
     view.exhausted = rec.exhausted if ended else ()
     view.submitted = ended and rec.certificate
+    view.ending = rec.ending if ended else None
 
 
 def _take_details(view: SessionHistory, detail: OutcomeDetails | None) -> None:

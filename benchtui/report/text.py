@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from decimal import Decimal
 
+from benchtui.core.endings import ENDINGS, MEANING
 from benchtui.core.money import fmt
 from benchtui.report import CampaignReport
 from benchtui.report.audit import ModelAudit
@@ -17,8 +18,9 @@ COLUMNS = (
     "model",
     "ran/planned",
     "infra",
-    "bugs",
+    "bug rules",
     "bug rate [95% CI]",
+    "not hunting",
     "certs c/cl/r/o/i/u",
     "spent",
     "wasted",
@@ -30,6 +32,35 @@ COLUMNS = (
 
 CERTS_LEGEND = "certs c/cl/r/o/i/u: confirmed/claimed/rejected/off_task/inconclusive/unverified"
 """What the letters of the certs column stand for (the text report and the TUI's summary)."""
+
+CANNOT_ACT_MARK = " (!)"
+"""After a model's name: most of its sessions could not act (the audit says why and the fix)."""
+
+LEGEND: dict[str, str] = {
+    "#": "rank; models the data cannot separate share one",
+    "model": f"the model;{CANNOT_ACT_MARK} most of its sessions could not act (see the audit)",
+    "ran/planned": "sessions that ran, of those planned",
+    "infra": "sessions that ended in an infrastructure error (not trials; --resume retries them)",
+    "bug rules": "distinct rules with a bug (a rule counts once, however many sessions or "
+    "certificates found it); `claimed`: judged only by a runner without a verifier",
+    "bug rate [95% CI]": "sessions with a bug / trials (sessions that ran and got a model answer), "
+    "with its 95% Wilson interval",
+    "not hunting": "trials the model ended without hunting (format errors, empty answers, its "
+    "context window, an agent that failed: see Endings)",
+    "certs c/cl/r/o/i/u": "certificates by verdict: confirmed (a verifier), claimed (the runner "
+    "alone), rejected, off_task (another rule than the session's task), inconclusive, unverified",
+    "spent": "money spent by its sessions, failed calls included",
+    "wasted": "of it, spent by attempts that were interrupted or failed (retried on --resume)",
+    "$/bug": "spent / bug rules (only with a bug)",
+    "tokens": "input + output tokens",
+    "wall med/p90": "a session's wall time: median / 90th percentile",
+}
+"""What each leaderboard column means: under the text and HTML reports and the TUI's summary."""
+
+
+def legend_lines(columns: tuple[str, ...] = COLUMNS) -> list[str]:
+    """`column: meaning`, one line each, for the columns shown."""
+    return [f"{c}: {LEGEND[c]}" for c in columns if c in LEGEND]
 
 
 def rate_text(rate: Rate) -> str:
@@ -52,15 +83,16 @@ def leaderboard_row(rank: int, m: ModelStats) -> tuple[str, ...]:
     c = m.certificates
     return (
         str(rank),
-        m.model,
+        m.model + (CANNOT_ACT_MARK if m.cannot_act else ""),
         f"{m.ran}/{m.planned}",
         str(m.infra_errors),
         bugs_cell(m),
         rate_text(m.bug_rate),
+        str(m.not_hunting),
         "/".join(str(c[k]) for k in CERTIFICATE_KINDS),
         fmt(m.spent_usd),
         fmt(m.wasted_usd),
-        money_or_dash(m.usd_per_verified_bug),
+        money_or_dash(m.usd_per_bug),
         f"{m.tokens:,}",
         f"{seconds(m.wall_s['median'])}/{seconds(m.wall_s['p90'])}",
     )
@@ -73,11 +105,29 @@ def bugs_cell(m: ModelStats) -> str:
 
 def ranked_by_note(report: CampaignReport) -> str:
     if report.ranked_by == "bugs":
+        kinds = sorted({run.campaign.runners[run.campaign.runner].kind for run in report.runs})
         return (
-            "ranked by bugs CLAIMED by the runner (it has no verifier: fake, demo); "
-            "verified bugs: none judged"
+            f"ranked by bugs the runner claimed ({', '.join(kinds)}: it has no verifier, so no bug is "
+            "confirmed; claimed bugs are not verified bugs)"
         )
-    return "ranked by verified distinct-rule bugs (a rule counts once; the verifier confirmed each)"
+    confirmed = sum(m.verified_bugs for m in report.models)
+    return "ranked by verified distinct-rule bugs (a rule counts once; a verifier confirmed each)" + (
+        "" if confirmed else "; none confirmed yet"
+    )
+
+
+def ending_lines(report: CampaignReport) -> list[str]:
+    """Why each model's sessions ended, by ending, and what the endings shown mean."""
+    rows = [m for m in report.models if m.endings]
+    if not rows:
+        return []
+    out = ["", "Endings (why each session that ran ended; core/endings.py):"]
+    for m in rows:
+        could = f"; {m.could_not_act} could not act (no action ran)" if m.could_not_act else ""
+        out.append(f"  {m.model}: {counts(m.endings)} (not hunting {m.not_hunting} of {m.ran}{could})")
+    shown = dict.fromkeys(e for m in rows for e in m.endings)
+    out += [f"  {e}: {MEANING[e]}" for e in ENDINGS if e in shown]
+    return out
 
 
 MATRIX_MARKS = {"bug": "BUG", "rejected": "rej", "no_certificate": "-", "error": "ERR", None: "."}
@@ -176,12 +226,8 @@ def render(report: CampaignReport) -> str:
     runs = ", ".join(str(run.path) for run in report.runs)
     out = [f"{campaigns_text(report)} (identity {report.identity}); runs: {runs}", ""]
     out += table([COLUMNS, *(leaderboard_row(report.rank(n), m) for n, m in enumerate(report.models))])
-    out += [
-        "",
-        ranked_by_note(report),
-        "bug rate: sessions with a bug / trials (sessions that ran and got a model answer; infra: "
-        f"infrastructure errors, not trials); {CERTS_LEGEND}; models the data cannot separate share a rank",
-    ]
+    out += ["", ranked_by_note(report), *legend_lines()]
+    out += ending_lines(report)
     out += logical_lines(report)
     out += matrix_lines(report)
     if report.shortlists is not None:

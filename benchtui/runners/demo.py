@@ -60,7 +60,13 @@ class DemoRunner(RunnerKind):
         for step in range(p.steps):
             prompt = p.prompt_tokens + step * p.prompt_tokens // 4
             if not await meter.authorise(meter.worst_case_usd(prompt)):
-                return SessionOutcome("no_certificate", reason="budget_exhausted", steps=step)
+                return SessionOutcome(
+                    "no_certificate",
+                    reason="budget_exhausted",
+                    steps=step,
+                    ending="budget_exhausted",
+                    actions=step,
+                )
             if p.step_s:
                 await trio.sleep(p.step_s)
             meter.charge(Usage(prompt, 400 + 150 * ((session.index + step) % 5)))
@@ -84,4 +90,6 @@ class DemoRunner(RunnerKind):
             steps=p.steps,
             certificate=certificate,
             judgement=claimed("demo", bug=result == "bug_found") if certificate else None,
+            ending="found" if result == "bug_found" else "model_done",
+            actions=p.steps,
         )

@@ -20,6 +20,7 @@ from benchtui.core.contract import (
     SessionSpec,
     Usage,
 )
+from benchtui.core.endings import CANNOT_ACT, GROUP, MEANING, Ending
 from benchtui.core.outcome import claimed
 from benchtui.core.target import TargetKind
 
@@ -45,6 +46,12 @@ class FakeProfile(RunnerProfile):
     """Scripted triage commits, e.g. {"fake/model-a" = ["r3", "r1"]}: the rules (in order) each
     model's triage commits, unknown or repeated ones included; a model not named commits the
     inventory's first `shortlist_size` rules."""
+    endings: dict[str, Ending] | None = None
+    """Scripted endings, e.g. {"fake/model-b" = "no_action"}: that model's sessions that find no
+    bug end so (core/endings.py), having run no action where the ending says the model could not
+    act, an infrastructure ending as a retryable error (default: `model_done`)."""
+
+    added_later: ClassVar[dict[str, Any]] = {"endings": None}
 
 
 def canned_certificate() -> dict[str, Any]:
@@ -120,12 +127,12 @@ class FakeRunner(RunnerKind):
         scripted = (self.profile.shortlist or {}).get(session.model.name)
         rules = scripted if scripted is not None else list(session.triage.rules[: session.triage.size])
         committed = [{"rule": rule, "hypothesis": f"scripted: {rule} looks fragile"} for rule in rules]
-        return SessionOutcome("no_certificate", steps=1, shortlist=committed)
+        return SessionOutcome("no_certificate", steps=1, shortlist=committed, ending="model_done", actions=1)
 
     async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
         usage = Usage(flat_usd=self.profile.cost_usd)
         if not await meter.authorise(meter.price(usage)):
-            return SessionOutcome("no_certificate", reason="budget_exhausted")
+            return SessionOutcome("no_certificate", reason="budget_exhausted", ending="budget_exhausted")
         if self.call_log is not None:
             self._log_call(session)
         if self.profile.latency_s:
@@ -134,6 +141,9 @@ class FakeRunner(RunnerKind):
         if session.triage is not None:
             return self._triage(session)
         result = self._result(session)
+        scripted = (self.profile.endings or {}).get(session.model.name)
+        if scripted is not None and result != "bug_found":
+            return scripted_ending(scripted)
         certificate = None
         if result in ("bug_found", "rejected") and not (session.limits and await meter.use("submits")):
             certificate = canned_certificate()
@@ -144,4 +154,19 @@ class FakeRunner(RunnerKind):
             steps=1,
             certificate=certificate,
             judgement=claimed("none: fake runner", bug=result == "bug_found") if certificate else None,
+            ending="found" if result == "bug_found" else "model_done",
+            actions=1,
         )
+
+
+def scripted_ending(ending: Ending) -> SessionOutcome:
+    """A fake session that ended as the profile's `endings` say."""
+    infra = GROUP[ending] == "infrastructure"
+    return SessionOutcome(
+        "error" if infra else "no_certificate",
+        reason=f"scripted: {MEANING[ending]}",
+        steps=1,
+        infra_error=infra,
+        ending=ending,
+        actions=0 if ending in CANNOT_ACT else 1,
+    )

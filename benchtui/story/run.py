@@ -46,13 +46,17 @@ class SessionRow:
     certificate: bool
     runner: str
     triage: bool = False
+    ending: str = ""
+    """Why it ended, by name (core/endings.py); empty while it runs or waits, or for a skip."""
 
     @property
     def why(self) -> str:
-        """Why it ended, in a word or a line (empty while it runs or waits)."""
+        """Why it ended, in a word or a line (empty while it runs or waits): its ending by name,
+        then what the runner said."""
         if self.state in ("pending", "running"):
             return ""
-        return self.reason or self.result or self.state
+        said = self.reason or self.result or self.state
+        return f"{self.ending}: {said}" if self.ending and said != self.ending else said
 
 
 @dataclass
@@ -138,6 +142,7 @@ class RunStory:
                     bool(last and last.certificate),
                     last.runner if last else "",
                     planned.triage,
+                    last.ending.name if last and last.ended and last.ending else "",
                 )
             )
         return rows

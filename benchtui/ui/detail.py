@@ -9,6 +9,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from benchtui.core import counters
+from benchtui.core.endings import MEANING
 from benchtui.core.errors import BenchtuiError
 from benchtui.core.money import fmt
 from benchtui.core.outcome import OutcomeDetails
@@ -56,6 +57,8 @@ class SessionDetail(Static):
         if view.counters:  # only campaigns with logical budgets have them
             text.append("budget ", style="bold")
             text.append(counters.line(view.counters, view.exhausted) + "\n")
+        if view.ending:  # why it ended, by name (core/endings.py)
+            text.append(f"ending {view.ending}: {MEANING.get(view.ending, '')}\n")  # type: ignore[call-overload]
         if view.state == "done":  # a model outcome; other ends say why (e.g. "killed by the user")
             text.append(
                 f"outcome {view.outcome or '-'}" + (f" — {view.reason}" if view.reason else "") + "\n"

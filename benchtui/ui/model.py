@@ -45,6 +45,8 @@ class SessionRow:
     """(counter, used, limit) of the logical budgets (`[budget.per_session]`); empty without."""
     exhausted: tuple[str, ...] = ()
     """Counters whose limit refused the ended attempt a unit."""
+    ending: str = ""
+    """Why the ended attempt ended (core/endings.py)."""
 
     def load(self, record: JournalRecord, limits: LogicalLimits = UNLIMITED) -> None:
         """Take the state a journal line records (a resumed run starts from its journal)."""
@@ -56,6 +58,7 @@ class SessionRow:
         self.outcome = record.result or ""
         self.reason = printable(record.reason)
         self.certificate = record.certificate
+        self.ending = record.ending.name if record.ending is not None and record.ended else ""
         self.ended_counters(record.counters, record.exhausted, limits)
 
     def ended_counters(
@@ -156,7 +159,7 @@ class ViewModel:
                 view = self.sessions[event.session]
                 self._set_state(view, "running")
                 view.attempt, view.runner = event.attempt, event.runner
-                view.cost, view.calls, view.outcome, view.reason = ZERO, 0, "", ""
+                view.cost, view.calls, view.outcome, view.reason, view.ending = ZERO, 0, "", "", ""
                 view.notes.clear()
                 view.counters, view.exhausted = usage({}, self.limits) if self.limits else (), ()
                 self._changed.add(view.id)
@@ -186,6 +189,7 @@ class ViewModel:
         view.attempt, view.cost = event.attempt, event.cost_usd
         view.outcome = event.result or ""
         view.reason, view.certificate = printable(event.reason), event.certificate
+        view.ending = event.ending or ""
         view.ended_counters(event.counters, event.exhausted, self.limits)
         self._changed.add(view.id)
 

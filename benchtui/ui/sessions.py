@@ -17,6 +17,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from benchtui.core.endings import NOT_HUNTING
 from benchtui.core.money import fmt
 from benchtui.ui.model import SessionRow, ViewModel
 
@@ -29,12 +30,22 @@ STATE_STYLES = {
     "killed": "bold red",
 }
 LABELS = {"skipped_budget": "skipped"}  # keeps the state column narrow
-COLUMNS = (("session", None), ("model", None), ("state", 7), ("cost", 7), ("calls", 5), ("outcome", 14))
+COLUMNS = (
+    ("session", None),
+    ("model", None),
+    ("state", 7),
+    ("ending", 16),
+    ("cost", 7),
+    ("calls", 5),
+    ("outcome", 14),
+)
 OUTCOME = len(COLUMNS) - 1
 """The last column takes the width the others leave (at least its own)."""
-DROPPED_FIRST = ("model", "calls", "cost")
+ENDING = 3
+DROPPED_FIRST = ("model", "calls", "cost", "ending")
 """Columns left out, in this order, when the table is too narrow for all of them: the session id
-names its model, and the detail pane shows the calls and the cost."""
+names its model, the detail pane shows the calls, the cost and the ending (and then a session's
+outcome cell names its ending where it is not plain hunting)."""
 SEPARATOR = "│"  # visible: text read out of a screenshot keeps its columns apart
 LABEL_STYLES = {LABELS.get(state, state): Style.parse(style) for state, style in STATE_STYLES.items()}
 SEPARATOR_STYLE = Style.parse("grey35")
@@ -42,7 +53,7 @@ HEADER = tuple(key for key, _ in COLUMNS)
 CACHED_LINES = 1024
 """Lines kept drawn (a row whose cells did not change since the last frame is not drawn again)."""
 
-Cells = tuple[str, str, str, str, str, str]
+Cells = tuple[str, str, str, str, str, str, str]
 
 
 def fitted(text: str, width: int) -> str:
@@ -52,11 +63,12 @@ def fitted(text: str, width: int) -> str:
     return set_cell_size(text, max(width - 1, 0)) + "…" if width else ""
 
 
-def outcome_text(view: SessionRow) -> str:
+def outcome_text(view: SessionRow, ending_shown: bool = True) -> str:
     if view.state == "running":
         return view.notes[-1] if view.notes else ""
     if view.state == "done":
-        return view.outcome + (" ✓ cert" if view.certificate else "")
+        cut = not ending_shown and view.ending in NOT_HUNTING  # the model could not hunt: say so
+        return view.outcome + (" ✓ cert" if view.certificate else "") + (f" ({view.ending})" if cut else "")
     return view.reason
 
 
@@ -157,7 +169,7 @@ class SessionsTable(ScrollView, can_focus=True):
             row = top + y - 1
             if row >= len(self.ids):
                 return Strip.blank(width, base)
-            cells = self._cells(self.view.sessions[self.ids[row]])
+            cells = self._cells(self.view.sessions[self.ids[row]], ENDING in self.shown)
             component = "sessions-table--cursor" if row == self.cursor and self.has_focus else None
         key = (cells, component, tuple(self.widths), tuple(self.shown), scroll_x, width, base)
         strip = self._lines.get(key)
@@ -192,9 +204,10 @@ class SessionsTable(ScrollView, can_focus=True):
         return Strip(segments, self._row_width())
 
     @staticmethod
-    def _cells(view: SessionRow) -> Cells:
+    def _cells(view: SessionRow, ending_shown: bool = True) -> Cells:
         state = LABELS.get(view.state, view.state)
-        return view.id, view.model, state, fmt(view.cost), str(view.calls), outcome_text(view)
+        outcome = outcome_text(view, ending_shown)
+        return view.id, view.model, state, view.ending, fmt(view.cost), str(view.calls), outcome
 
     def sync(self, ids: Iterable[str]) -> None:
         """Redraw if a session that changed is on screen (new sessions, a shortlist's episodes,

@@ -184,6 +184,13 @@ def test_status_of_a_finished_run_reads_the_run_dir_and_changes_nothing(tmp_path
     assert status.returncode == 0, status.stderr
     head, rest = status.stdout.split("\n", 1)
     assert head == "campaign t: finished (not running), runner fake, 10/10 sessions ended"
+    endings, rest = rest.split("\n", 3)[:3], rest.split("\n", 3)[3]
+    # Why its sessions ended, by name (every fake session claims a bug, two were skipped).
+    assert endings == [
+        "endings (why its sessions ended):",
+        "  fake/model-a: found ×3",
+        "  fake/model-b: found ×3",
+    ]
     assert rest == headless_end  # the same table and lines as the run printed when it ended
     assert "fake/model-a                     3     2     0      0     3    $0.0900    $0.1000" in rest
     assert f"results: {run_dir / 'results'}/" in rest and "--resume" not in rest

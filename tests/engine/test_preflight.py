@@ -6,6 +6,7 @@ The ping goes through the scripted OpenAI-compatible server on 127.0.0.1, never 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tomllib
@@ -108,7 +109,10 @@ def test_ping_makes_one_tiny_metered_call_per_model_and_reports_its_cost(tmp_pat
         assert cli(["check", str(path), "--ping"]) == 0
     out = capsys.readouterr().out
     assert sorted(r.model for r in llm.requests) == ["ping-a", "ping-b"]
-    assert all(r.body["max_tokens"] == 16 for r in llm.requests)  # the bound the meter authorised
+    assert all(r.body["max_tokens"] == 256 for r in llm.requests)  # the bound the meter authorised
+    # It asks for one action in the campaign's format: a bash tool call (tool_call, the default).
+    assert all([t["function"]["name"] for t in r.body["tools"]] == ["bash"] for r in llm.requests)
+    assert out.count("acts in the tool_call format (asked for `echo ok`, got `echo OK`)") == 2, out
     assert all(r.headers["authorization"] == "Bearer sk-test-ping-0000" for r in llm.requests)
     cost = token_cost(21, Decimal(3)) + token_cost(3, Decimal(15))  # the campaign's prices
     assert out.count(f"(ledger: ${cost.normalize():f})") == 2, out
@@ -134,3 +138,57 @@ def test_ping_reports_a_refused_key_and_a_missing_one(tmp_path, capsys, monkeypa
 def test_preflight_imports_neither_litellm_nor_textual(module):
     code = f"import sys, {module}; bad = [m for m in ('litellm', 'textual', 'minisweagent') if m in sys.modules]; assert not bad, bad"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def ping_problems(capsys, tmp_path, llm, **campaign) -> str:
+    path = write_campaign(tmp_path, llm.url, sessions_per_model=1, **campaign)
+    assert cli(["check", str(path), "--ping"]) == 2
+    return capsys.readouterr().err
+
+
+def test_ping_names_a_server_that_answers_in_text_and_the_fix(tmp_path, capsys, monkeypatch):
+    """What many local servers do until tool calling is switched on: the command in a code block."""
+    pred_on_path(tmp_path, monkeypatch)
+    monkeypatch.setenv("SCRIPTED_API_KEY", "sk-test-ping-0000")
+    with ScriptedLLM([PING], text=True) as llm:
+        err = ping_problems(capsys, tmp_path, llm)
+        (line,) = [line for line in err.splitlines() if "ping openai/scripted-a" in line]
+        assert "no action in its answer: no tool call in the answer: a fenced block in its text" in line
+        assert "--enable-auto-tool-choice" in line and 'action_format = "text"' in line, line
+        # The same server with the text format: it acts.
+        path = write_campaign(tmp_path, llm.url, sessions_per_model=1, runner={"action_format": "text"})
+        assert cli(["check", str(path), "--ping"]) == 0
+        assert "acts in the text format (asked for `echo ok`, got `echo OK`)" in capsys.readouterr().out
+        assert "tools" not in llm.requests[-1].body
+
+
+def test_ping_names_the_wrong_format_under_text(tmp_path, capsys, monkeypatch):
+    pred_on_path(tmp_path, monkeypatch)
+    monkeypatch.setenv("SCRIPTED_API_KEY", "sk-test-ping-0000")
+    with ScriptedLLM([PING]) as llm:  # tool calls, for a campaign that expects a text block
+        err = ping_problems(capsys, tmp_path, llm, runner={"action_format": "text"})
+    assert "no ```mswea_bash_command block in the answer: a tool call instead" in err, err
+
+
+@pytest.mark.parametrize("tokens", [300, 100_000], ids=["within-the-hold", "past-the-hold"])
+def test_ping_says_a_server_ignores_max_tokens(tmp_path, capsys, monkeypatch, tokens):
+    """More output tokens than asked for: within the ping's hold it says so itself; past it the
+    meter stops the session (overspent) and says why. Either way: the server ignores max_tokens."""
+    pred_on_path(tmp_path, monkeypatch)
+    monkeypatch.setenv("SCRIPTED_API_KEY", "sk-test-ping-0000")
+    with ScriptedLLM([Reply("echo ok", prompt_tokens=21, completion_tokens=tokens)]) as llm:
+        err = ping_problems(capsys, tmp_path, llm)
+    assert f"returned {tokens} output tokens for max_tokens 256" in err, err
+    assert "the server ignores max_tokens" in err and "cap" in err, err
+
+
+def test_ping_names_an_endpoint_nothing_listens_on(tmp_path, capsys, monkeypatch):
+    pred_on_path(tmp_path, monkeypatch)
+    monkeypatch.setenv("SCRIPTED_API_KEY", "sk-test-ping-0000")
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+        path = write_campaign(tmp_path, url, sessions_per_model=1)
+        assert cli(["check", str(path), "--ping"]) == 2
+    err = capsys.readouterr().err
+    assert "ping openai/scripted-a: connection refused: " in err, err

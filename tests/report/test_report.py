@@ -88,8 +88,9 @@ def test_verified_bugs_count_distinct_rules(tmp_path, capsys):
     )
     assert by_model["fake/model-b"]["bug_rules"] == ["r1", "r2"]
     assert by_model["fake/model-a"]["bug_rate"]["hits"] == by_model["fake/model-b"]["bug_rate"]["hits"] == 2
-    assert by_model["fake/model-a"]["usd_per_verified_bug"] == pytest.approx(0.06)
-    assert by_model["fake/model-b"]["usd_per_verified_bug"] == pytest.approx(0.03)
+    assert by_model["fake/model-a"]["usd_per_bug"] == pytest.approx(0.06)  # per claimed rule
+    assert by_model["fake/model-b"]["usd_per_bug"] == pytest.approx(0.03)
+    assert by_model["fake/model-a"]["usd_per_verified_bug"] is None  # no verified bug: no cost per one
 
 
 def test_runs_of_one_campaign_pool_and_runs_given_different_things_are_refused(tmp_path, capsys):

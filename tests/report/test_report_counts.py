@@ -125,7 +125,10 @@ def test_fake_claims_are_claimed_never_confirmed_and_the_ranking_says_so(tmp_pat
     ]
     assert cli.main(["report", str(run_dir)]) == 0
     text = capsys.readouterr().out
-    assert "ranked by bugs CLAIMED by the runner" in text and "1 claimed" in text
+    assert "ranked by bugs the runner claimed (fake: it has no verifier, so no bug is confirmed" in text
+    assert "1 claimed" in text
+    # Per-bug cost only with a bug: a claim is never a verified bug, so none per verified bug.
+    assert a["usd_per_verified_bug"] is None and a["usd_per_bug"] == pytest.approx(a["spent_usd"])
 
 
 def test_sessions_without_a_model_answer_are_not_trials(tmp_path, capsys):

@@ -49,7 +49,7 @@ async def test_the_summary_shows_the_reports_leaderboard_and_verdict(tmp_path):
     ]
     assert rows == expected
     # Claimed by the fake (no verifier), and one rank shared: 3/6 vs 1/6 cannot be told apart.
-    assert ("1", "fake/model-a", "6/6", "1 claimed", "50% [19%, 81%]", "0/3/0/0/0/0", "$0.0600") in rows
+    assert ("1", "fake/model-a", "6/6", "1 claimed", "50% [19%, 81%]", "0", "0/3/0/0/0/0", "$0.0600") in rows
     assert rows[1][0] == "1"
     assert "fake/model-a vs fake/model-b: p = 0.55 (Holm), the data cannot separate them" in verdict
     assert "Fairness: fair: no finding" in verdict

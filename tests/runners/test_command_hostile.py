@@ -223,6 +223,8 @@ esac
     started = records["started"]
     assert (started["state"], started["result"], started["retryable"]) == ("done", "no_certificate", False)
     assert started["reason"] == "exit 127" and started["calls"] == 1
+    assert started["ending"]["name"] == "agent_failed"  # the agent's own exit status: final
+    assert {records[k]["ending"]["name"] for k in records if k != "started"} == {"setup_error"}
 
 
 BOUNDS = r"""
@@ -259,8 +261,10 @@ async def test_an_agent_cli_gets_the_mini_runners_process_and_disk_bounds(
         r"resource_limit: (\d+ forks refused at 20|the session ran \d+ processes \(at most 20\))",
         forks["reason"],
     ), forks
+    assert forks["ending"]["name"] == "resource_limit"
     if copies == "polled":  # the write got through; the poll saw it within 5 s
         assert disk["reason"] == "resource_limit: the session copy grew by more than 5 MB", disk
+        assert disk["ending"]["name"] == "resource_limit"
     else:  # the kernel refused the write at 5 MB: the agent goes on
         log = agent_log(prep.run_dir, disk["session"])
         assert "No space left on device" in log and "disk: 1" in log, log

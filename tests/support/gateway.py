@@ -57,7 +57,7 @@ def open_meter(
         model,
         reservation,
         limits=limits,
-        on_overspent=lambda: overspent.append(session),
+        on_overspent=lambda detail: overspent.append(session),
         backoff=backoff,
     )
     return meter, ledger, overspent

@@ -132,3 +132,66 @@ class Outage(RunnerKind):
         if self.profile.flaky and session.index % 2:
             reason = "worker failed: MemoryError"
         return SessionOutcome("error", reason=reason, infra_error=True)
+
+
+class EndingsProfile(RunnerProfile):
+    kind: Literal["support.stub_runners:Endings"]
+
+
+ORDER = (
+    "found",
+    "model_done",
+    "step_limit",
+    "budget_exhausted",
+    "resource_limit",
+    "no_action",
+    "malformed_action",
+    "several_actions",
+    "empty_answer",
+    "context_window",
+    "agent_failed",
+    "provider_error",
+    "runner_error",
+    "setup_error",
+    "unstated",
+    "overspent",
+    "wall_time",
+    "killed",
+    "interrupted",
+)
+"""Session index -> the ending it comes to (the test kills `killed` and stops the campaign now
+during `interrupted`, the last; the engine's wall-clock limit ends `wall_time`)."""
+HANGING = ("wall_time", "killed", "interrupted")
+
+
+class Endings(RunnerKind):
+    """Each session index ends one way of the closed set: as the runner says (the mini and
+    command runners say the same for real, tests/runners), or as the engine makes it end."""
+
+    Profile: ClassVar[type[RunnerProfile]] = EndingsProfile
+
+    def __init__(self, profile, *, run_dir, target=None, executor=None) -> None:
+        self.profile = profile
+        self.fake = FakeRunner(
+            FakeProfile(cost_usd="0.001", result="bug_found"), run_dir=run_dir, target=target
+        )
+
+    async def run(self, session, meter):
+        from benchtui.runners.fake import scripted_ending
+
+        ending = ORDER[session.index]
+        if ending in ("found", "model_done"):
+            outcome = await self.fake.run(session, meter)
+            return outcome if ending == "found" else SessionOutcome("no_certificate", ending="model_done")
+        await meter.authorise(meter.price(Usage(flat_usd="0.001")))
+        meter.charge(Usage(flat_usd="0.001"))
+        if ending == "runner_error":
+            raise RuntimeError("boom")
+        if ending == "unstated":
+            return SessionOutcome("no_certificate", reason="a runner that does not say why")
+        if ending == "overspent":  # a provider that ignores max_tokens: far past the reservation
+            meter.charge(Usage(input_tokens=1000, output_tokens=20_000))
+            await trio.sleep_forever()  # the meter has the attempt stopped
+        if ending in HANGING:
+            await trio.sleep_forever()
+        return scripted_ending(ending)

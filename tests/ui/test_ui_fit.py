@@ -53,7 +53,9 @@ async def test_every_header_is_whole_and_nothing_scrolls_sideways(tmp_path, size
         board = summary.query_one("#leaderboard-table", DataTable)
         assert "certs c/cl/r/o/i/u" in [c.label.plain for c in board.columns.values()]
         legend = summary.query_one("#legend", Static)
-        assert legend.display and "c/cl/r/o/i/u: confirmed/claimed/rejected/off_task/" in str(legend.content)
+        assert legend.display and "certs c/cl/r/o/i/u: certificates by verdict: confirmed" in str(
+            legend.content
+        )
         app.pop_screen()
         app.redraw()
         await pilot.pause()
@@ -72,7 +74,7 @@ async def test_every_header_is_whole_and_nothing_scrolls_sideways(tmp_path, size
         assert cell_len(status.render().plain) <= status.size.width
 
 
-async def test_a_narrow_table_leaves_out_model_then_calls_then_cost_and_never_cuts_a_header(tmp_path):
+async def test_a_narrow_table_leaves_out_model_calls_cost_then_ending_and_never_cuts_a_header(tmp_path):
     app = open_app(tmp_path, sessions=2, models=MODELS, start_paused=True)
     async with app.run_test(size=(140, 30)) as pilot:
         await until(pilot, lambda: app.scheduler is not None, what="the scheduler")
@@ -81,10 +83,9 @@ async def test_a_narrow_table_leaves_out_model_then_calls_then_cost_and_never_cu
         for width in (120, 80, 60, 48):
             table.fit(width)
             names[width] = [COLUMNS[i][0] for i in table.shown]
-        assert names[120] == ["session", "model", "state", "cost", "calls", "outcome"]
-        assert names[80] == ["session", "state", "cost", "calls", "outcome"]
-        assert names[60] == ["session", "state", "cost", "outcome"]
-        assert names[48] == ["session", "state", "outcome"]
+        assert names[120] == ["session", "model", "state", "ending", "cost", "calls", "outcome"]
+        assert names[80] == ["session", "state", "ending", "cost", "outcome"]
+        assert names[60] == names[48] == ["session", "state", "outcome"]  # the outcome then names the ending
         table.fit(40)  # narrower than the session ids: they give way, the headers stay whole
         assert header_words(table.render_line(0).text) == ["session", "state", "outcome"]
         assert table.render_line(1).text.split("│")[0].strip().endswith("…")

@@ -41,7 +41,7 @@ def identity_parts(
             "sessions": dict(sessions),
             "budget": _budget_identity(budget),
             "runners": {
-                n: {**p.model_dump(), "kind": registry.identity_spelling(p.kind)}
+                n: {**_profile_identity(p), "kind": registry.identity_spelling(p.kind)}
                 for n, p in sorted(runners.items())
             },
             "environment": environment,
@@ -65,6 +65,16 @@ def identity_digest(parts: dict[str, Any]) -> dict[str, str]:
         key: hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
         for key, value in parts.items()
     }
+
+
+def _profile_identity(profile: RunnerProfile) -> dict[str, Any]:
+    """A runner profile's keys; one its kind added later, at the default that older runs had, is
+    left out (`RunnerProfile.added_later`: mini-swe-agent's action_format)."""
+    data = profile.model_dump()
+    for key, default in profile.added_later.items():
+        if data.get(key) == default:
+            del data[key]
+    return data
 
 
 def _budget_identity(budget: BaseModel) -> dict[str, Any]:

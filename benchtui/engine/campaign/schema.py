@@ -77,6 +77,11 @@ class Campaign(BaseSettings):
     """How many times each task is run per model."""
     parallelism: int = Field(default=4, gt=0, le=bounds.MAX_PARALLELISM)
     """Sessions running at once (free to change on resume)."""
+    stop_model_after_no_action: int = Field(default=3, ge=0, le=bounds.MAX_SESSIONS)
+    """A model whose sessions end this many times in a row without executing a single action (every
+    answer without a tool call, empty, or over its context window) gets no more launches in this
+    run: its other sessions stay pending for `--resume` once its server is fixed, and the reason is
+    said once. 0 turns this off. Not part of the identity (free to change on resume)."""
     runner: str
     """The active profile from [runners.*]."""
     budget: Budget

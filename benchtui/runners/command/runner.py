@@ -201,14 +201,18 @@ class CommandRunner(RunnerKind):
                 command = AgentCommand(profile, argv0, values, grant.token, self.pred)
                 ran = await self.placement.run_agent(session, meter, command, shared_prompt, evidence, how)
             if ran.error:
-                return SessionOutcome("error", reason=ran.error, infra_error=True, facts=ran.facts)
+                return SessionOutcome(
+                    "error", reason=ran.error, infra_error=True, facts=ran.facts, ending="runner_error"
+                )
             if ran.code in NOT_STARTED and grant.authorised == 0:
                 # A shell that could not run the agent (missing, not executable, or its interpreter
                 # missing in the sandbox): a set-up error, never a trial the model lost. Once the
                 # agent made a model call it has started: then its exit status is its own.
                 last = ran.log.decode(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
                 why = f"agent CLI could not start ({ran.status}): {last[0][:300]}"
-                return SessionOutcome("error", reason=why, infra_error=True, facts=ran.facts)
+                return SessionOutcome(
+                    "error", reason=why, infra_error=True, facts=ran.facts, ending="setup_error"
+                )
             blocks = await trio.to_thread.run_sync(_blocks, ran)
             done = WorkerDone(
                 steps=grant.authorised,
@@ -234,7 +238,8 @@ class CommandRunner(RunnerKind):
 
 
 def _infra(reason: str) -> SessionOutcome:
-    return SessionOutcome("error", reason=reason, infra_error=True)  # not the model's doing: retried
+    """Not the model's doing (a program or a key missing): retried on --resume."""
+    return SessionOutcome("error", reason=reason, infra_error=True, ending="setup_error")
 
 
 def _write_prompt(path: Path, prompt: str) -> None:

@@ -1,6 +1,7 @@
 """The evidence ledger: `sessions/<id>/evidence.jsonl`, one typed record per step of a session.
 
-`generation` (a model call: tokens, cost, charged), `action` (a shell command: exit, duration,
+`generation` (a model call: tokens, cost, charged, its `outcome`: `action`, or `format_error` as the
+benchmark counts an answer with no usable action), `action` (a shell command: exit, duration,
 raw bytes, characters shown, cut), `tool` (a gated call: argv, counters, request id, free),
 `submit` (a submitted file: its hash, the verdict, the reason). Each record is one JSON line,
 appended and fsynced as it happens (a SIGKILL loses at most the step in flight; a torn last

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from benchtui.core.atomic import atomic_write
 from benchtui.core.certificates import identity_key
+from benchtui.core.endings import FORMAT_ERRORS, Ending
 from benchtui.core.outcome import Checked, Judgement, Looked, SessionFacts, SessionOutcome
 from benchtui.core.target import TargetKind, TargetTools, Verdict, malformed
 
@@ -33,6 +34,28 @@ EXIT_REASONS = {
     "ContextWindowExceeded": "context_window_exceeded",
     "Accepted": "a submitted certificate was accepted",
 }
+EXIT_ENDINGS: dict[str, Ending] = {
+    "Submitted": "model_done",
+    "BudgetExhausted": "budget_exhausted",
+    "LimitsExceeded": "step_limit",
+    "TimeExceeded": "wall_time",
+    "ContextWindowExceeded": "context_window",
+    "Accepted": "found",
+    "ResourceLimit": "resource_limit",
+    "ApiError": "provider_error",
+    "ParentGone": "runner_error",
+    "WorkerError": "runner_error",
+    "exit 0": "model_done",
+}
+"""Why a session ended, by its exit status (mini-swe-agent's, or an agent CLI's `exit N`)."""
+
+
+def ending_of_exit(done: WorkerDone) -> Ending:
+    if done.exit_status == "RepeatedFormatError":  # which format error: the last one's kind
+        return done.format_error if done.format_error in FORMAT_ERRORS else "unstated"
+    if done.exit_status.startswith("exit "):  # an agent CLI: 0 it said it was done, else it failed
+        return EXIT_ENDINGS.get(done.exit_status, "agent_failed")
+    return EXIT_ENDINGS.get(done.exit_status, "unstated")
 
 
 class WorkerDone(BaseModel):
@@ -54,6 +77,12 @@ class WorkerDone(BaseModel):
     meter_rtt_ms: float | None = None
     collect_problem: str = ""
     """What was wrong with a collected file (certificates.jsonl a link, a FIFO, too large…)."""
+    format_error: str = ""
+    """The kind of the last answer the agent could not act on (`no_action`, `malformed_action`,
+    `several_actions`, `empty_answer`), what a RepeatedFormatError was; with `format_detail`."""
+    format_detail: str = ""
+    actions: int | None = Field(default=None, ge=0)
+    """Shell commands the model's answers ran (None: not counted, e.g. an agent CLI)."""
 
     @classmethod
     def read(cls, message: dict[str, Any]) -> WorkerDone | str:
@@ -84,6 +113,9 @@ class WorkerReport:
     facts: SessionFacts = field(default_factory=SessionFacts)
     """More for the session's details (e.g. the node a remote worker ran on)."""
 
+
+SESSION = SessionOutcome("no_certificate")
+"""What `classify` starts from: no certificate, ended as its exit status says."""
 
 Found = tuple[dict[str, Any] | None, str, str]
 """(certificate or None, why malformed, the raw block)."""
@@ -198,44 +230,62 @@ def classify(checked: Submitted, done: WorkerDone, facts: SessionFacts) -> Sessi
     """The session's outcome from its verdicts and its end."""
     steps = done.steps
     lines = tuple(Checked(v.status, v.reason, v.cause) for _, v in checked)
+    outcome = replace(SESSION, steps=steps, facts=facts, ending=ending_of_exit(done), actions=done.actions)
     for cert, verdict in checked:
         if verdict.accepted:
-            return SessionOutcome(
-                "bug_found", verdict.reason, steps, cert, Judgement(verdict, lines), facts=facts
+            judgement = Judgement(verdict, lines)
+            return replace(
+                outcome,
+                result="bug_found",
+                reason=verdict.reason,
+                certificate=cert,
+                judgement=judgement,
+                ending="found",
             )
     if done.infra_error:
-        return SessionOutcome("error", str(done.error), steps, infra_error=True, facts=facts)
+        ending = outcome.ending if outcome.ending in ("provider_error", "runner_error") else "runner_error"
+        return replace(outcome, result="error", reason=str(done.error), infra_error=True, ending=ending)
     unverified = [(c, v) for c, v in checked if v.status == "unverified"]
     if unverified:
         n, verdict = len(unverified), unverified[0][1]
         reason = f"{n} certificate{'s' if n != 1 else ''} {verdict.reason}"
         facts = facts.but(unverified_certificates=n)
-        return SessionOutcome(
-            "no_certificate", reason, steps, unverified[0][0], Judgement(verdict, lines), facts=facts
-        )
+        judgement = Judgement(verdict, lines)
+        return replace(outcome, reason=reason, certificate=unverified[0][0], judgement=judgement, facts=facts)
     if checked:
         if all(v.cause == "tool_missing" for _, v in checked):
             # The verifier's program is missing: not the model's doing (retried on --resume).
-            return SessionOutcome(
-                "error", f"cannot verify: {checked[0][1].reason}", steps, infra_error=True, facts=facts
-            )
+            why = f"cannot verify: {checked[0][1].reason}"
+            return replace(outcome, result="error", reason=why, infra_error=True, ending="setup_error")
         # A malformed certificate is not handed on as one: the results schema admits only the
         # target's certificate shape (its own text stays in certificates.json).
         well_formed = [(c, v) for c, v in checked if v.cause != "malformed"]
         off = [(c, v) for c, v in well_formed if v.cause == "off_task"]
         cert, verdict = (off or well_formed)[0] if well_formed else (None, checked[0][1])
         facts = facts.but(reject_reason=verdict.reason)
-        return SessionOutcome("rejected", verdict.reason, steps, cert, Judgement(verdict, lines), facts=facts)
+        judgement = Judgement(verdict, lines)
+        return replace(
+            outcome,
+            result="rejected",
+            reason=verdict.reason,
+            certificate=cert,
+            judgement=judgement,
+            facts=facts,
+        )
     if done.collect_problem:
         # A certificates file the agent made a link, a FIFO, a device, too large…: its outcome
         # (final), never the engine's error (retried, and paid again, on every --resume).
         why = f"certificates not collected: {done.collect_problem[:300]}"
-        return SessionOutcome("rejected", why, steps, facts=facts.but(reject_reason=why))
+        return replace(outcome, result="rejected", reason=why, facts=facts.but(reject_reason=why))
     reason = EXIT_REASONS.get(done.exit_status, done.exit_status or "no certificate")
     if done.exit_status == "ResourceLimit":
         last = done.limits[-1] if done.limits else "?"
         reason = f"resource_limit: {last.split(': ', 1)[-1]}"
-    return SessionOutcome("no_certificate", reason, steps, facts=facts)
+    elif done.exit_status == "RepeatedFormatError" and done.format_detail:
+        reason = f"format_errors: {done.format_detail[:300]}"
+    elif done.exit_status == "ContextWindowExceeded" and done.error:
+        reason = f"{reason}: {done.error.split(': ', 1)[-1][:300]}"
+    return replace(outcome, reason=reason)
 
 
 async def judge(
@@ -246,15 +296,16 @@ async def judge(
     not verified again."""
     facts = facts_of(report, fingerprint)
     if report.start_error:
-        return SessionOutcome("error", report.start_error, infra_error=True, facts=facts)
+        return SessionOutcome(
+            "error", report.start_error, infra_error=True, facts=facts, ending="runner_error"
+        )
     done = report.done
     if done is None:
-        return SessionOutcome(
-            "error", "the worker ended without a report (see its log)", infra_error=True, facts=facts
-        )
+        why = "the worker ended without a report (see its log)"
+        return SessionOutcome("error", why, infra_error=True, facts=facts, ending="runner_error")
     if report.copy_fingerprint and _base(report.copy_fingerprint) != _base(fingerprint):
         why = f"the session copy ({report.copy_fingerprint}) is not the target ({fingerprint})"
-        return SessionOutcome("error", why, done.steps, infra_error=True, facts=facts)
+        return SessionOutcome("error", why, done.steps, infra_error=True, facts=facts, ending="setup_error")
     earlier = list(submitted or [])
     # Parsing megabytes of hostile blocks takes a while: never on the engine's event loop.
     found = await trio.to_thread.run_sync(found_in, how.target, list(done.blocks), earlier)

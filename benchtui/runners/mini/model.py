@@ -1,5 +1,10 @@
 """The metered model: mini-swe-agent's LitellmModel with every HTTP attempt authorised and charged.
 
+It takes its actions in the campaign's `action_format` (runners/mini/actions.py): bash tool calls
+(`tool_call`, what LitellmModel does) or one fenced ```mswea_bash_command block per answer
+(`text`, what mini-swe-agent's LitellmTextbasedModel does, for servers without tool calling);
+everything else below is the same for both.
+
 Each attempt of a call: count the prompt (litellm.token_counter × margin), ask the engine to
 authorise the worst case (docs/design/invariants.md#f5), send it with `max_tokens` = the campaign's max_output_tokens,
 report the usage the provider returned (docs/design/invariants.md#f6). Retries on 429/5xx/timeouts are ours, not litellm's
@@ -27,6 +32,7 @@ from minisweagent.models.utils.actions_toolcall import BASH_TOOL
 
 from benchtui.core.text import inert
 from benchtui.runners.kit import observation, throttle
+from benchtui.runners.mini import actions as formats
 from benchtui.runners.mini import billing
 from benchtui.runners.mini.protocol import ParentGone, WorkerChannel
 
@@ -74,10 +80,15 @@ class MeteredModel(LitellmModel):
         observation_chars: int,
         outputs: observation.SavedOutputs | None = None,
         budget_line: bool = False,
+        action_format: formats.ActionFormat = "tool_call",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.outputs = outputs
+        self.action_format: formats.ActionFormat = action_format
+        self.format_error: formats.Unusable | None = None
+        """The last answer the agent could not act on (a RepeatedFormatError ends on its kind)."""
+        self._parsed: tuple[Any, list[dict[str, Any]] | FormatError] | None = None
         self.budget_line = budget_line
         self.actions = 0
         self.deadline_s = deadline_s
@@ -96,7 +107,9 @@ class MeteredModel(LitellmModel):
             prompt = "\n\0\n".join(str(m.get("content", "")) for m in messages[:2])
             self.channel.send("prompt", sha256=hashlib.sha256(prompt.encode()).hexdigest(), chars=len(prompt))
             self.prompt_sent = True
-        prompt_tokens = math.ceil(count_tokens(self.config.model_name, messages) * self.margin)
+        prompt_tokens = math.ceil(
+            count_tokens(self.config.model_name, messages, self.action_format) * self.margin
+        )
         if self.api_key:
             kwargs["api_key"] = self.api_key
         attempt = 0
@@ -106,7 +119,7 @@ class MeteredModel(LitellmModel):
             billing.OBSERVED.status, billing.OBSERVED.sent = None, False
             try:
                 with billing.total_deadline(self.deadline_s) as hit:
-                    response = super()._query(messages, **kwargs)
+                    response = self._send(messages, **kwargs)
                 break
             except Exception as exc:
                 why = billing.failed_attempt_cost(exc, billing.OBSERVED.status, hit[0], billing.OBSERVED.sent)
@@ -121,14 +134,45 @@ class MeteredModel(LitellmModel):
                 if not throttled:  # a 429's wait is the provider's backoff, which authorise waits out
                     time.sleep(backoff(exc, attempt, self.backoff_s))
                 attempt += 1
+        parsed = self._parse(response)  # what the answer holds goes with its generation's evidence
+        self._parsed = (response, parsed)
+        outcome = {"outcome": "action"} if isinstance(parsed, list) else formats.evidence(self.format_error)
         usage = billing.billable_usage(getattr(response, "usage", None))
         if isinstance(usage, str):  # served, but its usage cannot be trusted: the worst case
-            self._charge(prompt_tokens, usage)
+            self._charge(prompt_tokens, usage, outcome=outcome)
         else:
-            self.channel.send("usage", input_tokens=usage[0], output_tokens=usage[1])
+            self.channel.send("usage", input_tokens=usage[0], output_tokens=usage[1], **outcome)
         self.calls += 1
-        self.channel.send("step", note=f"call {self.calls}: {first_command(response)[:120]}")
+        what = (
+            parsed[0]["command"].splitlines()[0]
+            if isinstance(parsed, list) and parsed and parsed[0]["command"]
+            else None
+        )
+        if what is None and self.format_error is not None and not isinstance(parsed, list):
+            what = f"format error: {self.format_error.detail}"
+        self.channel.send("step", note=f"call {self.calls}: {(what or '(no command)')[:120]}")
         return response
+
+    def _send(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any:
+        """One HTTP attempt: with the bash tool (tool_call), or without tools (text)."""
+        if self.action_format == "text":
+            return litellm.completion(
+                model=self.config.model_name, messages=messages, **(self.config.model_kwargs | kwargs)
+            )
+        return super()._query(messages, **kwargs)
+
+    def _parse(self, response: Any) -> list[dict[str, Any]] | FormatError:
+        """The answer's actions, or the format error it is (its kind kept in `format_error`)."""
+        try:
+            actions = formats.parse(response, self.action_format, self.config.format_error_template)
+        except FormatError as error:
+            self.format_error = formats.unusable(response, self.action_format, error)
+            return error
+        return actions
+
+    def get_template_vars(self, **kwargs: Any) -> dict[str, Any]:
+        """The templates see the campaign's `action_format` (they tell the model how to act)."""
+        return {**super().get_template_vars(**kwargs), "action_format": self.action_format}
 
     def format_observation_messages(
         self,
@@ -170,15 +214,19 @@ class MeteredModel(LitellmModel):
         return messages
 
     def _parse_actions(self, response: Any) -> list[dict[str, Any]]:
-        """A reply the agent cannot act on is an observation too: it gets the budget line."""
-        try:
-            return super()._parse_actions(response)
-        except FormatError as error:
-            line = self.channel.budget() if self.budget_line else ""
-            for m in error.messages if line else ():
-                if isinstance(m.get("content"), str):
-                    m["content"] = f"{line}\n{m['content']}"
-            raise
+        """The actions `_query` parsed; a reply the agent cannot act on is an observation too: it
+        gets the budget line."""
+        parsed = self._parsed[1] if self._parsed is not None and self._parsed[0] is response else None
+        if parsed is None:
+            parsed = self._parse(response)
+        self._parsed = None
+        if isinstance(parsed, list):
+            return parsed
+        line = self.channel.budget() if self.budget_line else ""
+        for m in parsed.messages if line else ():
+            if isinstance(m.get("content"), str):
+                m["content"] = f"{line}\n{m['content']}"
+        raise parsed
 
     def _charge(
         self,
@@ -187,6 +235,7 @@ class MeteredModel(LitellmModel):
         failed: bool = False,
         throttled: bool = False,
         after: Any = None,
+        outcome: dict[str, str] | None = None,
     ) -> None:
         """The authorised worst case when the attempt may have been billed (`why`), else nothing;
         a 429 says so, with the wait the provider asked for (`after`: the answer's headers)."""
@@ -199,7 +248,11 @@ class MeteredModel(LitellmModel):
             self.channel.send("usage", input_tokens=0, output_tokens=0, failed=failed)
         else:
             self.channel.send(
-                "usage", input_tokens=prompt_tokens, output_tokens=self.max_output_tokens, worst_case=why
+                "usage",
+                input_tokens=prompt_tokens,
+                output_tokens=self.max_output_tokens,
+                worst_case=why,
+                **(outcome or {}),
             )
 
 
@@ -224,19 +277,13 @@ def backoff(exc: Exception, attempt: int, base_s: float) -> float:
     return min(base_s * float(2**attempt), MAX_WAIT_S) * random.uniform(0.75, 1.25)
 
 
-def count_tokens(model: str, messages: list[dict[str, Any]]) -> int:
+def count_tokens(model: str, messages: list[dict[str, Any]], action_format: str = "tool_call") -> int:
+    """The prompt's tokens as sent: with the bash tool's definition when the format sends it."""
+    tools = [BASH_TOOL] if action_format == "tool_call" else []
     try:
-        return int(litellm.token_counter(model=model, messages=messages, tools=[BASH_TOOL]))  # type: ignore[list-item]
+        return int(litellm.token_counter(model=model, messages=messages, tools=tools or None))  # type: ignore[arg-type]
     except Exception:  # no tokenizer for this model: a generous estimate (about 2 characters a token)
-        return (len(json.dumps(messages)) + len(json.dumps(BASH_TOOL))) // 2
-
-
-def first_command(response: Any) -> str:
-    try:
-        call = response.choices[0].message.tool_calls[0]
-        return str(json.loads(call.function.arguments)["command"].splitlines()[0])
-    except Exception:
-        return "(no command)"
+        return (len(json.dumps(messages)) + len(json.dumps(tools))) // 2
 
 
 def model_kwargs(model: dict[str, Any], request_timeout_s: float) -> dict[str, Any]:
@@ -252,3 +299,16 @@ def model_kwargs(model: dict[str, Any], request_timeout_s: float) -> dict[str, A
     if model.get("api_base"):
         kwargs["api_base"] = model["api_base"]
     return kwargs
+
+
+def root_cause(exc: BaseException) -> str:
+    """` (cause: ConnectionRefusedError: …)`: litellm words a refused connection, a DNS failure
+    and a reset all as "InternalServerError … Connection error."; the first OSError says which."""
+    seen: list[BaseException] = []
+    cause: BaseException | None = exc
+    while cause is not None and cause not in seen and len(seen) < 20:
+        seen.append(cause)
+        if isinstance(cause, OSError) and str(cause):
+            return f" (cause: {type(cause).__name__}: {str(cause)[:200]})"
+        cause = cause.__cause__ or cause.__context__
+    return ""

@@ -1,8 +1,10 @@
 """The child process of a ping: one litellm call, with the arguments a session would send.
 
-Reads {prompt, model, timeout, api_key} as JSON on stdin; prints one JSON line: the usage the
-provider returned and the reply, or {"error", "timeout"}. Run as `python -m`, never imported by
-the engine (it imports litellm).
+Reads {prompt, model, timeout, api_key, action_format} as JSON on stdin; prints one JSON line:
+the usage the provider returned, the reply, and the action it holds in that format (`tool_call`:
+the request offers the bash tool; `text`: none) or why it holds none, as a session would parse it
+(runners/mini/actions.py); or {"error", "timeout"}. Run as `python -m`, never imported by the
+engine (it imports litellm).
 """
 
 from __future__ import annotations
@@ -30,12 +32,18 @@ def main() -> int:
 def _call(request: dict[str, Any]) -> dict[str, Any]:
     import litellm
     import openai
+    from minisweagent.exceptions import FormatError
+    from minisweagent.models.utils.actions_toolcall import BASH_TOOL
 
-    from benchtui.runners.mini.model import model_kwargs
+    from benchtui.runners.mini import actions
+    from benchtui.runners.mini.model import model_kwargs, root_cause
 
     kwargs = model_kwargs(request["model"], request["timeout"])
     if request.get("api_key"):
         kwargs["api_key"] = request["api_key"]
+    action_format = request.get("action_format", "tool_call")
+    if action_format == "tool_call":
+        kwargs["tools"] = [BASH_TOOL]
     try:
         response = litellm.completion(
             model=request["model"]["name"],
@@ -44,10 +52,8 @@ def _call(request: dict[str, Any]) -> dict[str, Any]:
         )
     except Exception as exc:  # any failure is the answer: one line, the key never in it
         timeout = isinstance(exc, openai.APITimeoutError | litellm.exceptions.Timeout)
-        answer = {
-            "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}",
-            "timeout": timeout,
-        }
+        said = str(exc).splitlines()[0][:300] if str(exc) else ""
+        answer = {"error": f"{type(exc).__name__}: {said}{root_cause(exc)}", "timeout": timeout}
     else:
         usage = getattr(response, "usage", None)
         reply = response.choices[0].message.content or ""
@@ -56,6 +62,12 @@ def _call(request: dict[str, Any]) -> dict[str, Any]:
             "output_tokens": getattr(usage, "completion_tokens", None) or 0,
             "reply": reply.strip(),
         }
+        try:
+            found = actions.parse(response, action_format, "{{ error }}")
+            answer["action"] = str(found[0]["command"]) if found else ""
+        except FormatError as exc:
+            unusable = actions.unusable(response, action_format, exc)
+            answer["unusable"] = {"kind": unusable.kind, "detail": unusable.detail}
     return answer
 
 

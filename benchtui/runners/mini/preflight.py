@@ -60,10 +60,12 @@ def check_limits(profile: MiniSweProfile, limits: LogicalLimits) -> list[Check]:
 
 
 def ping_profile(profile: MiniSweProfile) -> dict[str, Any]:
-    """The `--ping` runner: one tiny call per model, with this profile's key and timeout."""
-    table = {
+    """The `--ping` runner: one tiny call per model asking for one action in this profile's format,
+    with its key and timeout."""
+    table: dict[str, Any] = {
         "kind": "benchtui.runners.mini.ping:PingRunner",
         "request_timeout_s": min(profile.request_timeout_s, 60.0),
+        "action_format": profile.action_format,
     }
     if profile.api_key_env:
         table["api_key_env"] = profile.api_key_env

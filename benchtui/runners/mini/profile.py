@@ -39,6 +39,12 @@ class MiniSweProfile(RunnerProfile):
     host, and can read the API keys (e.g. from /proc/<benchtui pid>/environ) and your files."""
     step_limit: int = Field(default=40, gt=0)
     """Model calls per session (the same for every model)."""
+    action_format: Literal["tool_call", "text"] = "tool_call"
+    """How every model gives its actions (part of the identity): `tool_call`, a call of the `bash`
+    tool in each answer (its server must do tool calling, e.g. vLLM with
+    `--enable-auto-tool-choice`), or `text`, exactly one fenced block opened by
+    ```` ```mswea_bash_command ```` in each answer (mini-swe-agent's text-based model), for servers
+    that do none. `benchtui check --ping` asks each model for one action in this format."""
     command_timeout_s: int = Field(default=120, gt=0)
     """Wall-clock limit of one agent command."""
     templates: Path | None = None
@@ -80,6 +86,7 @@ class MiniSweProfile(RunnerProfile):
     """Default for models without `api_key_env`: the environment variable holding the API key."""
 
     calls_model_api: ClassVar[bool] = True
+    added_later: ClassVar[dict[str, Any]] = {"action_format": "tool_call"}
 
     def key_variable(self, model: ModelSpec) -> str | None:
         return model.api_key_env or self.api_key_env

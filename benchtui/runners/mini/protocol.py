@@ -8,7 +8,7 @@ Not stdout (litellm prints there). The worker speaks first and the engine only e
     {"t": "prompt", "sha256": "…"}                     (the rendered prompt, docs/design/invariants.md#f2)
     {"t": "authorise", "prompt_tokens": 812}     ->    {"t": "authorised", "ok": true, "ended": ""}
                                                        (docs/design/invariants.md#f5; ended: "accepted")
-    {"t": "usage", "input_tokens": 800, "output_tokens": 90}                             (docs/design/invariants.md#f6)
+    {"t": "usage", "input_tokens": 800, "output_tokens": 90, "outcome": "action"}        (docs/design/invariants.md#f6)
     {"t": "usage", "input_tokens": 0, …, "throttled": true, "retry_after_s": 2}          (a 429)
     {"t": "use", "counters": ["shell_actions"]}  ->    {"t": "used", "ok": true, "message": ""}
     {"t": "budget"}                              ->    {"t": "budget", "line": "[budget] calls 1/10 …"}
@@ -73,6 +73,10 @@ class UsageReport:
     """The provider answered 429 (too many requests)."""
     retry_after_s: float | None = None
     """The wait its Retry-After asked for (None: it named none)."""
+    outcome: str = ""
+    """What the answer held: `action`, or `format_error` (no usable action; `format_error` says
+    which kind); empty for an attempt that got no answer."""
+    format_error: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +161,8 @@ def decode(message: dict[str, Any]) -> WorkerMessage | None:
             json.dumps(message, default=str)[:120],
             message.get("throttled") is True,
             _seconds(message.get("retry_after_s")),
+            _text(message.get("outcome"), 40),
+            _text(message.get("format_error"), 40),
         )
     if kind == "use":
         return Use()

@@ -212,11 +212,13 @@ class MiniSweRunner(RunnerKind):
                 reason=f"pred not found ({self.profile.pred!r}): "
                 f"{self.target.install.get('pred', 'install it')}, or set the profile's `pred`",
                 infra_error=True,  # not the model's doing: retried on --resume once pred is there
+                ending="setup_error",
             )
         key_name = session.model.api_key_env or self.profile.api_key_env
         secrets = keys.collect(filter(None, [key_name]))
         if key_name and key_name not in secrets:
-            return SessionOutcome("error", reason=f"API key variable {key_name} is not set", infra_error=True)
+            why = f"API key variable {key_name} is not set"
+            return SessionOutcome("error", reason=why, infra_error=True, ending="setup_error")
         files = SessionFiles(session.session_dir.resolve(), session.attempt)
         files.dir.mkdir(parents=True, exist_ok=True)
         report = WorkerReport(max_output_tokens=session.model.max_output_tokens)
@@ -312,6 +314,7 @@ class MiniSweRunner(RunnerKind):
                     "max_disk_mb",
                     "command_output_bytes",
                     "trajectory_output_bytes",
+                    "action_format",
                 )
             }
             # The campaign's logical budget, when it sets one, is what every model sees.

@@ -3,7 +3,9 @@
 
 Stateless by design: the reply to a request is chosen by how many assistant turns its
 conversation already has, so parallel sessions (and several models) can share one server.
-Each scripted step is a bash command (sent as a `bash` tool call) or an HTTP error status.
+Each scripted step is a bash command (sent as a `bash` tool call, or, from a server started with
+`text=True`, as a fenced ```mswea_bash_command block in the answer's text, as a server without
+tool calling answers), an answer's raw text, or an HTTP error status.
 """
 
 from __future__ import annotations
@@ -37,6 +39,13 @@ class Reply:
     """Send the answer one byte at a time, this long apart (a slow drip)."""
     headers: dict[str, str] | None = None
     """Headers of an error answer (default: `retry-after-ms: 10`), e.g. {"retry-after": "2"}."""
+    content: str | None = None
+    """The answer's text as it is, with no tool call (an empty answer, prose, two bash blocks)."""
+    arguments: str | None = None
+    """A tool call's raw `arguments` (e.g. not JSON) in place of the command's."""
+    error: str = "scripted failure"
+    """The message of an error answer (e.g. a context window's, which litellm recognises)."""
+    finish_reason: str | None = None
 
 
 @dataclass
@@ -70,6 +79,8 @@ class ScriptedLLM:
 
     steps: list[Reply] = field(default_factory=list)
     script: Callable[[Request], Reply] | None = None
+    text: bool = False
+    """Answer commands in the text, never as tool calls (a server without tool calling)."""
     requests: list[Request] = field(default_factory=list)
     port: int = 0
 
@@ -109,11 +120,12 @@ class ScriptedLLM:
                 llm.requests.append(request)
                 time.sleep(reply.delay_s)
                 if reply.status != 200:
-                    payload = json.dumps({"error": {"message": "scripted failure", "type": "server_error"}})
+                    payload = json.dumps({"error": {"message": reply.error, "type": "server_error"}})
                     headers = reply.headers if reply.headers is not None else {"retry-after-ms": "10"}
                     self._send(reply.status, payload.encode(), headers)
                 else:
-                    body = reply.body if reply.body is not None else json.dumps(completion(request, reply))
+                    answer = completion(request, reply, text=llm.text)
+                    body = reply.body if reply.body is not None else json.dumps(answer)
                     self._send(200, body if isinstance(body, bytes) else body.encode(), drip_s=reply.drip_s)
                 request.answered = time.monotonic()
 
@@ -147,30 +159,24 @@ class ScriptedLLM:
         self._server.server_close()
 
 
-def completion(request: Request, reply: Reply) -> dict[str, Any]:
+def completion(request: Request, reply: Reply, *, text: bool = False) -> dict[str, Any]:
     n = len(request.messages)
+    message: dict[str, Any] = {"role": "assistant", "content": f"Step {request.turn}: running a command."}
+    if reply.content is not None:
+        message["content"] = reply.content
+    elif text:
+        message["content"] += f"\n\n```mswea_bash_command\n{reply.command}\n```\n"
+    else:
+        arguments = reply.arguments if reply.arguments is not None else json.dumps({"command": reply.command})
+        call = {"id": f"call_{n}", "type": "function", "function": {"name": "bash", "arguments": arguments}}
+        message["tool_calls"] = [call]
+    finish = reply.finish_reason or ("tool_calls" if "tool_calls" in message else "stop")
     return {
         "id": f"chatcmpl-{n}",
         "object": "chat.completion",
         "created": 1700000000,
         "model": request.model,
-        "choices": [
-            {
-                "index": 0,
-                "finish_reason": "tool_calls",
-                "message": {
-                    "role": "assistant",
-                    "content": f"Step {request.turn}: running a command.",
-                    "tool_calls": [
-                        {
-                            "id": f"call_{n}",
-                            "type": "function",
-                            "function": {"name": "bash", "arguments": json.dumps({"command": reply.command})},
-                        }
-                    ],
-                },
-            }
-        ],
+        "choices": [{"index": 0, "finish_reason": finish, "message": message}],
     } | usage_block(reply)
 
 

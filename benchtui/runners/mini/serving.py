@@ -124,4 +124,6 @@ class WorkerSession:
                 failed=usage.failed,
                 worst_case=why or "",
                 model_calls=self.meter.used("model_calls"),
+                **({"outcome": usage.outcome} if usage.outcome else {}),
+                **({"format_error": usage.format_error} if usage.format_error else {}),
             )

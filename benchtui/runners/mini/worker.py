@@ -31,7 +31,8 @@ from benchtui.runners.kit import bubblewrap as sandbox
 from benchtui.runners.kit import observation, reaper
 from benchtui.runners.kit import resources as processes
 from benchtui.runners.mini import billing
-from benchtui.runners.mini.model import MeteredModel, model_kwargs
+from benchtui.runners.mini.actions import strip_actions
+from benchtui.runners.mini.model import MeteredModel, model_kwargs, root_cause
 from benchtui.runners.mini.profile import load_templates
 from benchtui.runners.mini.protocol import MAX_BLOCKS_BYTES, MessageTooLarge, ParentGone, WorkerChannel
 from benchtui.runners.mini.resources import Limits, Watched
@@ -65,24 +66,11 @@ def _classify(exc: BaseException) -> tuple[str, str, bool]:
         return "ContextWindowExceeded", reason, False
     if isinstance(exc, openai.APIError | billing.CallDeadline):
         n = getattr(exc, "requests_made", 1)
-        reason += _root_cause(exc)
+        reason += root_cause(exc)
         return "ApiError", f"model API failed ({n} request{'s' if n != 1 else ''}): {reason}", True
     if isinstance(exc, ParentGone):
         return "ParentGone", reason, True
     return "WorkerError", f"worker failed: {reason}", True
-
-
-def _root_cause(exc: BaseException) -> str:
-    """` (cause: ConnectionRefusedError: …)`: litellm words a refused connection, a DNS failure
-    and a reset all as "InternalServerError … Connection error."; the first OSError says which."""
-    seen: list[BaseException] = []
-    cause: BaseException | None = exc
-    while cause is not None and cause not in seen and len(seen) < 20:
-        seen.append(cause)
-        if isinstance(cause, OSError) and str(cause):
-            return f" (cause: {type(cause).__name__}: {str(cause)[:200]})"
-        cause = cause.__cause__ or cause.__context__
-    return ""
 
 
 def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, Any]:
@@ -123,6 +111,7 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         observation_chars=profile["observation_chars"],
         outputs=outputs,
         budget_line=bool(request.get("count_actions")),
+        action_format=profile.get("action_format", "tool_call"),
         model_name=model["name"],
         model_kwargs=model_kwargs(model, profile["request_timeout_s"]),
         cost_tracking="ignore_errors",
@@ -163,14 +152,17 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         traceback.print_exc()
     finally:
         getattr(env, "cleanup", lambda: None)()
+    unusable = agent_model.format_error
     return {
         "exit_status": status,
         "steps": agent.n_calls,
-        "blocks": certificate_blocks(agent.messages),
+        "blocks": certificate_blocks(strip_actions(agent.messages, agent_model.action_format)),
         "limits": limits.hits,
         "error": error,
         "infra_error": infra,
         "meter_rtt_ms": round(1000 * channel.authorise_s / max(channel.authorisations, 1), 3),
+        "actions": agent_model.actions,
+        **({"format_error": unusable.kind, "format_detail": unusable.detail} if unusable else {}),
     }
 
 

@@ -17,6 +17,8 @@ from textual.keys import format_key
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from benchtui.core.endings import by_group
+
 LEGENDS = (
     ("money bar", "█ spent  ▒ reserved (held for running sessions)  ░ free, of the model's cap"),
     ("money", "spent + reserved / cap (narrow: spent / cap)"),
@@ -25,9 +27,11 @@ LEGENDS = (
         "done · run: running · skip: skipped for budget · err: errors · kill: killed · certs: certificates",
     ),
     ("sessions", "state: pending, running, done, skipped (the budget no longer fits), error, killed"),
+    ("ending", f"why it ended: {by_group()}"),
     (
         "narrow",
-        "under 100 columns the session pane is hidden and the sessions table drops model, calls, cost",
+        "under 100 columns the session pane is hidden and the sessions table drops model, calls, cost, "
+        "ending (the outcome then names an ending that did not hunt)",
     ),
     ("stop", "Ctrl-C (or SIGINT, SIGTERM, SIGHUP): stop launching; a second one interrupts running sessions"),
 )

@@ -18,21 +18,34 @@ from benchtui.core.money import fmt
 from benchtui.engine import events as ev
 from benchtui.engine.account import ModelAccount
 from benchtui.report import CampaignReport, build
-from benchtui.report.text import CERTS_LEGEND, leaderboard_row
 from benchtui.report.text import COLUMNS as REPORT_COLUMNS
+from benchtui.report.text import leaderboard_row, legend_lines
 from benchtui.ui.model import ViewModel
 from benchtui.ui.widgets import clock_text
 
 COLUMNS = ("model", "done", "certs", "skipped", "errors", "killed", "spent", "wasted", "cap")
 # The report's leaderboard cells the money table above does not already show (wall times vary
 # from run to run: `benchtui report` has them).
-LEADERBOARD = ("#", "model", "ran/planned", "bugs", "bug rate [95% CI]", "certs c/cl/r/o/i/u", "$/bug")
+LEADERBOARD = (
+    "#",
+    "model",
+    "ran/planned",
+    "bug rules",
+    "bug rate [95% CI]",
+    "not hunting",
+    "certs c/cl/r/o/i/u",
+    "$/bug",
+)
 SHOWN = [REPORT_COLUMNS.index(c) for c in LEADERBOARD]
-DROPPED_FIRST = {"summary-table": ("wasted", "cap", "killed"), "leaderboard-table": ("$/bug", "ran/planned")}
+DROPPED_FIRST = {
+    "summary-table": ("wasted", "cap", "killed"),
+    "leaderboard-table": ("$/bug", "ran/planned", "not hunting"),
+}
 """Columns left out, in this order, when a table is wider than the dialog (no horizontal
 scrolling, no cut header): what the report and the money panel show as well."""
 MAX_PAIRS = 3
-LEGEND = f"{CERTS_LEGEND}. bug rate: sessions with a bug / trials, with its 95% interval."
+LEGEND = "\n".join(legend_lines(LEADERBOARD[2:]))
+"""What the leaderboard's columns mean, as the report says it (`benchtui report`)."""
 
 
 def fitting(

@@ -36,6 +36,7 @@ async def test_a_budget_for_k_calls_buys_at_most_k_calls_and_is_never_exceeded(t
     (record,) = journal(prep.run_dir).values()
     assert len(llm.requests) == k, record
     assert (record["result"], record["reason"]) == ("no_certificate", "budget_exhausted")
+    assert record["ending"]["name"] == "budget_exhausted"
     assert record["calls"] == k
     assert record["cost_usd"] == pytest.approx(k * WORST_CASE) and record["cost_usd"] <= budget
     ledger = tomllib.loads((prep.run_dir / "ledger.toml").read_text())
@@ -85,6 +86,7 @@ async def test_a_failing_api_is_retried_and_a_dead_one_is_an_infrastructure_erro
         assert down == [500, 500]  # retries = 1: bounded
         assert (records["down"]["state"], records["down"]["retryable"]) == ("error", True)
         assert records["down"]["reason"].startswith("model API failed (2 requests): ")
+        assert records["down"]["ending"]["name"] == "provider_error"
         assert records["down"]["cost_usd"] == 0
 
         # The infrastructure error is retried on resume (the API is back); nothing else runs again.

@@ -86,10 +86,12 @@ async def test_each_session_is_bounded_and_says_which_bound_it_hit(tmp_path, mon
     assert [len(r) < 1_100_000 for r in raw] == [True] * 3 and sum(map(len, raw)) < 1_600_000
 
     assert records["fork"]["reason"].startswith("resource_limit: process limit")
+    assert records["fork"]["ending"]["name"] == "resource_limit"
     if copies == "polled":
         # past 20 MB: two files, one the kernel cut, 60,000 empty ones
         for task in ("copy", "bigfile", "inodes"):
             assert records[task]["reason"].startswith("resource_limit: disk limit"), records[task]
+            assert records[task]["ending"]["name"] == "resource_limit"
         written = int(records["bigfile"]["reason"].split("wrote ")[1].split()[0].replace(",", ""))
         assert written < 21_000_000  # not 150 MB: no file may pass the limit (RLIMIT_FSIZE)
     else:  # the copy's filesystem is full at 20 MB: the write fails, the session goes on

@@ -119,6 +119,7 @@ async def test_model_calls_end_the_session_at_exactly_the_limit(tmp_path, monkey
         "no_certificate",
         "model_calls: the session's 3 model calls are spent",
     )
+    assert end["ending"] == {"name": "step_limit", "actions": 3}  # its call limit, not its money
 
 
 @pytest.mark.slow

@@ -287,10 +287,11 @@ def submits(
 
 
 def explain(outcome: SessionOutcome, limits: LogicalLimits, meter: Meter) -> SessionOutcome:
-    """A session without a certificate that spent its `model_calls` says so first."""
+    """A session without a certificate that spent its `model_calls` says so first (and, when that
+    refusal ended it, ends `step_limit`: its call limit, not its money)."""
     if MODEL_CALLS not in meter.exhausted or outcome.result != "no_certificate":
         return outcome
     why = f"model_calls: the session's {limits.model_calls} model calls are spent"
-    return replace(
-        outcome, reason=why if outcome.reason == "budget_exhausted" else f"{why} ({outcome.reason})"
-    )
+    if outcome.reason != "budget_exhausted":
+        return replace(outcome, reason=f"{why} ({outcome.reason})")
+    return replace(outcome, reason=why, ending="step_limit")  # the call limit, not the money

@@ -1,0 +1,205 @@
+"""Why a session ended: a closed set, recorded once (the journal's end line) and shown by name
+everywhere (results rows, `ctl status`, the TUI, the report, the audit, `benchtui view`).
+
+The ending is not the result: `result` says what the session produced (bug_found, rejected,
+no_certificate, error), the ending says why it stopped. A model that could not act (every answer
+without a tool call) and a model that hunted and found nothing both produce `no_certificate`;
+their endings (`no_action`, `model_done`) tell them apart.
+
+Each ending belongs to one group, which says how the report counts it:
+`hunted` (the session hunted until it found, finished, or met a limit: a trial),
+`not_hunting` (the model's doing, final, a trial: counted per model beside the bug rate),
+`infrastructure` (not a trial, retried on `--resume`), `stopped` (ended from outside, final) and
+`unstated` (a runner that does not say, or a journal line older than the endings).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+Ending = Literal[
+    "found",
+    "model_done",
+    "step_limit",
+    "budget_exhausted",
+    "wall_time",
+    "resource_limit",
+    "no_action",
+    "malformed_action",
+    "several_actions",
+    "empty_answer",
+    "context_window",
+    "agent_failed",
+    "provider_error",
+    "runner_error",
+    "setup_error",
+    "interrupted",
+    "killed",
+    "overspent",
+    "unstated",
+]
+ENDINGS: tuple[Ending, ...] = get_args(Ending)
+Group = Literal["hunted", "not_hunting", "infrastructure", "stopped", "unstated"]
+
+#: What each ending means, in the words the report, the TUI's `?` overlay and the docs use.
+MEANING: dict[Ending, str] = {
+    "found": "found a bug: a submit was accepted, or a certificate it printed was confirmed",
+    "model_done": "the model said it was done",
+    "step_limit": "the step limit, or the session's model_calls, was reached",
+    "budget_exhausted": "the session's money was spent (the next call did not fit)",
+    "wall_time": "the wall-clock limit was reached",
+    "resource_limit": "a resource limit (processes, disk, output) was reached",
+    "no_action": "format errors: answers without an action (no tool call, or no bash block)",
+    "malformed_action": "format errors: an action that cannot be read (bad arguments, unknown tool)",
+    "several_actions": "format errors: several actions in one answer (the text format takes one)",
+    "empty_answer": "empty or refused answers",
+    "context_window": "the conversation outgrew the model's context window",
+    "agent_failed": "the agent program exited with an error status",
+    "provider_error": "the model's API failed after retries",
+    "runner_error": "the runner or its worker failed",
+    "setup_error": "the session could not be set up (a key, a program, the target copy)",
+    "interrupted": "interrupted: the campaign was stopped now, or benchtui stopped",
+    "killed": "killed by the user",
+    "overspent": "stopped: its charges passed its reservation (the provider ignores max_tokens)",
+    "unstated": "the runner did not say (or the run predates endings)",
+}
+
+GROUP: dict[Ending, Group] = {
+    **dict.fromkeys(
+        ("found", "model_done", "step_limit", "budget_exhausted", "wall_time", "resource_limit"), "hunted"
+    ),
+    **dict.fromkeys(
+        (
+            "no_action",
+            "malformed_action",
+            "several_actions",
+            "empty_answer",
+            "context_window",
+            "agent_failed",
+        ),
+        "not_hunting",
+    ),
+    **dict.fromkeys(("provider_error", "runner_error", "setup_error", "interrupted"), "infrastructure"),
+    **dict.fromkeys(("killed", "overspent"), "stopped"),
+    "unstated": "unstated",
+}
+
+NOT_HUNTING: tuple[Ending, ...] = tuple(e for e in ENDINGS if GROUP[e] == "not_hunting")
+CANNOT_ACT: frozenset[Ending] = frozenset(
+    {"no_action", "malformed_action", "several_actions", "empty_answer", "context_window"}
+)
+"""Endings that, with no action executed, mean the model could not act at all (the audit's
+finding, the breaker): the answers never became a command."""
+
+FORMAT_ERRORS: frozenset[Ending] = frozenset(
+    {"no_action", "malformed_action", "several_actions", "empty_answer"}
+)
+"""Endings mini-swe-agent calls a RepeatedFormatError (the kind of the last one)."""
+
+
+def fix(ending: Ending, action_format: str | None) -> str:
+    """What to change when a model's sessions keep ending so (its cause, in a user's words)."""
+    if ending == "no_action" and action_format == "text":
+        return (
+            "its answers carry no ```mswea_bash_command block: check the model's chat template, or use "
+            'action_format = "tool_call" if its server does tool calling'
+        )
+    if ending == "no_action":
+        return (
+            "its answers carry no tool call: switch tool calling on at its server (vLLM: "
+            "--enable-auto-tool-choice with a --tool-call-parser; llama.cpp: --jinja), or set "
+            'action_format = "text" in the runner profile (one fenced bash block per answer)'
+        )
+    return {
+        "malformed_action": "its tool calls cannot be read: check the server's tool-call parser "
+        '(vLLM: --tool-call-parser for this model), or use action_format = "text"',
+        "several_actions": 'it writes several bash blocks per answer: action_format = "text" takes '
+        'exactly one; try action_format = "tool_call"',
+        "empty_answer": "its answers are empty or refused: check the model name, its chat template "
+        "and the server's content filter, and that max_output_tokens leaves room to answer",
+        "context_window": "the prompt does not fit its context window: raise the server's context "
+        "length (vLLM: --max-model-len) or use a model with a larger one",
+    }.get(ending, MEANING[ending])
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEnding:
+    """The journal end line's `ending`: why the attempt ended, and the actions it ran."""
+
+    name: Ending
+    actions: int | None = None
+    """Shell commands the model's answers ran (None: its runner cannot count them)."""
+
+    @property
+    def could_not_act(self) -> bool:
+        """Ended without a single executed action, for a reason that says the model could not act."""
+        return self.name in CANNOT_ACT and self.actions == 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, **({"actions": self.actions} if self.actions is not None else {})}
+
+    @classmethod
+    def from_json(cls, data: Any) -> SessionEnding | None:
+        """The recorded ending; None when absent or not one of the closed set (an edited line)."""
+        if not isinstance(data, Mapping) or data.get("name") not in ENDINGS:
+            return None
+        actions = data.get("actions")
+        ok = isinstance(actions, int) and not isinstance(actions, bool) and actions >= 0
+        return cls(data["name"], actions if ok else None)
+
+
+#: Reasons older releases wrote for what is now an ending (their end lines carry no `ending`).
+_OLD_REASONS: tuple[tuple[str, Ending], ...] = (
+    ("interrupted", "interrupted"),
+    ("killed: charges exceeded", "overspent"),
+    ("killed by the user", "killed"),
+    ("wall-clock limit", "wall_time"),
+    ("budget_exhausted", "budget_exhausted"),
+    ("model_calls:", "step_limit"),
+    ("step_limit", "step_limit"),
+    ("context_window_exceeded", "context_window"),
+    ("resource_limit", "resource_limit"),
+    ("submitted without a certificate", "model_done"),
+    ("model API failed", "provider_error"),
+    ("runner failed", "runner_error"),
+    ("runner returned garbage", "runner_error"),
+    ("worker failed", "runner_error"),
+    ("the worker ended without a report", "runner_error"),
+    ("API key variable", "setup_error"),
+    ("pred not found", "setup_error"),
+    ("cannot verify", "setup_error"),
+)
+
+
+def recorded_or_derived(
+    ending: SessionEnding | None, *, state: str, result: str | None, reason: str
+) -> SessionEnding | None:
+    """An end line's ending: as recorded, or, on a line an older release wrote, what its state,
+    result and reason say (`unstated` where they say nothing); None for a session that did not end
+    after running (pending, running, skipped)."""
+    if ending is not None or state not in ("done", "error", "killed"):
+        return ending
+    if state == "killed":
+        return SessionEnding("killed")
+    if result == "bug_found":
+        return SessionEnding("found")
+    return SessionEnding(next((e for words, e in _OLD_REASONS if reason.startswith(words)), "unstated"))
+
+
+GROUP_WORDS: dict[Group, str] = {
+    "hunted": "it hunted",
+    "not_hunting": "it did not hunt",
+    "infrastructure": "retried on --resume",
+    "stopped": "stopped from outside",
+    "unstated": "the runner did not say",
+}
+
+
+def by_group() -> str:
+    """The closed set in one line, by group (the TUI's `?` overlay)."""
+    return "; ".join(
+        f"{', '.join(e for e in ENDINGS if GROUP[e] == group)} ({words})"
+        for group, words in GROUP_WORDS.items()
+    )
