@@ -16,7 +16,7 @@ Each ending belongs to one group, which says how the report counts it:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 Ending = Literal[
@@ -131,6 +131,8 @@ class SessionEnding:
     name: Ending
     actions: int | None = None
     """Shell commands the model's answers ran (None: its runner cannot count them)."""
+    derived: bool = field(default=False, compare=False)
+    """Not on the line: read from an older line's state and reason (never written back)."""
 
     @property
     def could_not_act(self) -> bool:
@@ -182,10 +184,11 @@ def recorded_or_derived(
     if ending is not None or state not in ("done", "error", "killed"):
         return ending
     if state == "killed":
-        return SessionEnding("killed")
+        return SessionEnding("killed", derived=True)
     if result == "bug_found":
-        return SessionEnding("found")
-    return SessionEnding(next((e for words, e in _OLD_REASONS if reason.startswith(words)), "unstated"))
+        return SessionEnding("found", derived=True)
+    said: Ending = next((e for words, e in _OLD_REASONS if reason.startswith(words)), "unstated")
+    return SessionEnding(said, derived=True)
 
 
 GROUP_WORDS: dict[Group, str] = {

@@ -147,7 +147,7 @@ class JournalRecord:
                 out["counters"] = self.counters
             if self.exhausted:
                 out["exhausted"] = list(self.exhausted)
-            if self.ending is not None:
+            if self.ending is not None and not self.ending.derived:  # an older line stays as it was
                 out["ending"] = self.ending.to_json()
         if self.phase is not None:
             out.update(self.phase.to_json())

@@ -188,7 +188,7 @@ def test_resume_refuses_an_old_command_run_whose_default_prompt_changed(tmp_path
     done = resume(tmp_path)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [
-        f"benchtui: cannot resume {run_dir}: changed since it started: runners (use --fresh to start over)"
+        f"benchtui: cannot resume {run_dir}: changed since it started: runners (a campaign grows only by models and sessions; use --fresh to start over)"
     ]
     assert (run_dir / "sessions.jsonl").read_text() == before
 
@@ -202,9 +202,10 @@ def resume(tmp_path: Path, runner: str = "quick") -> subprocess.CompletedProcess
 
 # -- a shortlist campaign's journal, before its protocol keys were typed (72809a4) -------------------
 def test_an_old_shortlist_run_reports_as_it_did(tmp_path, capsys, monkeypatch):
-    """The report of the recorded run, as 72809a4 printed it (text and JSON): the shortlists,
-    their refusals, bugs@K and the throttling note read from the typed records as they were from
-    the lines' untyped keys."""
+    """The report of the recorded run, as 72809a4 printed it (text and JSON) with what the report
+    gained since (endings and their columns, issue 34; date spans, issue 35): the shortlists, their
+    refusals, bugs@K and the throttling note read from the typed records as they were from the
+    lines' untyped keys."""
     copy_run(tmp_path, "shortlisted", tmp_path / "no-such-target")
     monkeypatch.chdir(tmp_path)
     assert cli(["report", "runs/shortlisted", "--format", "json"]) == 0
