@@ -56,6 +56,8 @@ async def test_every_header_is_whole_and_nothing_scrolls_sideways(tmp_path, size
         assert legend.display and "certs c/cl/r/o/i/u: certificates by verdict: confirmed" in str(
             legend.content
         )
+        shown_text = "\n".join(s.render_line(y).text for s in (legend,) for y in range(s.size.height))
+        assert "bug rate [95% CI]: sessions" in shown_text.replace("\n", " ")  # text, not a markup tag
         app.pop_screen()
         app.redraw()
         await pilot.pause()

@@ -86,9 +86,10 @@ class SummaryScreen(ModalScreen[None]):
             )
             for name in self.rows:
                 yield DataTable[str](id=name, cursor_type="none", zebra_stripes=True)
-            yield Static(LEGEND, id="legend")
-            yield Static("Leaderboard: reading the run dir…" if view.run_dir else "", id="fairness")
-            yield Static(self._footnote(view), id="hint")
+            yield Static(LEGEND, id="legend", markup=False)  # "[95% CI]" is text, not a tag
+            reading = "Leaderboard: reading the run dir…" if view.run_dir else ""
+            yield Static(reading, id="fairness", markup=False)  # model names and paths may hold "[…]"
+            yield Static(self._footnote(view), id="hint", markup=False)
 
     def on_resize(self) -> None:
         self.fill()
