@@ -258,7 +258,9 @@ class BenchApp(App[bool]):
         """Kill the selected session on the second press (killing spends money for nothing)."""
         sid = self.main.table.selected
         if sid is None or self.view.sessions[sid].state != "running":
-            self.notify(f"{sid or 'no session'} is not running: select a running session", severity="warning")
+            self.notify(
+                f"{sid or 'no session'} is not running: select a running session", severity="warning", markup=False
+            )
             return
         armed, self._kill_armed = self._kill_armed, (sid, time.monotonic())
         if armed is None or armed[0] != sid or time.monotonic() - armed[1] > KILL_CONFIRM_S:
@@ -268,6 +270,7 @@ class BenchApp(App[bool]):
                 title="Kill?",
                 severity="warning",
                 timeout=KILL_CONFIRM_S,
+                markup=False,
             )
             return
         self._kill_armed = None
@@ -287,7 +290,7 @@ class BenchApp(App[bool]):
         self.action_kill()
 
     def on_toast(self, message: Toast) -> None:
-        self.notify(message.text, severity=message.severity)
+        self.notify(message.text, severity=message.severity, markup=False)
 
     def action_parallelism(self, delta: int) -> None:
         n = self.view.parallelism + delta

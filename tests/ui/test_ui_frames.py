@@ -201,3 +201,18 @@ async def test_a_note_of_wide_and_combining_characters_keeps_the_row_its_width(t
         columns = [cell_len(cell) for cell in row.text.split(SEPARATOR)]
         assert columns == [cell_len(cell) for cell in header.text.split(SEPARATOR)]  # aligned
         assert "漢字" in row.text
+
+
+async def test_a_notice_quoting_markup_is_shown_as_text(tmp_path):
+    """A notice quotes model names and reasons: `[/bold]` or `[red]` in one is text on the toast,
+    never a tag (a closing tag with no opening one stopped the app)."""
+    app = open_app(tmp_path, sessions=1, start_paused=True)
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await until(pilot, lambda: app.scheduler is not None, what="the engine")
+        said = "model x[/bold] stopped: [red]runner_error[/]"
+        app.view.apply(ev.Notice(level="warning", message=said))
+        app.redraw()
+        await pilot.pause(0.2)
+        await pilot.pause(0.5)  # the toast drawn (with notifications on, as in a real terminal)
+        (shown,) = [n for n in app._notifications if n.message == said]
+        assert app.is_running and not shown.markup

@@ -113,7 +113,8 @@ class MainScreen(Screen[None]):
                 if notice.level == "error"
                 else "information"
             )
-            self.app.notify(notice.message, severity=severity, timeout=8)
+            # text, not markup: a notice quotes model names and reasons (a '[/x]' in one stopped the app)
+            self.app.notify(notice.message, severity=severity, timeout=8, markup=False)
 
     def write_log(self) -> None:
         """Write the new lines to the events pane. Textual's log lays the whole screen out again
