@@ -7,7 +7,8 @@ Processes, as in a real run (this machine's cores are shared by all of them):
   six stream events);
 - the gateway: the real `open_gateway` in an engine process (Trio) with its relay processes, each
   session on the engine's real SessionMeter, Accounts and Store (a run dir in a temp folder: every
-  hold is a durable ledger commit, as in a campaign);
+  hold is a journal line in a group commit, one fsync, as in a campaign; the machine's fsync
+  latency in that folder is printed before and after the rows);
 - nginx as the plain reverse proxy (`apt-get install nginx-light`; skipped when absent);
 - the clients: wrk (C, `apt-get install wrk`; one connection a client, the tokens of 64
   sessions in turn), or, without it, aiohttp on uvloop in one process (which spends more CPU
@@ -15,7 +16,7 @@ Processes, as in a real run (this machine's cores are shared by all of them):
 
 Added latency is a percentile through the gateway (or nginx) minus the same percentile direct.
 
-    python benchmarks/gateway_latency.py [--seconds 4] [--relays 1]
+    python benchmarks/gateway_latency.py [--seconds 4] [--relays 1] [--provider-ms 0]
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from disk import fsync_latency
 
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = {"model": "m", "messages": [{"role": "user", "content": "Say something. " * 20}], "max_tokens": 100}
@@ -55,7 +58,7 @@ STREAM = b"".join([_chunk({"content": "Hello " * 5})] * 4 + [_chunk({}, USAGE), 
 
 
 # -- the provider -----------------------------------------------------------------------------
-def serve_provider(port_file: str) -> None:
+def serve_provider(port_file: str, delay_s: float) -> None:
     import httptools
     import uvloop
 
@@ -79,8 +82,16 @@ def serve_provider(port_file: str) -> None:
             self.body += body
 
         def on_message_complete(self) -> None:
-            self.transport.write(stream if b'"stream":true' in self.body.replace(b" ", b"") else plain)
+            answer = stream if b'"stream":true' in self.body.replace(b" ", b"") else plain
             self.body = b""
+            if delay_s:  # a provider's own latency: the answer after delay_s, the connection free meanwhile
+                asyncio.get_running_loop().call_later(delay_s, self._answer, answer)
+            else:
+                self.transport.write(answer)
+
+        def _answer(self, answer: bytes) -> None:
+            if not self.transport.is_closing():
+                self.transport.write(answer)
 
     async def main() -> None:
         server = await asyncio.get_running_loop().create_server(Provider, "127.0.0.1", 0, backlog=1024)
@@ -310,10 +321,12 @@ def clients(url: str, tokens: list[str], sessions: int, seconds: float, stream: 
     return {"rate": found["rate"], "p50": pct(lat, 50), "p99": pct(lat, 99), "failures": found["failures"]}
 
 
-def main(seconds: float, relays: int) -> None:
+def main(seconds: float, relays: int, provider_ms: float) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="gwbench-"))
     me = [sys.executable, __file__]
-    procs: list[subprocess.Popen] = [subprocess.Popen([*me, "--provider", str(tmp / "provider")])]
+    procs: list[subprocess.Popen] = [
+        subprocess.Popen([*me, "--provider", str(tmp / "provider"), str(provider_ms)])
+    ]
     try:
         provider_url = wait_for(tmp / "provider")
         engine = subprocess.Popen(
@@ -343,12 +356,14 @@ def main(seconds: float, relays: int) -> None:
         print(f"engine idle (the lag probe): {idle * 1000:.1f} ms of CPU a second, taken off its ms/call\n")
         tool = "wrk" if shutil.which("wrk") else "aiohttp"
         print(
-            f"{seconds:g} s a run; clients: {tool}, each making its calls one after another; {relays} relay(s)\n"
+            f"{seconds:g} s a run; clients: {tool}, each making its calls one after another; {relays} relay(s); "
+            f"the provider answers after {provider_ms:g} ms; "
+            f"load {os.getloadavg()[0]:.1f}; fsync (4 KiB write + fsync, median of 50) {fsync_latency(tmp) * 1000:.2f} ms\n"
         )
         print(f"{'clients':>7} {'mode':>6} | {'direct':>7} {'p50':>6} {'p99':>6} | {'nginx':>7} {'+p50':>6} {'+p99':>6} |"
-              f" {'gateway':>7} {'+p50':>6} {'+p99':>6} {'fail':>4} | {'engine':>8} {'relays':>8} | {'authorise p50':>13} {'p99':>6} | {'lag p99':>7}")  # fmt: skip
+              f" {'gateway':>7} {'share':>5} {'+p50':>6} {'+p99':>6} {'fail':>4} | {'engine':>8} {'relays':>8} | {'authorise p50':>13} {'p99':>6} | {'lag p99':>7}")  # fmt: skip
         print(f"{'':>7} {'':>6} | {'calls/s':>7} {'ms':>6} {'ms':>6} | {'calls/s':>7} {'ms':>6} {'ms':>6} |"
-              f" {'calls/s':>7} {'ms':>6} {'ms':>6} {'':>4} | {'ms/call':>8} {'ms/call':>8} | {'ms':>13} {'ms':>6} | {'ms':>7}")  # fmt: skip
+              f" {'calls/s':>7} {'of d.':>5} {'ms':>6} {'ms':>6} {'':>4} | {'ms/call':>8} {'ms/call':>8} | {'ms':>13} {'ms':>6} | {'ms':>7}")  # fmt: skip
 
         for sessions in (1, 64):
             for stream in (False, True):
@@ -367,8 +382,9 @@ def main(seconds: float, relays: int) -> None:
                 lag99 = pct(after["lag"], 99)
                 fail = sum(through["failures"].values())
                 print(f"{sessions:>7} {'stream' if stream else 'plain':>6} | {direct['rate']:>7.0f} {d50:>6.2f} {d99:>6.2f} | {n} |"
-                      f" {through['rate']:>7.0f} {g50 - d50:>6.2f} {g99 - d99:>6.2f} {fail:>4} | {engine_ms:>8.3f} {relay_ms:>8.3f} |"
+                      f" {through['rate']:>7.0f} {through['rate'] / direct['rate']:>5.0%} {g50 - d50:>6.2f} {g99 - d99:>6.2f} {fail:>4} | {engine_ms:>8.3f} {relay_ms:>8.3f} |"
                       f" {statistics.median(held) if held else float('nan'):>13.2f} {pct([h / 1000 for h in held], 99):>6.2f} | {lag99:>7.2f}")  # fmt: skip
+        print(f"\nfsync after the rows: {fsync_latency(tmp) * 1000:.2f} ms")
     finally:
         for p in procs:
             p.terminate()
@@ -380,16 +396,22 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--relays", type=int, default=1)
-    parser.add_argument("--provider", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--provider-ms",
+        type=float,
+        default=0.0,
+        help="the provider's own latency per call (a real one's: 100s of ms)",
+    )
+    parser.add_argument("--provider", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--gateway", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--clients", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.provider:
-        serve_provider(args.provider)
+        serve_provider(args.provider[0], float(args.provider[1]) / 1000)
     elif args.gateway:
         serve_gateway(args.gateway[0], int(args.gateway[1]), int(args.gateway[2]), args.gateway[3])
     elif args.clients:
         url, tokens, sessions, seconds, stream = args.clients
         run_clients(url, json.loads(tokens), int(sessions), float(seconds), stream == "1")
     else:
-        main(args.seconds, args.relays)
+        main(args.seconds, args.relays, args.provider_ms)

@@ -29,28 +29,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from disk import fsync_latency
+
 ROOT = Path(__file__).resolve().parent.parent
 SESSIONS = 64
 
 
 def pct(values: list[float], q: float) -> float:
     return sorted(values)[min(len(values) - 1, int(len(values) * q))] * 1000
-
-
-def fsync_latency(folder: Path, tries: int = 50) -> float:
-    """Median milliseconds of a 4 KiB write + fsync in `folder`."""
-    fd, name = tempfile.mkstemp(dir=folder)
-    took = []
-    try:
-        for _ in range(tries):
-            started = time.perf_counter()
-            os.write(fd, b"x" * 4096)
-            os.fsync(fd)
-            took.append(time.perf_counter() - started)
-    finally:
-        os.close(fd)
-        os.unlink(name)
-    return statistics.median(took) * 1000
 
 
 def measure(checkout: str, seconds: float, folder: str) -> dict[str, float]:
@@ -145,7 +131,7 @@ def main() -> None:
     found: dict[str, list[dict[str, float]]] = {name: [] for name in checkouts}
     for r in range(args.rounds):
         for name, checkout in list(checkouts.items()) if r % 2 == 0 else list(checkouts.items())[::-1]:
-            latency = fsync_latency(folder)
+            latency = fsync_latency(folder) * 1000
             row = child(checkout, args.seconds, folder) | {"fsync": latency}
             found[name].append(row)
             print(f"{name[:28]:<28} | {latency:>6.2f} | {row['alone_p50']:>13.2f} {row['alone_p99']:>6.2f} | "

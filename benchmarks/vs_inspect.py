@@ -44,6 +44,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from disk import fsync_latency
+
 MODELS = 2
 PARALLELISM = 16
 SYNCS = ("fsync", "fdatasync", "sync_file_range", "syncfs", "msync")
@@ -101,22 +103,6 @@ def campaign(folder: Path, sessions: int) -> Path:
         f'cost_usd = 0.001\n{models}\n[environment]\npath = "target"\n'
     )
     return path
-
-
-def fsync_latency(folder: Path, tries: int = 50) -> float:
-    """Median seconds of a 4 KiB write + fsync in `folder` (what one group commit waits for)."""
-    fd, name = tempfile.mkstemp(dir=folder)
-    took = []
-    try:
-        for _ in range(tries):
-            started = time.perf_counter()
-            os.write(fd, b"x" * 4096)
-            os.fsync(fd)
-            took.append(time.perf_counter() - started)
-    finally:
-        os.close(fd)
-        os.unlink(name)
-    return statistics.median(took)
 
 
 def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float]:
