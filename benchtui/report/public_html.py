@@ -17,12 +17,13 @@ DATA_CLOSE = "</script>"
 
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1d2430;
-       max-width: 1200px; margin: 2rem auto; padding: 0 1rem; }
+       max-width: 1400px; margin: 2rem auto; padding: 0 1rem; }
 h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2rem; border-bottom: 1px solid #d5dbe3; }
 .meta, .small { color: #5a6472; } .small { font-size: .9rem; }
 table { border-collapse: collapse; width: 100%; margin: .6rem 0; }
 th, td { padding: .35rem .6rem; text-align: left; border-bottom: 1px solid #e4e8ee; vertical-align: top; }
-th { background: #f1f4f8; } tbody tr:nth-child(even) { background: #fafbfd; } td { overflow-wrap: anywhere; }
+th { background: #f1f4f8; } tbody tr:nth-child(even) { background: #fafbfd; }
+td { overflow-wrap: break-word; } td:nth-child(2), td:nth-child(5) { white-space: nowrap; } /* model, bug rate */ .scroll { overflow-x: auto; } .scroll table { width: auto; min-width: 100%; }
 .verdict { display: inline-block; padding: .3rem .8rem; border-radius: 1rem; font-weight: 600; }
 .fair { background: #e3f4e8; color: #1b6b34; } .unfair { background: #fde7e6; color: #a32018; }
 """
@@ -63,10 +64,11 @@ def _cells(row: ModelRow) -> tuple[str, ...]:
         f"{row.bugs}" + ("" if row.judged_by == "verifier" else " claimed"),
         _rate(row),
         ", ".join(f"{k} {n}" for k, n in row.bugs_at.items()) if row.bugs_at else "-",
-        f"{row.first_attempt_accepts} / {row.second_attempt_accepts}",
+        f"{row.first_attempt_accepts} / {row.second_attempt_accepts}"
+        + ("" if row.judged_by == "verifier" else " claimed"),
         ", ".join(f"{c} {'-' if v is None else f'{v:g}'}" for c, v in row.tool_calls_per_bug.items()) or "-",
-        f"skipped {hits.skipped_budget}, ended by a counter {hits.ended_by_a_counter}"
-        + "".join(f", {c} {n}" for c, n in hits.by_counter.items()),
+        f"{hits.skipped_budget} skipped, {hits.ended_by_a_counter} by a counter"
+        + "".join(f" ({c} {n})" for c, n in hits.by_counter.items()),
         f"${row.spent_usd:.4f}",
         f"{row.tokens:,}",
         ", ".join(c[:12] for c in row.library_commits) or "-",
@@ -105,10 +107,11 @@ def render(board: Board) -> str:
 <h1>Public board</h1>
 <p class="meta">benchtui {escape(board.benchtui)} &middot; ranked by {ranked}</p>
 <p><span class="verdict {"fair" if fair.fair else "unfair"}">{escape(verdict)}</span></p>
-<table id="board-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
+<div class="scroll"><table id="board-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>
 <p class="small">Aggregates only: every run of a model counts (its trials pooled, never its best run).
 bug rate: sessions with a bug / trials, with its 95% Wilson interval; bugs@K: bugs among the first K
-of a shortlist; accepted 1st / 2nd: sessions whose first (second) submission was confirmed; cap hits:
+of a shortlist; accepted 1st / 2nd: sessions whose first (second) submission was confirmed (claimed,
+where the runner has no verifier); cap hits:
 sessions skipped for money, and sessions a logical limit stopped.</p>
 <h2>Is the difference real?</h2>
 <ul id="comparisons">{comparisons or "<li>one model: nothing to compare</li>"}</ul>

@@ -5,18 +5,21 @@ the very bytes written (and `--check-public FILE`), so a leak or a hand edit is 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 import trio
 from support import benchtui
 from support.mini import FIND_BUG, RULE, pred_on_path, run_campaign, write_campaign
+from support.real_parts import require
 from support.report import run_campaign as run_fake
 from support.scripted_llm import Reply, ScriptedLLM
 
 from benchtui.cli import main as cli
 from benchtui.engine.shortlist import INVENTORY
 from benchtui.report import build, public, public_guard
+from benchtui.report.browser import dump_dom, find_chromium, screenshot
 from benchtui.report.public_html import embedded
 from benchtui.report.public_html import render as render_page
 from benchtui.runners.mini.profile import DEFAULT_TEMPLATES
@@ -231,3 +234,23 @@ def test_the_board_has_the_aggregates_per_model(fake_run, capsys):
 def test_public_is_json_or_html(fake_run, capsys):
     assert cli.main(["report", str(fake_run), "--public", "--format", "text"]) == 2
     assert "--public writes json or html" in capsys.readouterr().err
+
+
+def test_the_public_page_opens_offline_in_headless_chromium(fake_run, tmp_path, capsys):
+    """The page as a reader's browser shows it: the leaderboard drawn from its embedded board,
+    no script run and nothing fetched (the page's policy forbids any request)."""
+    require("headless Chromium", find_chromium(), "install Debian's `chromium` (.ci/run does)")
+    page = tmp_path / "board.html"
+    page.write_text(board_text(fake_run, "html", capsys))
+    source = page.read_text()
+    assert "default-src 'none'" in source
+    assert not re.search(r"<script(?![^>]*application/json)|<link|<img|@import|url\(", source, re.IGNORECASE)
+    dom = dump_dom(page)
+    assert "fake/model-a" in dom and "fake/model-b" in dom
+    assert "rA1" not in dom and "rB2" not in dom  # the tasks, and so the buggy rule, are not shown
+    png = screenshot(page, tmp_path / "board.png", size=(1000, 800))
+    from PIL import Image
+
+    with Image.open(png) as image:
+        histogram = image.convert("L").histogram()
+    assert sum(histogram[:235]) / sum(histogram) > 0.01, "the page rendered blank"
