@@ -259,7 +259,9 @@ class BenchApp(App[bool]):
         sid = self.main.table.selected
         if sid is None or self.view.sessions[sid].state != "running":
             self.notify(
-                f"{sid or 'no session'} is not running: select a running session", severity="warning", markup=False
+                f"{sid or 'no session'} is not running: select a running session",
+                severity="warning",
+                markup=False,
             )
             return
         armed, self._kill_armed = self._kill_armed, (sid, time.monotonic())
