@@ -143,11 +143,10 @@ class MeteredModel(LitellmModel):
         else:
             self.channel.send("usage", input_tokens=usage[0], output_tokens=usage[1], **outcome)
         self.calls += 1
-        what = (
-            parsed[0]["command"].splitlines()[0]
-            if isinstance(parsed, list) and parsed and parsed[0]["command"]
-            else None
-        )
+        command = parsed[0].get("command") if isinstance(parsed, list) and parsed else None
+        # What the model sent as its command, as it sent it: a tool call's arguments can hold a
+        # number, a list or null (the environment tells the model; the note only names it).
+        what = (command if isinstance(command, str) else repr(command)).splitlines()[0] if command else None
         if what is None and self.format_error is not None and not isinstance(parsed, list):
             what = f"format error: {self.format_error.detail}"
         self.channel.send("step", note=f"call {self.calls}: {(what or '(no command)')[:120]}")
