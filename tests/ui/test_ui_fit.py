@@ -76,6 +76,23 @@ async def test_every_header_is_whole_and_nothing_scrolls_sideways(tmp_path, size
         assert cell_len(status.render().plain) <= status.size.width
 
 
+async def test_the_summarys_tables_are_drawn_whole_before_their_next_idle(tmp_path):
+    # A DataTable measures auto-width columns on idle: drawn before it (under load, a snapshot
+    # was), each column was its header's width and cut its cells ('fake/', '$0.').
+    app = open_app(tmp_path, sessions=4, models=MODELS, total="10", latency=0.01)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await until(
+            pilot, lambda: isinstance(app.screen, SummaryScreen) and app.screen.report, 30, "the summary"
+        )
+        summary = app.screen
+        summary.fill()  # no await: nothing idles between this and the checks
+        for table in summary.query(DataTable):
+            for column in table.columns.values():
+                cells = [str(table.get_cell(key, column.key)) for key in table.rows]
+                widest = max([cell_len(column.label.plain), *map(cell_len, cells)])
+                assert column.get_render_width(table) >= widest + 2, (table.id, column.label.plain, cells)
+
+
 async def test_a_narrow_table_leaves_out_model_calls_cost_then_ending_and_never_cuts_a_header(tmp_path):
     app = open_app(tmp_path, sessions=2, models=MODELS, start_paused=True)
     async with app.run_test(size=(140, 30)) as pilot:

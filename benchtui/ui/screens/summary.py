@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -48,13 +49,18 @@ LEGEND = "\n".join(legend_lines(LEADERBOARD[2:]))
 """What the leaderboard's columns mean, as the report says it (`benchtui report`)."""
 
 
+def widths(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[int]:
+    """Each column's widest cell, header included, in terminal cells."""
+    return [max([cell_len(header[i]), *(cell_len(r[i]) for r in rows)]) for i in range(len(header))]
+
+
 def fitting(
     header: tuple[str, ...], rows: list[tuple[str, ...]], dropped: tuple[str, ...], width: int
 ) -> list[int]:
     """The columns of a DataTable that fit `width` cells (each is its widest cell plus a space
     either side), leaving out those `dropped` names, in order, until they do."""
     shown = list(range(len(header)))
-    need = [max([len(header[i]), *(len(r[i]) for r in rows)]) + 2 for i in shown]
+    need = [w + 2 for w in widths(header, rows)]
     for name in dropped:
         if sum(need[i] for i in shown) <= width:
             break
@@ -105,7 +111,9 @@ class SummaryScreen(ModalScreen[None]):
             shown = fitting(header, rows, DROPPED_FIRST[name], width or 10_000)
             table = tables[name]
             table.clear(columns=True)
-            table.add_columns(*(header[i] for i in shown))
+            wide = widths(header, rows)
+            for i in shown:  # sized here: a table drawn before its next idle shows no cut cell
+                table.add_column(header[i], width=wide[i])
             for row in rows:
                 table.add_row(*(row[i] for i in shown))
 
