@@ -171,7 +171,10 @@ def test_enter_shows_a_real_sessions_story_in_a_real_terminal(tmp_path, tmux):
     until(lambda: "$ wc -l src/rules/*.rs" in tmux.screen("tui"), "the story, followed to its end")
     screen = tmux.screen("tui")
     assert "2 src/rules/mis_mvc.rs" in screen, screen  # wc's output, as the model saw it
-    assert "why it ended: submitted without a certificate" in screen and "openai_demo-careful-0000" in screen
+    assert (
+        "why it ended: model_done: submitted without a certificate" in screen
+        and "openai_demo-careful-0000" in screen
+    )
     tmux.keys("tui", "Escape")
     until(lambda: "money" in tmux.screen("tui") and "events" in tmux.screen("tui"), "the main screen")
     tmux.keys("tui", "q")

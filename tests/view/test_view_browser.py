@@ -97,7 +97,10 @@ def test_the_export_opens_from_disk(mini_run, tmp_path):
 
 def test_a_running_campaign_shows_new_sessions_without_a_reload(tmp_path):
     # 8 sessions of 4 s: the campaign outlasts the viewer's and Chromium's start on a loaded machine.
-    campaign = write_campaign(tmp_path, sessions=8, parallelism=1, latency=4.0, models=("fake/model-a",))
+    # Its budget fits all 8 ($0.03 each): a session skipped for money would never show done.
+    campaign = write_campaign(
+        tmp_path, sessions=8, parallelism=1, latency=4.0, models=("fake/model-a",), total="0.30"
+    )
     process = subprocess.Popen(
         [sys.executable, "-m", "benchtui", str(campaign), "--no-ui", "--state-dir", str(tmp_path / "runs")],
         cwd=tmp_path,
@@ -119,4 +122,5 @@ def test_a_running_campaign_shows_new_sessions_without_a_reload(tmp_path):
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)
-    assert len(last_states(run_dir)) == 5
+    states = [rec["state"] for rec in last_states(run_dir).values()]
+    assert states == ["done"] * 8, states
