@@ -107,7 +107,9 @@ async def test_without_limits_the_order_is_plain_round_robin(tmp_path, mock_cloc
         await start(prep, nursery, rec)
     peak, _ = concurrency(rec)
     order = launched(prep)
-    assert peak["a"] == 2
+    # Unbounded, a runs several at once: 2 from the first round, 3 when a slot of b or c frees
+    # before a's own (equal latencies end in whatever order their tasks resume): not a limit.
+    assert peak["a"] >= 2
     assert order == [f"{m}-{i:04d}" for i in range(4) for m in MODELS]
 
 
