@@ -20,6 +20,23 @@ def pytest_sessionstart(session):
     _stderr = open(os.dup(2), "w")  # noqa: SIM115 (kept open for the whole run)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A skip inside a Trio test keeps its reason: pytest-trio catches the test's exception group
+    and calls `pytest.skip()` without one (every such skip read `python.py:157: Skipped`, so a
+    missing part was not named); the group, the new skip's context, holds the original."""
+    report = yield
+    skipped = call.excinfo.value if call.excinfo is not None else None
+    if report.skipped and isinstance(skipped, pytest.skip.Exception) and not skipped.msg:
+        leaves = [skipped.__context__]
+        while leaves and isinstance(leaves[0], BaseExceptionGroup):
+            leaves = list(leaves[0].exceptions) + leaves[1:]
+        if len(leaves) == 1 and isinstance(leaves[0], pytest.skip.Exception):
+            path, line, _ = item.location  # where the test is (pytest-trio wraps its function)
+            report.longrepr = (path, (line or 0) + 1, f"Skipped: {leaves[0].msg}")
+    return report
+
+
 @pytest.fixture(autouse=True)
 def hang_guard():
     """A test that hangs (a deadlock in the engine, a child that never exits) ends the run with
@@ -61,8 +78,7 @@ def private_cache(tmp_path_factory):
 
 @pytest.fixture
 def real_pred_path():
-    """The real `pred`, checked before a Trio test starts: a skip raised inside a Trio run
-    reaches pytest without its reason."""
+    """The real `pred`, checked before a Trio test starts (it skips before any of the test runs)."""
     from support.real_parts import require_pred
 
     return require_pred()
