@@ -23,7 +23,7 @@ h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { margin-top: 2rem; border-bo
 table { border-collapse: collapse; width: 100%; margin: .6rem 0; }
 th, td { padding: .35rem .6rem; text-align: left; border-bottom: 1px solid #e4e8ee; vertical-align: top; }
 th { background: #f1f4f8; } tbody tr:nth-child(even) { background: #fafbfd; }
-td { overflow-wrap: break-word; } td:nth-child(2), td:nth-child(5) { white-space: nowrap; } /* model, bug rate */ .scroll { overflow-x: auto; } .scroll table { width: auto; min-width: 100%; }
+td { overflow-wrap: break-word; } .scroll { overflow-x: auto; } .scroll table { width: auto; min-width: 100%; }
 .verdict { display: inline-block; padding: .3rem .8rem; border-radius: 1rem; font-weight: 600; }
 .fair { background: #e3f4e8; color: #1b6b34; } .unfair { background: #fde7e6; color: #a32018; }
 """
@@ -33,6 +33,9 @@ COLUMNS = (
     "#", "model", "trials", "bugs", "bug rate [95% CI]", "bugs@K", "accepted 1st / 2nd", "tool calls per bug",
     "cap hits", "spent", "tokens", "library commit", "programs", "runner", "benchtui", "dates",
 )  # fmt: skip
+UNBROKEN = ("model", "bug rate [95% CI]")
+"""Columns whose cells never wrap (a model name broken at its `-` reads as two)."""
+STYLE += ", ".join(f"td:nth-child({COLUMNS.index(c) + 1})" for c in UNBROKEN) + " { white-space: nowrap; }\n"
 
 
 def data_text(board: Board) -> str:
@@ -57,15 +60,15 @@ def _rate(row: ModelRow) -> str:
 
 def _cells(row: ModelRow) -> tuple[str, ...]:
     hits = row.cap_hits
+    claimed = "" if row.judged_by == "verifier" else " claimed"
     return (
         str(row.rank),
         row.model,
         str(row.trials),
-        f"{row.bugs}" + ("" if row.judged_by == "verifier" else " claimed"),
+        f"{row.bugs}{claimed}",
         _rate(row),
         ", ".join(f"{k} {n}" for k, n in row.bugs_at.items()) if row.bugs_at else "-",
-        f"{row.first_attempt_accepts} / {row.second_attempt_accepts}"
-        + ("" if row.judged_by == "verifier" else " claimed"),
+        f"{row.first_attempt_accepts} / {row.second_attempt_accepts}{claimed}",
         ", ".join(f"{c} {'-' if v is None else f'{v:g}'}" for c, v in row.tool_calls_per_bug.items()) or "-",
         f"{hits.skipped_budget} skipped, {hits.ended_by_a_counter} by a counter"
         + "".join(f" ({c} {n})" for c, n in hits.by_counter.items()),

@@ -54,13 +54,11 @@ def widths(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[int]:
     return [max([cell_len(header[i]), *(cell_len(r[i]) for r in rows)]) for i in range(len(header))]
 
 
-def fitting(
-    header: tuple[str, ...], rows: list[tuple[str, ...]], dropped: tuple[str, ...], width: int
-) -> list[int]:
-    """The columns of a DataTable that fit `width` cells (each is its widest cell plus a space
-    either side), leaving out those `dropped` names, in order, until they do."""
+def fitting(header: tuple[str, ...], wide: list[int], dropped: tuple[str, ...], width: int) -> list[int]:
+    """The columns of a DataTable that fit `width` cells (each is its widest cell, `wide`, plus a
+    space either side), leaving out those `dropped` names, in order, until they do."""
     shown = list(range(len(header)))
-    need = [w + 2 for w in widths(header, rows)]
+    need = [w + 2 for w in wide]
     for name in dropped:
         if sum(need[i] for i in shown) <= width:
             break
@@ -108,10 +106,10 @@ class SummaryScreen(ModalScreen[None]):
             return
         width = self.query_one("#dialog").content_size.width
         for name, (header, rows) in self.rows.items():
-            shown = fitting(header, rows, DROPPED_FIRST[name], width or 10_000)
+            wide = widths(header, rows)
+            shown = fitting(header, wide, DROPPED_FIRST[name], width or 10_000)
             table = tables[name]
             table.clear(columns=True)
-            wide = widths(header, rows)
             for i in shown:  # sized here: a table drawn before its next idle shows no cut cell
                 table.add_column(header[i], width=wide[i])
             for row in rows:
