@@ -12,7 +12,7 @@ from benchtui.core import registry
 from benchtui.core.certificates import NoCertificate, certificates_in
 from benchtui.core.errors import BadInput
 from benchtui.core.inputs import read_text
-from benchtui.core.target import TargetKind, TargetTools, Verdict, locate, malformed
+from benchtui.core.target import TargetKind, TargetTools, Verdict, malformed
 from benchtui.runners.kit.bubblewrap import bwrap_executable
 from benchtui.runners.kit.oneshot import OneShot
 
@@ -74,17 +74,12 @@ def main_verify(argv: list[str]) -> int:
     except RecursionError:
         print(f"benchtui verify: {args.certificate}: JSON nested too deeply to read", file=sys.stderr)
         return EXIT_BAD_INPUT
-    programs = {
-        name: path for name in target.programs if (path := locate(args.pred if name == "pred" else name))
-    }
-    missing = [name for name in target.programs if name not in programs]
-    if missing:
-        name = missing[0]
-        given = args.pred if name == "pred" else name
-        how = target.install.get(name, f"install {name}")
+    toolbox = target.toolbox({"pred": args.pred} if args.pred else {})
+    for name, given in toolbox.missing.items():
+        how = next((p.install for p in toolbox.declared if p.name == name and p.install), f"install {name}")
         print(f"benchtui verify: {name} not found ({given!r}): {how}, or give --pred PATH", file=sys.stderr)
         return EXIT_BAD_INPUT
-    tools = TargetTools(programs, args.timeout, OneShot(sandboxed=bwrap_executable() is not None))
+    tools = TargetTools(toolbox.found, args.timeout, OneShot(sandboxed=bwrap_executable() is not None))
     verdicts: list[Verdict] = []
     for item in found:
         cert, problem = (item, "") if isinstance(item, dict) else target.parse(item)

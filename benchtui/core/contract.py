@@ -15,17 +15,16 @@ nothing of the engine or of any target's package: it is the whole contract betwe
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from benchtui.core.checks import Check
 from benchtui.core.outcome import Result, SessionOutcome
-from benchtui.core.target import TargetKind, TargetTools
+from benchtui.core.target import TargetKind, TargetTools, Toolbox
 
 __all__ = [
     "AgentRunner",
@@ -64,10 +63,37 @@ class RunnerProfile(BaseModel):
     """True for kinds whose sessions call each model's real API (its key and `api_base` are then
     checked before a campaign starts); fake and demo kinds call none."""
 
+    program_keys_before: ClassVar[bool] = False
+    """Whether its profiles named a target's program by a key of its own before they had a
+    `programs` table (`LEGACY_PROGRAM_KEYS`: mini-swe-agent's and command's `pred = "..."`): such a
+    key is read into `programs`, and the identity spells it as it was (their runs keep it)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _program_keys(cls, data: Any) -> Any:
+        if not (cls.program_keys_before and isinstance(data, dict)):
+            return data
+        legacy = [key for key in LEGACY_PROGRAM_KEYS if key in data]
+        if not legacy:
+            return data
+        data = dict(data)
+        programs = dict(data.get("programs") or {})
+        for key in legacy:
+            value = data.pop(key)
+            if programs.setdefault(key, value) != value:
+                raise ValueError(f"{key} = {value!r} and programs.{key} = {programs[key]!r}: give one")
+        data["programs"] = programs
+        return data
+
     def key_variable(self, model: ModelSpec) -> str | None:
         """The environment variable that must hold `model`'s API key for sessions of this profile
         (None: none is needed, or the provider library's own default applies)."""
         return model.api_key_env if self.calls_model_api else None
+
+
+LEGACY_PROGRAM_KEYS: dict[str, str] = {"pred": "pred"}
+"""Program keys of runner profiles from before `programs` (`program_keys_before`), with the
+default they had: problem-reductions' `pred`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,11 +338,23 @@ class RunnerKind:
         return []
 
     @classmethod
+    def find_toolbox(cls, profile: Any, target: type[TargetKind]) -> Toolbox:
+        """The target's programs as its sessions get them on this machine: where the profile's
+        `programs` table puts each (kinds whose profiles have one), else its name on PATH."""
+        return target.toolbox(getattr(profile, "programs", None) or {})
+
+    @classmethod
     def target_tools(cls, profile: Any, target: type[TargetKind]) -> TargetTools:
-        """What its sessions give the target's verifier on this machine: the target's programs as
-        found on PATH (kinds whose profiles name them, e.g. `pred`, override this)."""
-        found = {name: shutil.which(name) for name in target.programs}
-        return TargetTools({name: path for name, path in found.items() if path})
+        """What its sessions give the target's verifier on this machine: its `find_toolbox` (kinds
+        with a timeout or a sandbox of their own for the verifier override this)."""
+        toolbox = cls.find_toolbox(profile, target)
+        return TargetTools(toolbox.found, missing=toolbox.missing)
+
+    @classmethod
+    def toolbox_checks(cls, profile: Any, toolbox: Toolbox) -> list[Check]:
+        """Checks of the target's programs as its sessions would see them (e.g. inside its
+        sandbox), after `preflight` passed; the programs themselves are the target's preflight."""
+        return []
 
     @classmethod
     def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
@@ -341,10 +379,13 @@ class RunnerKind:
         return None
 
     @classmethod
-    def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:
-        """Checks of the campaign's logical budget as this kind would apply it: a limit it could
-        not enforce as written (e.g. a counted tool its sandbox shows anyway) is a problem, so the
-        campaign is refused when it loads."""
+    def check_limits(
+        cls, profile: Any, limits: LogicalLimits, *, toolbox: Toolbox | None = None
+    ) -> list[Check]:
+        """Checks of the campaign's logical budget as this kind would apply it, with the target's
+        programs as its `find_toolbox` finds them: a limit it could not enforce as written (e.g. a
+        counted tool its sandbox shows anyway) is a problem, so the campaign is refused when it
+        loads."""
         return []
 
     @classmethod

@@ -3,9 +3,12 @@
 A target kind is the library the agents hunt in, seen from benchtui: the `[target]` table (its
 `Profile`), the shape of its certificates, its verifier (a certificate in, a typed `Verdict` out),
 whether a certificate is on a session's task, its task and rule inventory, and its preflight.
-Runners are handed the target they run against (never import a target's package); what the
-target's verifier needs of the machine a session runs on — where its programs are (`pred`), how
-long a call may take, a one-shot sandbox — the runner gives as `TargetTools`.
+Runners are handed the target they run against (never import a target's package). A target
+declares its programs (`Program`: what the agent calls it, how to get it, how it says its
+version); a runner finds them on the machine its sessions run on as one `Toolbox` (the
+profile's `programs` table, else the name on PATH), puts each on the agent's PATH and behind the
+tool gate, and hands the verifier `TargetTools` (the toolbox's programs, how long a call may
+take, a one-shot sandbox). A target's `brief` is the library-specific part of a runner's prompt.
 
 Built-ins (core/registry.py): `problem-reductions` (pred's round trip), `none` (certificates are
 recorded unverified) and `command` (the maintainer's own checker, sandboxed). Third-party kinds
@@ -180,6 +183,81 @@ class Sandbox(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class Program:
+    """One program a target's sessions and its verifier use, as the target declares it."""
+
+    name: str
+    """What the agent and the verifier call it: on the agent's PATH under this name."""
+    install: str = ""
+    """How to get it, for the messages that find it missing."""
+    version: tuple[str, ...] = ("--version",)
+    """Arguments that make it print its version (a sandbox's preflight runs it so)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Toolbox:
+    """A target's programs as a runner found them on the machine its sessions run on: each is put
+    on the agent's PATH under its name (behind the tool gate when the campaign counts it) and
+    handed to the verifier. What the runners and their kit know of a target's programs."""
+
+    found: Mapping[str, str] = field(default_factory=dict)
+    """By name, the absolute path of each program found."""
+    missing: Mapping[str, str] = field(default_factory=dict)
+    """By name, each program not found, as it was asked for (a name on PATH, or a path)."""
+    declared: tuple[Program, ...] = ()
+    """What the target declared (how to get each, its version arguments)."""
+
+    @classmethod
+    def find(cls, programs: Sequence[Program], where: Mapping[str, str]) -> Toolbox:
+        """Each program where `where` puts it (a runner profile's `programs`), else its name on PATH."""
+        asked = {p.name: where.get(p.name, p.name) for p in programs}
+        located = {name: locate(spelled) for name, spelled in asked.items()}
+        return cls(
+            {name: path for name, path in located.items() if path},
+            {name: asked[name] for name, path in located.items() if not path},
+            tuple(programs),
+        )
+
+    def path(self, name: str) -> str | None:
+        return self.found.get(name)
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every program of the target, found or not."""
+        return frozenset((*self.found, *self.missing, *(p.name for p in self.declared)))
+
+    @property
+    def problem(self) -> str:
+        """Why a session cannot start ("" when every program was found): the first one missing."""
+        for name, asked in self.missing.items():
+            how = next((p.install for p in self.declared if p.name == name and p.install), "install it")
+            return f"{name} not found ({asked!r}): {how}, or set the profile's `programs.{name}`"
+        return ""
+
+    def first(self) -> tuple[str, str, tuple[str, ...]] | None:
+        """(name, path, version arguments) of the first program found, None without any."""
+        for program in self.declared:
+            if program.name in self.found:
+                return program.name, self.found[program.name], program.version
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        """What a worker process is sent (and gives back to `from_json`)."""
+        return {
+            "found": dict(self.found),
+            "missing": dict(self.missing),
+            "declared": [[p.name, p.install, list(p.version)] for p in self.declared],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> Toolbox:
+        if not data:
+            return cls()
+        declared = tuple(Program(n, i, tuple(v)) for n, i, v in data.get("declared", []))
+        return cls(dict(data.get("found", {})), dict(data.get("missing", {})), declared)
+
+
+@dataclass(frozen=True, slots=True)
 class TargetTools:
     """What the machine running a session gives its target's verifier."""
 
@@ -227,17 +305,36 @@ class TargetKind:
     """Whether it has a verifier; without one, certificates are recorded unverified (claims)."""
     has_inventory: ClassVar[bool] = False
     """Whether `rule_inventory` gives the rules a shortlist campaign's triage chooses from."""
-    programs: ClassVar[tuple[str, ...]] = ()
-    """Programs of the target its sessions and its verifier use (`pred`): runners locate them."""
+    programs: ClassVar[tuple[Program | str, ...]] = ()
+    """Programs of the target its sessions and its verifier use (a bare name: a `Program` without
+    install hint); runners find them as a `Toolbox` (`toolbox`) and put them on the agent's PATH."""
     verifier: ClassVar[str] = ""
     """How its verdicts name their verifier."""
     install: ClassVar[dict[str, str]] = {}
-    """How to get each of its `programs`, for the messages that find one missing."""
+    """How to get each of its programs named bare in `programs`, for the messages that find one
+    missing."""
+    brief: ClassVar[dict[str, str]] = {}
+    """The library-specific parts of a runner's default prompt, by name (runners/command/prompt.md
+    and runners/mini/templates.yaml say which they insert where): what the library is, how its
+    programs are used, what a certificate holds. Without them a runner's generic wording stands."""
     checkout: ClassVar[str] = "the target checkout"
     """What `environment.path` must be, for the message that finds it missing."""
 
     def __init__(self, profile: TargetProfile) -> None:
         self.profile = profile
+
+    @classmethod
+    def declared(cls) -> tuple[Program, ...]:
+        """Its programs, each as a `Program`."""
+        return tuple(
+            p if isinstance(p, Program) else Program(p, cls.install.get(p, "")) for p in cls.programs
+        )
+
+    @classmethod
+    def toolbox(cls, where: Mapping[str, str]) -> Toolbox:
+        """Its programs as found on this machine: where `where` (a runner profile's `programs`)
+        puts each, else its name on PATH."""
+        return Toolbox.find(cls.declared(), where)
 
     # -- certificates ----------------------------------------------------------------------------
     def parse(self, raw: str) -> tuple[dict[str, Any] | None, str]:
@@ -265,6 +362,22 @@ class TargetKind:
     def on_task(self, certificate: Mapping[str, Any], task: str) -> bool:
         """Whether a certificate is for the session's task (else it is `off_task`)."""
         return self.rule_of(certificate) == task
+
+    def for_task(self, verdict: Verdict, certificate: Mapping[str, Any], task: str | None) -> Verdict:
+        """The verifier's verdict as the session's task sees it: an accepted certificate that is
+        not on the task (`on_task`) is rejected as `off_task`, saying what it is for."""
+        if not (verdict.accepted and task) or self.on_task(certificate, task):
+            return verdict
+        rule = str(certificate.get("rule"))[:200]
+        return Verdict(
+            "rejected",
+            f"off_task: the certificate is for {rule!r}, not this session's task {task!r} "
+            f"(the verifier: {verdict.reason})",
+            "off_task",
+            verdict.verifier,
+            found_by=verdict.found_by,
+            evidence={**verdict.evidence, "task": task},
+        )
 
     async def verify(self, certificate: dict[str, Any], tools: TargetTools) -> Verdict:
         """The verdict on one certificate; never raises for any certificate (a crash of the

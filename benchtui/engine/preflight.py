@@ -31,17 +31,21 @@ def runner_checks(
     campaign's `target` needs with the tools that profile gives it (the target's `preflight`)."""
     found = runner.kind.preflight(runner.profile, tasks=tasks, full=full)
     if runner.kind.uses_target and not any(not c.ok for c in found):
+        found += runner.kind.toolbox_checks(
+            runner.profile, runner.kind.find_toolbox(runner.profile, type(target))
+        )
         tools = runner.kind.target_tools(runner.profile, type(target))
         found += target.preflight(tools, tasks=tasks, full=full)
     return [c.named(f"runner {runner.name}") for c in found]
 
 
-def limit_checks(runner: ResolvedProfile, limits: LogicalLimits) -> list[Check]:
+def limit_checks(runner: ResolvedProfile, limits: LogicalLimits, target: TargetKind) -> list[Check]:
     """The logical budget as runner profile `runner` would apply it (its kind's `check_limits`): a
     limit it could not enforce as written (a counted tool its sandbox shows anyway) is refused."""
     if not limits:
         return []
-    found = runner.kind.check_limits(runner.profile, limits)
+    toolbox = runner.kind.find_toolbox(runner.profile, type(target))
+    found = runner.kind.check_limits(runner.profile, limits, toolbox=toolbox)
     return [c.named(f"runner {runner.name}") for c in found]
 
 
@@ -121,7 +125,7 @@ def cheap(campaign: Campaign, runner: ResolvedProfile, target: TargetKind, *, ne
     checks = [
         target_check(campaign, target, fingerprint=False),
         *runner_checks(runner, tasks=None, full=False, target=target),
-        *limit_checks(runner, campaign.logical_limits),
+        *limit_checks(runner, campaign.logical_limits, target),
         *key_checks(models, runner.profile),
         *(endpoint_checks(models, runner.profile) if network else []),
     ]

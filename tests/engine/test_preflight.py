@@ -82,14 +82,17 @@ def test_a_missing_pred_is_a_problem_of_check_and_stops_a_start_before_any_sessi
 
 
 def test_a_sandbox_that_cannot_see_pred_is_a_problem(tmp_path, monkeypatch):
-    from benchtui.runners.mini.preflight import preflight
+    from benchtui.runners.mini.preflight import sandbox_checks
     from benchtui.runners.mini.profile import MiniSweProfile
+    from benchtui.targets.problem_reductions import ProblemReductions
 
     pred_on_path(tmp_path, monkeypatch)
     profile = MiniSweProfile(kind="mini-swe-agent", environment="bubblewrap")
-    assert all(c.ok for c in preflight(profile))
-    monkeypatch.setattr("benchtui.runners.mini.preflight.bubblewrap_args", lambda pred: ["--bogus-option"])
-    (sandbox,) = [c for c in preflight(profile) if "sandbox" in c.what]
+    toolbox = ProblemReductions.toolbox({})
+    (sandbox,) = sandbox_checks(profile, toolbox)
+    assert sandbox.ok and "pred" in sandbox.detail, sandbox  # pred --version, inside
+    monkeypatch.setattr("benchtui.runners.mini.preflight.bubblewrap_args", lambda toolbox: ["--bogus-option"])
+    (sandbox,) = sandbox_checks(profile, toolbox)
     assert not sandbox.ok and "does not start" in sandbox.problem
 
 

@@ -20,6 +20,7 @@ from support.real_parts import copies_are_volumes, require_tools
 from support.script_agent import agent_log, script_campaign
 from support.scripted_upstream import Answer, ScriptedUpstream
 
+from benchtui.core.target import Toolbox
 from benchtui.runners.kit.agentlog import MAX_LOG_BYTES
 
 REAL_KEY = "sk-real-scripted-key-77c1"
@@ -291,8 +292,10 @@ def test_a_nodes_side_collects_and_caps_the_same_way_without_ray(tmp_path, monke
     secret.write_text('{"rule": "SECRET-node"}\n')
     script = f"ln -s {secret} certificates.jsonl; head -c 50000000 /dev/zero"
     profile = CommandProfile(command=["bash", "-c", script])
-    pred = "/bin/true"  # not called
-    command = AgentCommand(profile, Path("/usr/bin/bash"), {"{gateway}": "http://127.0.0.1:8787"}, "t", pred)
+    programs = Toolbox({"pred": "/bin/true"})  # not called
+    command = AgentCommand(
+        profile, Path("/usr/bin/bash"), {"{gateway}": "http://127.0.0.1:8787"}, "t", programs
+    )
     target = make_target(tmp_path)
     launch = Launch(build=command, prompt="p", relay_to="127.0.0.1:9", needs=("/usr/bin/bash",))
     found = run_agent(launch, str(target), workspace.fingerprint(target))

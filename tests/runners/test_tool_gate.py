@@ -14,6 +14,7 @@ from support.gateway import open_meter
 from support.mini import STAND_IN_PRED
 
 from benchtui.core.contract import LogicalLimits
+from benchtui.core.target import Toolbox
 from benchtui.runners.kit import toolgate as gate
 from benchtui.runners.kit.toolgate import server as server_module
 
@@ -202,11 +203,12 @@ def test_a_tool_runs_in_the_agent_directory_only_inside_the_session_copy(tmp_pat
 
 
 def test_unhidden_names_each_counted_tool_the_sandbox_shows(tmp_path):
-    inside = "/usr/local/bin/pred"
+    inside = Toolbox({"pred": "/usr/local/bin/pred"})
     assert gate.unhidden(["pred"], inside, lambda p: p.startswith("/usr")) == [
         "`pred` is counted but the sandbox shows its executable /usr/local/bin/pred"
     ]
-    assert gate.unhidden(["pred"], str(tmp_path / "pred"), lambda p: p.startswith("/usr")) == []
+    outside = Toolbox({"pred": str(tmp_path / "pred")})
+    assert gate.unhidden(["pred"], outside, lambda p: p.startswith("/usr")) == []
     assert gate.unhidden(["ls"], None, lambda p: False)[0].startswith(
         "`ls` is counted but the sandbox shows it at"
     )

@@ -19,7 +19,7 @@ from support.judging import scripted_verification
 from support.mini import STAND_IN_PRED
 
 from benchtui.core.contract import LogicalLimits
-from benchtui.core.target import Verdict
+from benchtui.core.target import Toolbox, Verdict
 from benchtui.runners.kit import toolgate as gate
 from benchtui.runners.kit.ray.callback import CallbackListener
 from benchtui.runners.kit.toolgate import counting
@@ -44,7 +44,9 @@ async def on_a_node(tmp_path, opened: counting.Gate, *, tools=None, real_pred=ST
     async with trio.open_nursery() as nursery:
         await nursery.start(listener.serve, "127.0.0.1")
         token, arrivals = listener.expect()
-        spec = NodeGateSpec(listener.address, token, tuple(tools or opened.tools), False, str(real_pred))
+        spec = NodeGateSpec(
+            listener.address, token, tuple(tools or opened.tools), False, Toolbox({"pred": str(real_pred)})
+        )
         folder = tmp_path / "node"
         (folder / "workdir").mkdir(parents=True)
         node = NodeGate(spec, folder, folder / "workdir")
@@ -180,7 +182,7 @@ async def test_a_node_runs_a_grant_once_and_nothing_it_did_not_ask_about(tmp_pat
     tool, marker = counting_tool(tmp_path)
     listener = await trio.open_tcp_listeners(0, host="127.0.0.1")
     address = listener[0].socket.getsockname()
-    spec = NodeGateSpec(address, "t0", ("pred",), False, str(tool))
+    spec = NodeGateSpec(address, "t0", ("pred",), False, Toolbox({"pred": str(tool)}))
     folder = tmp_path / "node"
     (folder / "workdir").mkdir(parents=True)
     node = NodeGate(spec, folder, folder / "workdir")

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from benchtui.core import registry
-from benchtui.core.contract import RunnerProfile
+from benchtui.core.contract import LEGACY_PROGRAM_KEYS, RunnerProfile
 
 
 def identity_parts(
@@ -69,11 +69,18 @@ def identity_digest(parts: dict[str, Any]) -> dict[str, str]:
 
 def _profile_identity(profile: RunnerProfile) -> dict[str, Any]:
     """A runner profile's keys; one its kind added later, at the default that older runs had, is
-    left out (`RunnerProfile.added_later`: mini-swe-agent's action_format)."""
+    left out (`RunnerProfile.added_later`: mini-swe-agent's action_format); the target's programs
+    of kinds that named them by keys of their own are spelled so (`program_keys_before`)."""
     data = profile.model_dump()
     for key, default in profile.added_later.items():
         if data.get(key) == default:
             del data[key]
+    if profile.program_keys_before:  # `pred = "pred"` as its runs spelled it, at its default too
+        programs = dict(data.pop("programs", None) or {})
+        for key, default in LEGACY_PROGRAM_KEYS.items():
+            data[key] = programs.pop(key, default)
+        if programs:
+            data["programs"] = programs
     return data
 
 

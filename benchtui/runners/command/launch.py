@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from benchtui.core.outcome import SessionFacts
-from benchtui.core.target import Verdict
+from benchtui.core.target import Toolbox, Verdict
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit.bubblewrap import WORKDIR, local_bin
@@ -27,7 +27,8 @@ class AgentCommand:
     values: dict[str, str]
     """Placeholders known before the placement: {prompt}, {task}, {gateway}, {model}."""
     token: str
-    pred: str | None
+    toolbox: Toolbox
+    """The target's programs, on the agent's PATH."""
 
     def __call__(
         self,
@@ -58,7 +59,7 @@ class AgentCommand:
             home = home or workdir.parent / "home"
             home.mkdir(parents=True, exist_ok=True)
             shims = [Path(gate["shims"])] if gate else []
-            path = [*shims, local_bin(home.parent, self.pred)]
+            path = [*shims, local_bin(home.parent, self.toolbox)]
             return sandbox.watched(argv, lifeline, cgroup), sandbox.local_env(home, path, env)
         binds = [*sandbox.mounts_for(self.argv0), *sandbox.named_files(argv[1:], workdir)]
         wrapped = sandbox.bubblewrap_argv(
@@ -67,7 +68,7 @@ class AgentCommand:
             socket=socket,
             prompt_file=prompt_file,
             env=env,
-            pred=self.pred,
+            toolbox=self.toolbox,
             binds=binds,
             lifeline=lifeline,
             gate=gate,

@@ -18,6 +18,7 @@ import trio
 from benchtui.core import volume
 from benchtui.core import workspace as environment
 from benchtui.core.contract import Meter, SessionSpec
+from benchtui.core.target import Toolbox
 from benchtui.runners.command.gateway import Gateway
 from benchtui.runners.command.launch import AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
@@ -46,10 +47,10 @@ def cgroup_name() -> str:
 
 
 class LocalPlacement:
-    def __init__(self, profile: CommandProfile, gateway: Gateway, pred: str | None) -> None:
+    def __init__(self, profile: CommandProfile, gateway: Gateway, toolbox: Toolbox) -> None:
         self.profile = profile
         self.gateway = gateway
-        self.pred = pred
+        self.toolbox = toolbox
         self.volumes = not volume.unavailable()
         """Each session's copy on a filesystem of its own (`core.volume`: the kernel bounds its disk)."""
 
@@ -80,7 +81,7 @@ class LocalPlacement:
                     session,
                     meter,
                     self.profile.environment,
-                    self.pred,
+                    self.toolbox,
                     workdir=workdir,
                     verification=verification,
                     evidence=evidence,

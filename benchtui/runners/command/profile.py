@@ -42,8 +42,10 @@ class CommandProfile(RunnerProfile):
     can read your files, other sessions' tokens and whatever the host holds."""
     prompt_template: Path | None = None
     """The prompt (text; `{task}` is replaced by the session's task); default: benchtui/runners/command/prompt.md."""
-    pred: str = "pred"
-    """The `pred` executable the agent and the verifier use (a name on PATH, or a path)."""
+    programs: dict[str, str] = Field(default_factory=dict)
+    """Where the target's programs are, by name (`programs = { tool = "/opt/tool" }`: a name on
+    PATH, or a path); a program not named is its name on PATH. The agent has each on its PATH
+    under its name, and the verifier uses the same one."""
     verify_timeout_s: float = Field(default=60.0, gt=0)
     max_certificates: int = Field(default=5, gt=0)
     """Distinct certificates verified per session (the first accepted one counts)."""
@@ -52,6 +54,7 @@ class CommandProfile(RunnerProfile):
     gateway's; the agent never sees it)."""
 
     calls_model_api: ClassVar[bool] = True
+    program_keys_before: ClassVar[bool] = True
 
     def key_variable(self, model: ModelSpec) -> str | None:
         return model.api_key_env or self.api_key_env

@@ -18,6 +18,7 @@ import trio
 from benchtui.core import volume
 from benchtui.core.contract import Meter, SessionSpec
 from benchtui.core.outcome import SessionFacts
+from benchtui.core.target import Toolbox
 from benchtui.runners.command.launch import AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit.evidence import Evidence
@@ -38,13 +39,13 @@ class RayPlacement:
         gateway: Gateway,
         executor: RayExecutor,
         listener: CallbackListener,
-        pred: str | None,
+        toolbox: Toolbox,
     ) -> None:
         self.profile = profile
         self.gateway = gateway
         self.executor = executor
         self.listener = listener
-        self.pred = pred
+        self.toolbox = toolbox
         self.volumes = not volume.unavailable()
         """Copies on filesystems of their own where this machine can mount them (nodes must too)."""
 
@@ -64,20 +65,24 @@ class RayPlacement:
             session,
             meter,
             self.profile.environment,
-            self.pred,
+            self.toolbox,
             verification=verification,
             evidence=evidence,
             remote=True,
         ) as gate:
             node_gate = counting.on_node(
-                gate, self.listener, sandboxed=bwrap, pred=self.pred, tmp_bytes=self.profile.max_disk_mb << 20
+                gate,
+                self.listener,
+                sandboxed=bwrap,
+                toolbox=self.toolbox,
+                tmp_bytes=self.profile.max_disk_mb << 20,
             )
             async with node_gate as spec:
                 launch = Launch(
                     build=command,
                     prompt=await trio.to_thread.run_sync(prompt_file.read_text),
                     relay_to=self.gateway.url.removeprefix("http://") if bwrap else None,
-                    needs=(str(command.argv0), *filter(None, [command.pred])),
+                    needs=(str(command.argv0), *command.toolbox.found.values()),
                     gateway=self.gateway.nodes,
                     gate=spec,
                     disk=self.profile.max_disk_mb << 20 if self.volumes else None,

@@ -35,7 +35,7 @@ from benchtui.core.contract import (
     SessionSpec,
 )
 from benchtui.core.executor import ExecutorConfig
-from benchtui.core.target import TargetKind, TargetTools, locate
+from benchtui.core.target import TargetKind, TargetTools, Toolbox
 from benchtui.runners.command import sandbox
 from benchtui.runners.command.gateway import Gateway, open_gateway
 from benchtui.runners.command.gateway.grant import upstream_model
@@ -80,16 +80,11 @@ class CommandRunner(RunnerKind):
 
     @classmethod
     def target_tools(cls, profile: Any, target: type[TargetKind]) -> TargetTools:
-        """The profile's `pred` (where the target has it), its verify timeout, the tool gate's
+        """The target's programs (its `toolbox`), the profile's verify timeout, the tool gate's
         one-shot sandbox for the target's own programs."""
-        wanted = "pred" in target.programs
-        pred = locate(profile.pred) if wanted else None
-        return TargetTools(
-            {"pred": pred} if pred else {},
-            profile.verify_timeout_s,
-            OneShot(sandboxed=profile.environment == "bubblewrap"),
-            {"pred": profile.pred} if wanted and not pred else {},
-        )
+        toolbox = cls.find_toolbox(profile, target)
+        sandbox = OneShot(sandboxed=profile.environment == "bubblewrap")
+        return TargetTools(toolbox.found, profile.verify_timeout_s, sandbox, toolbox.missing)
 
     @classmethod
     def notes(cls, profile: Any) -> list[str]:
@@ -97,9 +92,11 @@ class CommandRunner(RunnerKind):
         return processes.copy_notes(profile.environment)
 
     @classmethod
-    def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:
+    def check_limits(
+        cls, profile: Any, limits: LogicalLimits, *, toolbox: Toolbox | None = None
+    ) -> list[Check]:
         """A counted tool the sandbox shows anyway is refused when the campaign loads."""
-        return counting.check_limits(profile.environment, locate(profile.pred), limits)
+        return counting.check_limits(profile.environment, toolbox, limits)
 
     def __init__(
         self,
@@ -114,8 +111,8 @@ class CommandRunner(RunnerKind):
         self.executor: ExecutorConfig | None = executor
         self.remote: Any = None  # a RayExecutor once entered with [executor] kind = "ray"
         self.tools = self.target_tools(profile, type(target))
-        # The agent's pred (the target's program, on its PATH and behind the tool gate).
-        self.pred = self.tools.programs.get("pred")
+        # The target's programs: on the agent's PATH and behind the tool gate.
+        self.toolbox = self.find_toolbox(profile, type(target))
         self.gateway: Gateway | None = None
         self.placement: Placement | None = None
         self._ready = trio.Event()
@@ -145,11 +142,11 @@ class CommandRunner(RunnerKind):
             self._stack.callback(nursery.cancel_scope.cancel)  # runs first on exit
             listener = CallbackListener()  # where the nodes' tool gates ask this engine's
             await nursery.start(listener.serve, host)
-            self.placement = RayPlacement(self.profile, self.gateway, self.remote, listener, self.pred)
+            self.placement = RayPlacement(self.profile, self.gateway, self.remote, listener, self.toolbox)
         else:
             from benchtui.runners.command.local import LocalPlacement
 
-            self.placement = LocalPlacement(self.profile, self.gateway, self.pred)
+            self.placement = LocalPlacement(self.profile, self.gateway, self.toolbox)
         self._ready.set()
         return self
 
@@ -164,9 +161,8 @@ class CommandRunner(RunnerKind):
         argv0 = sandbox.resolve(profile.command[0])
         if argv0 is None:
             return _infra(f"agent CLI {profile.command[0]!r} not found (see the README: agent CLIs)")
-        if "pred" in self.target.programs and self.pred is None:
-            get = self.target.install.get("pred", "install it")
-            return _infra(f"pred not found ({profile.pred!r}): {get}, or set the profile's `pred`")
+        if self.toolbox.problem:
+            return _infra(self.toolbox.problem)
         key_name = session.model.api_key_env or profile.api_key_env
         secrets = keys.collect(filter(None, [key_name]))
         if key_name and key_name not in secrets:
@@ -198,7 +194,7 @@ class CommandRunner(RunnerKind):
             await trio.to_thread.run_sync(_write_prompt, prompt_file, prompt)
             await trio.to_thread.run_sync(_share_prompt, shared_prompt, prompt)
             async with self.gateway.session(meter, session.model, secrets.get(key_name or "")) as grant:
-                command = AgentCommand(profile, argv0, values, grant.token, self.pred)
+                command = AgentCommand(profile, argv0, values, grant.token, self.toolbox)
                 ran = await self.placement.run_agent(session, meter, command, shared_prompt, evidence, how)
             if ran.error:
                 return SessionOutcome(

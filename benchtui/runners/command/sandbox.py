@@ -17,6 +17,7 @@ from typing import Any
 
 from benchtui.core import inputs
 from benchtui.core.errors import BadInput
+from benchtui.core.target import Toolbox
 from benchtui.runners.kit.bubblewrap import (
     COMMAND_ENV,
     SYSTEM_DIRS,
@@ -131,7 +132,7 @@ def bubblewrap_argv(
     socket: Path,
     prompt_file: Path,
     env: dict[str, str],
-    pred: str | None,
+    toolbox: Toolbox | None,
     binds: list[Path],
     lifeline: int,
     gate: dict[str, Any] | None = None,
@@ -144,7 +145,7 @@ def bubblewrap_argv(
     place or reach another's. `prompt_file` (a host path naming no session) is at PROMPT_FILE."""
     # --die-with-parent is safe here: bwrap's parent is the watcher (one thread). Started by Trio
     # from a worker thread, the parent-death signal fired when that *thread* ended.
-    options = bubblewrap_args(pred, tmp_bytes, gate=gate)
+    options = bubblewrap_args(toolbox, tmp_bytes, gate=gate)
     for path in binds:
         options += ["--ro-bind", str(path), str(path)]
     options += ["--ro-bind", str(ETC_PROFILE), "/etc/profile", "--ro-bind", str(prompt_file), PROMPT_FILE]

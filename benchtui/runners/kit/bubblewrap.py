@@ -1,7 +1,7 @@
 """Where the agent's commands run: mini-swe-agent's local or bubblewrap environment, configured.
 
-Both see the same things: the session's private copy of the target as working directory, `pred`
-on PATH, no secrets. bubblewrap adds isolation: a read-only system, nothing of the host's home or
+Both see the same things: the session's private copy of the target as working directory, the
+target's programs (its `Toolbox`) on PATH, no secrets. bubblewrap adds isolation: a read-only system, nothing of the host's home or
 run dir but the session copy, its own PID namespace (killing bwrap kills everything inside), and
 no network.
 
@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchtui.core.target import Toolbox
 from benchtui.runners.kit.toolgate import SANDBOX_GATE, SANDBOX_SHIM, SANDBOX_SHIMS
 
 SANDBOX_BIN = "/opt/benchtui/bin"
@@ -53,12 +54,12 @@ def bwrap_executable() -> str | None:
 
 
 def bubblewrap_args(
-    pred: str | None, tmp_bytes: int | None = None, gate: dict[str, Any] | None = None
+    toolbox: Toolbox | None, tmp_bytes: int | None = None, gate: dict[str, Any] | None = None
 ) -> list[str]:
     """bwrap options before mini-swe-agent's own `--bind <cwd> <cwd> --chdir <cwd>`; /tmp is a
-    tmpfs of at most `tmp_bytes` (fresh for every command). With a tool `gate` (counted tools),
-    its shims come first on PATH and a gated pred is not in the sandbox at all (only the gate
-    hands it out)."""
+    tmpfs of at most `tmp_bytes` (fresh for every command); each program of the `toolbox` is bound
+    in SANDBOX_BIN under its name. With a tool `gate` (counted tools), its shims come first on
+    PATH and a gated program is not in the sandbox at all (only the gate hands it out)."""
     args = [
         "--die-with-parent",
         "--unshare-pid",
@@ -86,8 +87,9 @@ def bubblewrap_args(
         "--tmpfs",
         "/tmp",
     ]
-    if pred and not (gate and "pred" in gate["tools"]):
-        args += ["--ro-bind", pred, f"{SANDBOX_BIN}/pred"]
+    for name, real in (toolbox.found if toolbox else {}).items():
+        if not (gate and name in gate["tools"]):
+            args += ["--ro-bind", real, f"{SANDBOX_BIN}/{name}"]
     path = f"{SANDBOX_BIN}:/usr/local/bin:/usr/bin:/bin"
     if gate:
         args += gate_binds(gate)
@@ -166,15 +168,15 @@ def visible(path: str) -> bool:
     return any(p == d or p.startswith(d + "/") for p in (path, real) for d in dirs)
 
 
-def local_bin(session_dir: Path, pred: str | None) -> Path:
-    """A directory holding `pred` (a link to the configured executable), for PATH."""
+def local_bin(session_dir: Path, toolbox: Toolbox | None) -> Path:
+    """A directory holding each program of the `toolbox` (a link to it, under its name), for PATH."""
     bin_dir = session_dir / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    link = bin_dir / "pred"
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    if pred:
-        link.symlink_to(pred)
+    for name, real in (toolbox.found if toolbox else {}).items():
+        link = bin_dir / name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(real)
     return bin_dir
 
 
@@ -183,7 +185,7 @@ def environment(
     *,
     workdir: Path,
     session_dir: Path,
-    pred: str | None,
+    toolbox: Toolbox | None,
     timeout: int,
     secret_names: list[str],
     tmp_bytes: int | None = None,
@@ -199,11 +201,11 @@ def environment(
                 "timeout": timeout,
                 "env": COMMAND_ENV,
                 "executable": bwrap_executable() or "bwrap",
-                "wrapper_args": bubblewrap_args(pred, tmp_bytes, gate),
+                "wrapper_args": bubblewrap_args(toolbox, tmp_bytes, gate),
             },
         )
     # LocalEnvironment passes the worker's environment on, merged with `env`: blank the secrets.
-    path = f"{local_bin(session_dir, pred)}{os.pathsep}{os.environ.get('PATH', '')}"
+    path = f"{local_bin(session_dir, toolbox)}{os.pathsep}{os.environ.get('PATH', '')}"
     if gate:
         path = f"{gate['shims']}{os.pathsep}{path}"
     tmp = session_dir / "tmp"  # where the engine removes it; counted in the session's disk

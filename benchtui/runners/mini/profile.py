@@ -49,10 +49,12 @@ class MiniSweProfile(RunnerProfile):
     """Wall-clock limit of one agent command."""
     templates: Path | None = None
     """Prompt templates (YAML); default: the bug-hunting templates shipped in benchtui/runners/mini/templates.yaml."""
-    pred: str = "pred"
-    """The `pred` executable the agent and the verifier use (a name on PATH, or a path)."""
+    programs: dict[str, str] = Field(default_factory=dict)
+    """Where the target's programs are, by name (`programs = { tool = "/opt/tool" }`: a name on
+    PATH, or a path); a program not named is its name on PATH. The agent has each on its PATH
+    under its name, and the verifier uses the same one."""
     verify_timeout_s: float = Field(default=60.0, gt=0)
-    """Limit of each `pred` call of the verifier; a timeout is inconclusive, never a bug."""
+    """Limit of each call of the verifier's program; a timeout is inconclusive, never a bug."""
     max_certificates: int = Field(default=5, gt=0)
     """Distinct certificates verified per session (the first accepted one counts)."""
     retries: int = Field(default=4, ge=0)
@@ -86,6 +88,7 @@ class MiniSweProfile(RunnerProfile):
     """Default for models without `api_key_env`: the environment variable holding the API key."""
 
     calls_model_api: ClassVar[bool] = True
+    program_keys_before: ClassVar[bool] = True
     added_later: ClassVar[dict[str, Any]] = {"action_format": "tool_call"}
 
     def key_variable(self, model: ModelSpec) -> str | None:

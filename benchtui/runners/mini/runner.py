@@ -31,7 +31,7 @@ from benchtui.core.contract import (
     SessionSpec,
 )
 from benchtui.core.executor import ExecutorConfig
-from benchtui.core.target import TargetKind, TargetTools, locate
+from benchtui.core.target import TargetKind, TargetTools, Toolbox
 from benchtui.runners.kit import beneath, reaper
 from benchtui.runners.kit import resources as processes
 from benchtui.runners.kit import secrets as keys
@@ -124,8 +124,6 @@ class MiniSweRunner(RunnerKind):
     )
 
     executors: ClassVar[tuple[str, ...]] = ("local", "ray")
-    #: Its templates hunt in problem-reductions with pred.
-    targets: ClassVar[tuple[str, ...] | None] = ("problem-reductions",)
     uses_target = True
 
     @classmethod
@@ -134,16 +132,16 @@ class MiniSweRunner(RunnerKind):
 
     @classmethod
     def target_tools(cls, profile: Any, target: type[TargetKind]) -> TargetTools:
-        """The profile's `pred` (where the target has it), its verify timeout, the tool gate's
+        """The target's programs (its `toolbox`), the profile's verify timeout, the tool gate's
         one-shot sandbox for the target's own programs."""
-        wanted = "pred" in target.programs
-        pred = locate(profile.pred) if wanted else None
-        return TargetTools(
-            {"pred": pred} if pred else {},
-            profile.verify_timeout_s,
-            OneShot(sandboxed=profile.environment == "bubblewrap"),
-            {"pred": profile.pred} if wanted and not pred else {},
-        )
+        toolbox = cls.find_toolbox(profile, target)
+        sandbox = OneShot(sandboxed=profile.environment == "bubblewrap")
+        return TargetTools(toolbox.found, profile.verify_timeout_s, sandbox, toolbox.missing)
+
+    @classmethod
+    def toolbox_checks(cls, profile: Any, toolbox: Toolbox) -> list[Check]:
+        """(bubblewrap) A sandbox as sessions start it, the target's first program run inside."""
+        return checks.sandbox_checks(profile, toolbox)
 
     @classmethod
     def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
@@ -155,9 +153,11 @@ class MiniSweRunner(RunnerKind):
         return processes.copy_notes(profile.environment)
 
     @classmethod
-    def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:
+    def check_limits(
+        cls, profile: Any, limits: LogicalLimits, *, toolbox: Toolbox | None = None
+    ) -> list[Check]:
         """A counted tool the sandbox shows anyway is refused when the campaign loads."""
-        return checks.check_limits(profile, limits)
+        return checks.check_limits(profile, limits, toolbox or Toolbox())
 
     runs_triage = True
 
@@ -181,8 +181,8 @@ class MiniSweRunner(RunnerKind):
         self.executor: ExecutorConfig | None = executor
         self.remote: Any = None  # (RayExecutor, CallbackListener) once entered with kind = "ray"
         self.tools = self.target_tools(profile, type(target))
-        # The agent's pred (the target's program, on its PATH and behind the tool gate).
-        self.pred = self.tools.programs.get("pred")
+        # The target's programs: on the agent's PATH and behind the tool gate.
+        self.toolbox = self.find_toolbox(profile, type(target))
         self.volumes = not volume.unavailable()
         self._forkserver: forkserver.Forkserver | None = None
         self._services = AsyncExitStack()
@@ -206,12 +206,11 @@ class MiniSweRunner(RunnerKind):
         await self._services.aclose()
 
     async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
-        if self.pred is None:
+        if self.toolbox.problem:
             return SessionOutcome(
                 "error",
-                reason=f"pred not found ({self.profile.pred!r}): "
-                f"{self.target.install.get('pred', 'install it')}, or set the profile's `pred`",
-                infra_error=True,  # not the model's doing: retried on --resume once pred is there
+                reason=self.toolbox.problem,
+                infra_error=True,  # not the model's doing: retried on --resume once it is there
                 ending="setup_error",
             )
         key_name = session.model.api_key_env or self.profile.api_key_env
@@ -239,7 +238,7 @@ class MiniSweRunner(RunnerKind):
                 session,
                 meter,
                 self.profile.environment,
-                self.pred,
+                self.toolbox,
                 workdir=files.dir / "workdir",
                 verification=how,
                 evidence=evidence,
@@ -254,7 +253,7 @@ class MiniSweRunner(RunnerKind):
                 else:
                     sandboxed = self.profile.environment == "bubblewrap"
                     node_gate = counting.on_node(
-                        gate, self.remote[1], sandboxed=sandboxed, pred=self.pred, tmp_bytes=tmp_bytes
+                        gate, self.remote[1], sandboxed=sandboxed, toolbox=self.toolbox, tmp_bytes=tmp_bytes
                     )
                     async with node_gate as spec:
                         request["node_gate"] = dataclasses.asdict(spec) if spec is not None else None
@@ -282,7 +281,7 @@ class MiniSweRunner(RunnerKind):
         p, m = self.profile, session.model
         triage = session.triage
         return {
-            # A shortlist campaign's triage: its own instance template, the source only (no pred).
+            # A shortlist campaign's triage: its own instance template, the source only (no programs).
             **(
                 {
                     "instance": TRIAGE_TEMPLATE,
@@ -326,7 +325,7 @@ class MiniSweRunner(RunnerKind):
                 "trajectory": str(files.attempt_file("traj.json")),
                 "log": str(files.attempt_file("worker.log")),
                 "templates": str(p.templates_path),
-                "pred": self.pred if triage is None else None,
+                "programs": self.toolbox.to_json() if triage is None else None,
             },
             "count_actions": bool(session.limits),
             # The copy on a filesystem of its own (the kernel bounds its disk), wherever it is made.

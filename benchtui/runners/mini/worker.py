@@ -27,6 +27,7 @@ from minisweagent.agents.default import DefaultAgent
 
 from benchtui.core import workspace
 from benchtui.core.certificates import MAX_CERTIFICATE_CHARS, blocks_in_messages
+from benchtui.core.target import Toolbox
 from benchtui.runners.kit import bubblewrap as sandbox
 from benchtui.runners.kit import observation, reaper
 from benchtui.runners.kit import resources as processes
@@ -122,7 +123,7 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
         profile["environment"],
         workdir=workdir,
         session_dir=Path(paths["session_dir"]),
-        pred=paths["pred"],
+        toolbox=Toolbox.from_json(paths.get("programs")),
         timeout=profile["command_timeout_s"],
         secret_names=sorted(request["secrets"]),
         tmp_bytes=disk,

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from benchtui.core.checks import Check
-from benchtui.core.target import LEGACY_CAUSES, TargetKind, TargetProfile, TargetTools, Verdict, malformed
+from benchtui.core.target import (
+    LEGACY_CAUSES,
+    Program,
+    TargetKind,
+    TargetProfile,
+    TargetTools,
+    Verdict,
+    malformed,
+)
 from benchtui.core.workspace import binary_digest
 
 from .certificate import VIOLATIONS
@@ -24,13 +32,13 @@ from .tasks import canonical_certificate, on_task, rule_list, rule_of, run_pred
 
 VERIFIER = "benchtui.targets.problem_reductions (pred round trip)"
 TOOL_TIMEOUT_S = 30.0
-NO_PRED = f"pred not found: {INSTALL_PRED}, or set the runner profile's `pred` to its path"
+NO_PRED = f"pred not found: {INSTALL_PRED}, or set the runner profile's `programs.pred` to its path"
 
 
 class ProblemReductionsProfile(TargetProfile):
     """The Rust library problem-reductions (`environment.path`: a checkout) and its `pred` CLI:
     certificates verified by pred's round trip, tasks are its rule files, the inventory its rules.
-    `pred` is the runner profile's (`pred`)."""
+    `pred` is where the runner profile's `programs` puts it (else on PATH)."""
 
     kind: Literal["problem-reductions"] = "problem-reductions"
     """The Rust library problem-reductions and its `pred` CLI (environment.path: a checkout)."""
@@ -64,9 +72,8 @@ class ProblemReductions(TargetKind):
     Profile: ClassVar[type[TargetProfile]] = ProblemReductionsProfile
     verifies = True
     has_inventory = True
-    programs = ("pred",)
+    programs = (Program("pred", INSTALL_PRED),)
     verifier = VERIFIER
-    install = {"pred": INSTALL_PRED}
     checkout = (
         "a checkout of problem-reductions (git clone https://github.com/CodingThrust/problem-reductions; "
         "the shipped campaigns expect it beside benchtui's checkout, at commit 8df8ac04)"
@@ -142,7 +149,7 @@ class ProblemReductions(TargetKind):
             return [
                 Check(
                     "pred",
-                    f"{asked!r} not found: {INSTALL_PRED}, or set the runner profile's `pred` to its path",
+                    f"{asked!r} not found: {INSTALL_PRED}, or set the runner profile's `programs.pred` to its path",
                 )
             ]
         done = run_pred(pred, ("--version",), timeout=TOOL_TIMEOUT_S)

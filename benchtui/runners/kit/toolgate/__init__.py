@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchtui.core.contract import LogicalLimits
+from benchtui.core.target import Toolbox
 from benchtui.runners.kit.toolgate.server import SUBMIT, ToolGate, refusal, run_here
 
 SHIM = Path(__file__).with_name("shim.py")
@@ -62,21 +63,27 @@ def install(shims: Path, names: list[str], *, interpreter: str, shim: str, gate:
     return shims
 
 
-def real_tools(names: list[str], pred: str | None) -> dict[str, str]:
-    """Where each shimmed tool really is (as seen outside the sandbox): the configured pred, the
-    rest on the system PATH."""
-    found = {name: pred if name == "pred" else shutil.which(name, path=SYSTEM_PATH) for name in names}
+def real_tools(names: list[str], toolbox: Toolbox | None) -> dict[str, str]:
+    """Where each shimmed tool really is (as seen outside the sandbox): the target's program of
+    that name (its `toolbox`), the rest on the system PATH."""
+    found = {name: _real(name, toolbox) for name in names}
     return {name: path for name, path in found.items() if path}
 
 
-def unhidden(names: list[str], pred: str | None, visible: Callable[[str], bool]) -> list[str]:
+def _real(name: str, toolbox: Toolbox | None) -> str | None:
+    if toolbox is not None and name in toolbox.found:
+        return toolbox.found[name]
+    return shutil.which(name, path=SYSTEM_PATH)
+
+
+def unhidden(names: list[str], toolbox: Toolbox | None, visible: Callable[[str], bool]) -> list[str]:
     """A problem for each counted tool the agent's sandbox shows anyway (its counter could not be
     enforced: the agent would run it directly): the tool on the system PATH, or its executable
     in a directory the sandbox binds (`visible`)."""
     problems = []
     for name in names:
         system = shutil.which(name, path=SYSTEM_PATH)
-        real = pred if name == "pred" else system
+        real = toolbox.found.get(name) if toolbox is not None and name in toolbox.names else system
         if system is not None:
             problems.append(f"`{name}` is counted but the sandbox shows it at {system}")
         elif real is not None and visible(real):

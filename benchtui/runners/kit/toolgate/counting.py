@@ -22,6 +22,7 @@ from benchtui.core.contract import (
     SessionOutcome,
     SessionSpec,
 )
+from benchtui.core.target import Toolbox
 from benchtui.runners.kit import bubblewrap
 from benchtui.runners.kit import toolgate as gate
 from benchtui.runners.kit.evidence import Evidence
@@ -88,7 +89,7 @@ class Gate:
         return s is not None and s.accepted.is_set() and not s.limits.keep_hunting
 
 
-def check_limits(environment: str, pred: str | None, limits: LogicalLimits) -> list[Check]:
+def check_limits(environment: str, toolbox: Toolbox | None, limits: LogicalLimits) -> list[Check]:
     """A counted tool the sandbox shows anyway cannot be counted (the agent would run it directly,
     or copy it): refused when the campaign loads, naming the tool. Unsandboxed, the agent can
     reach anything anyway (`unsandboxed = true` says so)."""
@@ -96,7 +97,7 @@ def check_limits(environment: str, pred: str | None, limits: LogicalLimits) -> l
         return []
     return [
         Check(f"counted tool {problem.split('`')[1]}", f"{problem}: its counter cannot be enforced there")
-        for problem in gate.unhidden(gate.tool_names(limits), pred, bubblewrap.visible)
+        for problem in gate.unhidden(gate.tool_names(limits), toolbox, bubblewrap.visible)
     ]
 
 
@@ -113,7 +114,7 @@ async def open_gate(
     session: SessionSpec | None,
     meter: Meter,
     environment: str,
-    pred: str | None,
+    toolbox: Toolbox | None,
     *,
     workdir: Path | None = None,
     verification: Verification | None = None,
@@ -145,7 +146,7 @@ async def open_gate(
     server = gate.ToolGate(
         meter,
         limits,
-        {name: name for name in names} if remote else gate.real_tools(names, pred),  # found on the node
+        {name: name for name in names} if remote else gate.real_tools(names, toolbox),  # found on the node
         free=limits.free,
         submit=submissions,
         budget_line=line if tools_print_budget else (lambda: ""),
@@ -232,7 +233,12 @@ async def serve_node(opened: Gate, stream: trio.abc.Stream) -> None:
 
 @asynccontextmanager
 async def on_node(
-    opened: Gate, listener: CallbackListener, *, sandboxed: bool, pred: str | None, tmp_bytes: int | None
+    opened: Gate,
+    listener: CallbackListener,
+    *,
+    sandboxed: bool,
+    toolbox: Toolbox | None,
+    tmp_bytes: int | None,
 ) -> AsyncIterator[NodeGateSpec | None]:
     """What a node needs to serve `opened` (`open_gate(remote=True)`; None: no gate), and, while
     the block runs, this engine's end: the node's gate calls in once with the spec's token."""
@@ -251,7 +257,7 @@ async def on_node(
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(serve)
-            yield NodeGateSpec(listener.address, token, opened.tools, sandboxed, pred, tmp_bytes)
+            yield NodeGateSpec(listener.address, token, opened.tools, sandboxed, toolbox, tmp_bytes)
             nursery.cancel_scope.cancel()
     finally:
         listener.forget(token)
@@ -259,10 +265,10 @@ async def on_node(
 
 @asynccontextmanager
 async def tool_gate(
-    session: SessionSpec | None, meter: Meter, environment: str, pred: str | None
+    session: SessionSpec | None, meter: Meter, environment: str, toolbox: Toolbox | None
 ) -> AsyncIterator[dict[str, Any] | None]:
     """`open_gate`, for a runner that needs only what its sandbox binds."""
-    async with open_gate(session, meter, environment, pred) as opened:
+    async with open_gate(session, meter, environment, toolbox) as opened:
         yield opened.sandbox
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import trio
 
+from benchtui.core.target import Toolbox
 from benchtui.runners.kit import bubblewrap
 from benchtui.runners.kit import toolgate as gate
 from benchtui.runners.kit.toolgate.remote import Channel
@@ -50,7 +51,8 @@ class NodeGateSpec:
     tools: tuple[str, ...]
     """The shimmed names (the counted tools' first words, and `submit`)."""
     sandboxed: bool
-    pred: str | None
+    toolbox: Toolbox | None
+    """The target's programs as found on the node (a gated one runs from there)."""
     tmp_bytes: int | None = None
 
 
@@ -88,7 +90,7 @@ class NodeGate:
             engine.close()
             raise
         names = [n for n in spec.tools if n != SUBMIT]
-        real = gate.real_tools(names, spec.pred)
+        real = gate.real_tools(names, spec.toolbox)
         launch: Launch = bubblewrap.tool_launch(self.workdir, spec.tmp_bytes) if spec.sandboxed else run_here
         interpreter, prefix = gate.python()
         shims = gate.install(
