@@ -151,13 +151,17 @@ def runner_class(kind: str) -> type[RunnerKind]:
     return RUNNERS.kind_class(kind)
 
 
-def validate_profile(table: dict[str, Any]) -> RunnerProfile:
+def validate_profile(table: dict[str, Any], target: type[TargetKind] | None = None) -> RunnerProfile:
     """Validate a `[runners.*]` table against its kind's Profile (pydantic ValidationError on
-    error); its `kind` is stored normalised."""
+    error), for the campaign's `target` kind (default: the default target's): its brief is what
+    the profile's prompt says about the library, in its digest. Its `kind` is stored normalised."""
     kind = table.get("kind")
     if not isinstance(kind, str):
         raise UnknownKind("runner profile has no 'kind'")
-    return runner_class(kind).Profile.model_validate({**table, "kind": canonical(kind)})
+    brief = (target or target_class(DEFAULT_TARGET)).brief
+    return runner_class(kind).Profile.model_validate(
+        {**table, "kind": canonical(kind)}, context={"brief": brief}
+    )
 
 
 def create(

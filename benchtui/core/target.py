@@ -18,7 +18,9 @@ register in the `benchtui.targets` entry-point group or are named by a `package.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,6 +272,30 @@ class TargetTools:
     """Where a target runs programs of its own (the `command` target's checker)."""
     missing: Mapping[str, str] = field(default_factory=dict)
     """Programs asked for and not found, with how they were asked for (`{"pred": "/opt/pred"}`)."""
+
+
+BRIEF_MARK = re.compile(r"\[\[brief:([A-Za-z0-9_.-]+)\]\]")
+"""Where a prompt takes a part of its target's brief: `[[brief:NAME]]`."""
+
+
+def with_brief(text: str, brief: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> str:
+    """`text` (a prompt, a templates file) with each `[[brief:NAME]]` replaced by the brief's part
+    NAME (else `defaults`', else nothing), its lines after the first prefixed as the marker's own
+    line is (its indentation, or a comment's `# `): a part is written without them."""
+
+    def part(match: re.Match[str]) -> str:
+        found = brief.get(match[1], (defaults or {}).get(match[1], ""))
+        line = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
+        prefix = line[: len(line) - len(line.lstrip(" #"))]
+        return "\n".join([*found.split("\n")[:1], *(prefix + x if x else x for x in found.split("\n")[1:])])
+
+    return BRIEF_MARK.sub(part, text)
+
+
+def read_brief(path: Path) -> dict[str, str]:
+    """A brief file (TOML: a table per prompt, a string per part) as `{"table.part": text}`."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    return {f"{table}.{key}": text for table, parts in data.items() for key, text in parts.items()}
 
 
 def locate(program: str) -> str | None:

@@ -394,7 +394,9 @@ def test_the_real_rule_inventory_fits_the_top50_triage_prompt():
         pytest.skip(f"{rules_file} is absent (it exists in the project's CI, not in a fresh clone)")
     rules = [f"{r['source']} -> {r['target']}" for r in json.loads(rules_file.read_text())["rules"]]
     assert len(rules) == len(set(rules)) >= 50  # rule ids are unique: a shortlist entry names one
-    template = load_templates(DEFAULT_TEMPLATES)["triage_template"]
+    from benchtui.targets.problem_reductions import ProblemReductions
+
+    template = load_templates(DEFAULT_TEMPLATES, ProblemReductions.brief)["triage_template"]
     text = (
         jinja2.Environment(undefined=jinja2.StrictUndefined)
         .from_string(template)

@@ -40,6 +40,26 @@ def test_a_local_agent_cli_must_be_declared_unsandboxed():
         CommandProfile(command=["x"], environment="local", unsandboxed=False)
 
 
+PROMPT_SHA256 = "02d63ecf4b49b574659fa7e6d7d11ed04bc4a21ae6e1cb3c32ee67f05222076c"
+"""The digest of prompt.md as the release before the brief moved shipped it (problem-reductions'
+wording in the file): what runs of that release hold in their identity."""
+
+
+def test_the_shipped_prompt_with_the_problem_reductions_brief_is_the_one_before_byte_for_byte():
+    from benchtui.core import registry
+    from benchtui.runners.command.profile import DEFAULT_PROMPT
+    from benchtui.targets.problem_reductions import ProblemReductions
+
+    assert "pred" not in DEFAULT_PROMPT.read_text().split("`")
+    shipped = registry.validate_profile({"kind": "command", "command": ["x"]})
+    assert shipped.prompt_sha256 == PROMPT_SHA256  # the default target's brief in it
+    rendered = shipped.render_prompt("spinglass_maxcut", ProblemReductions.brief)
+    assert "`pred reduce`" in rendered and "test the reduction rule `spinglass_maxcut`" in rendered
+    other = registry.validate_profile({"kind": "command", "command": ["x"]}, registry.target_class("none"))
+    text = other.render_prompt(None, registry.target_class("none").brief)
+    assert other.prompt_sha256 != PROMPT_SHA256 and "pred" not in text and "[[brief:" not in text
+
+
 def test_the_prompt_is_part_of_the_identity(tmp_path):
     one, two = tmp_path / "one.md", tmp_path / "two.md"
     one.write_text("Test `{task}`.")

@@ -107,7 +107,11 @@ async def test_a_scripted_agent_in_bubblewrap_gets_real_pred_answers_and_its_cer
 
 def prompt_commands() -> list[str]:
     """Every `pred ...` command the bug-hunting prompt names, in order, once each."""
-    return list(dict.fromkeys(re.findall(r"`(pred [^`]+)`", DEFAULT_TEMPLATES.read_text())))
+    from benchtui.runners.mini.profile import load_templates
+    from benchtui.targets.problem_reductions import ProblemReductions
+
+    text = "".join(load_templates(DEFAULT_TEMPLATES, ProblemReductions.brief).values())
+    return list(dict.fromkeys(re.findall(r"`(pred [^`]+)`", text)))
 
 
 @pytest.mark.trio

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import tomli_w
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     InitSettingsSource,
@@ -86,16 +86,16 @@ class Campaign(BaseSettings):
     """The active profile from [runners.*]."""
     budget: Budget
     """Money: the total, each model's cap, each session's reservation."""
+    target: TargetProfile = Field(default_factory=default_target)
+    """What kind of target `environment.path` is: its verifier, its inventory (`kind`:
+    `problem-reductions`, `none`, `command`, an installed kind; part of the identity when not
+    the default). Validated before `runners`: their prompts take its brief."""
     runners: dict[str, RunnerProfile] = Field(min_length=1)
     """Runner profiles by name; each table's `kind` picks the runner."""
     models: list[Model] = Field(min_length=1)
     """The models compared; each gets the same sessions, prompt and budget."""
     environment: Environment
     """The target every session works on (a fresh copy each, for real runners)."""
-    target: TargetProfile = Field(default_factory=default_target)
-    """What kind of target `environment.path` is: its verifier, its inventory (`kind`:
-    `problem-reductions`, `none`, `command`, an installed kind; part of the identity when not
-    the default)."""
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     """Where the agents run: this machine (default) or a Ray cluster (not part of the identity)."""
     ui: Ui = Field(default_factory=Ui)
@@ -126,9 +126,11 @@ class Campaign(BaseSettings):
 
     @field_validator("runners", mode="before")
     @classmethod
-    def _profiles(cls, value: Any) -> Any:
+    def _profiles(cls, value: Any, info: ValidationInfo) -> Any:
         if not isinstance(value, dict):
             return value
+        target = info.data.get("target")  # validated before (None: it was refused)
+        kind = registry.target_class(target.kind) if isinstance(target, TargetProfile) else None
         out = {}
         for name, table in value.items():
             bounds.check_text(name, "a runner profile name")
@@ -138,7 +140,7 @@ class Campaign(BaseSettings):
             if not isinstance(table, dict):
                 raise ValueError(f"runners.{name} must be a table")
             try:
-                out[name] = registry.validate_profile(table)
+                out[name] = registry.validate_profile(table, kind)
             except registry.UnknownRunner as exc:
                 raise ValueError(f"runners.{name}: {exc}") from None
             except ValidationError as exc:

@@ -7,19 +7,31 @@ part of the campaign identity (docs/design/invariants.md#f2): editing the prompt
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, ValidationInfo, model_serializer, model_validator
 
 from benchtui.core import inputs
 from benchtui.core.contract import ModelSpec, RunnerProfile
 from benchtui.core.errors import BadInput
+from benchtui.core.target import with_brief
 
 DEFAULT_PROMPT = Path(__file__).with_name("prompt.md")
 ADDED_KEYS: dict[str, Any] = {"unsandboxed": False, "max_processes": 256, "max_disk_mb": 1024}
 """Keys added after the first release, left out of a dump at their defaults: the frozen copy and
 the identity of a campaign that does not set them stay what they were (its --resume still works)."""
+GENERIC_BRIEF = {
+    "command.intro": "You hunt for bugs in the library whose source is your working directory, using its own\n"
+    "programs (on your PATH).",
+    "command.task": "the part of the library named",
+    "command.hunt": "Read its source and its tests to find a likely weakness, then show it on a tiny input with\n"
+    "the library's programs.",
+    "command.certificate": "Its keys are what the campaign's target asks for (its documentation says).",
+    "command.any_task": "any part of it",
+}
+"""The prompt's wording where the campaign's target has no brief of its own (`TargetKind.brief`)."""
 PLACEHOLDERS = ("{prompt}", "{prompt_file}", "{task}", "{workdir}", "{gateway}", "{model}")
 
 
@@ -76,13 +88,14 @@ class CommandProfile(RunnerProfile):
 
     @model_validator(mode="before")
     @classmethod
-    def _computed(cls, data: Any) -> Any:
+    def _computed(cls, data: Any, info: ValidationInfo) -> Any:
         if not isinstance(data, dict):
             return data
         data = dict(data)
         path = Path(data["prompt_template"]).expanduser().resolve() if data.get("prompt_template") else None
+        brief = (info.context or {}).get("brief", {})  # the campaign's target's (core.registry)
         try:
-            data["prompt_sha256"] = hashlib.sha256(_prompt_bytes(path or DEFAULT_PROMPT)).hexdigest()
+            data["prompt_sha256"] = prompt_digest(path or DEFAULT_PROMPT, brief)
         except OSError as exc:
             raise ValueError(f"prompt_template {path}: {exc.strerror}") from None
         except BadInput as exc:  # a folder, a FIFO, a huge file
@@ -104,9 +117,12 @@ class CommandProfile(RunnerProfile):
                 del data[key]
         return data
 
-    def render_prompt(self, task: str | None) -> str:
-        text = _prompt_bytes(self.prompt_template or DEFAULT_PROMPT).decode(errors="replace")
-        return text.replace("{task}", task or "any rule")
+    def render_prompt(self, task: str | None, brief: Mapping[str, str] | None = None) -> str:
+        """The prompt with the target's `brief` in it, `{task}` the session's task."""
+        text = compose(_prompt_bytes(self.prompt_template or DEFAULT_PROMPT), brief or {})
+        return text.replace(
+            "{task}", task or (brief or {}).get("command.any_task", GENERIC_BRIEF["command.any_task"])
+        )
 
     def invocation(self, argv0: Path, values: dict[str, str], token: str) -> tuple[list[str], dict[str, str]]:
         """The agent's argv and environment, placeholders filled (`values["{gateway}"]` is the
@@ -128,6 +144,19 @@ def _fill(text: str, values: dict[str, str]) -> str:
     for key, value in values.items():
         text = text.replace(key, value)
     return text
+
+
+def compose(raw: bytes, brief: Mapping[str, str]) -> str:
+    """A prompt file's text with the target's `brief` where it says `[[brief:NAME]]`."""
+    return with_brief(raw.decode(errors="replace"), brief, GENERIC_BRIEF)
+
+
+def prompt_digest(path: Path, brief: Mapping[str, str]) -> str:
+    """What the identity holds of the prompt: the file's digest as it is sent (the brief in it;
+    a file without a `[[brief:…]]` mark, byte for byte)."""
+    raw = _prompt_bytes(path)
+    text = compose(raw, brief)
+    return hashlib.sha256(raw if text == raw.decode(errors="replace") else text.encode()).hexdigest()
 
 
 def _prompt_bytes(path: Path) -> bytes:

@@ -169,7 +169,7 @@ class CommandRunner(RunnerKind):
             return _infra(f"API key variable {key_name} is not set")
         files = session.session_dir.resolve()
         log = files / f"attempt-{session.attempt}.agent.log"
-        prompt = profile.render_prompt(session.task)
+        prompt = profile.render_prompt(session.task, self.target.brief)
         prompt_sha256 = hashlib.sha256(prompt.encode()).hexdigest()
         prompt_file = files / f"attempt-{session.attempt}.prompt.md"
         # What the sandbox binds: the same prompt, at a host path that names no session.

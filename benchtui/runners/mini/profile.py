@@ -9,21 +9,38 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+from collections.abc import Mapping
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, model_validator
 
 from benchtui.core import inputs
 from benchtui.core.contract import ModelSpec, RunnerProfile
 from benchtui.core.errors import BadInput
+from benchtui.core.target import with_brief
 
 DEFAULT_TEMPLATES = Path(__file__).with_name("templates.yaml")
 TEMPLATE_KEYS = ("system_template", "instance_template", "observation_template", "format_error_template")
 TRIAGE_TEMPLATE = "triage_template"
 """The instance template of a shortlist campaign's triage session (optional in a templates file)."""
+GENERIC_BRIEF = {
+    "mini.system": "You are a meticulous software tester. You hunt for bugs in the library whose source is\n"
+    "your working directory, using its own programs (on your PATH).",
+    "mini.task": "{% if task -%}\n## Your task: find a bug in `{{ task }}`\n{%- else -%}\n"
+    "## Your task: find a bug in the library\n{%- endif %}\n\n"
+    "Read its source and its tests to find a likely weakness, then show it on a tiny input with the\n"
+    "library's programs.",
+    "mini.certificate": "what the campaign's target asks for (its documentation says).",
+    "mini.triage_inputs": "instance_template: the library's source only, its inventory (`rules`)",
+    "mini.triage": "## Your task: choose the {{ shortlist_size }} rules most likely to be buggy\n\n"
+    "Read the sources (no program of the library is available here), then write the file\n"
+    "`shortlist.json` in the working directory: a JSON list of {{ shortlist_size }} objects with the\n"
+    "keys `rule` (copied exactly from the list below) and `hypothesis`, most promising first.",
+}
+"""The templates' wording where the campaign's target has no brief of its own (`TargetKind.brief`)."""
 
 
 class MiniSweProfile(RunnerProfile):
@@ -105,14 +122,15 @@ class MiniSweProfile(RunnerProfile):
 
     @model_validator(mode="before")
     @classmethod
-    def _computed(cls, data: Any) -> Any:
+    def _computed(cls, data: Any, info: ValidationInfo) -> Any:
         if not isinstance(data, dict):
             return data
         data = dict(data)  # pure: what this machine has installed is checked by preflight
         path = Path(data["templates"]).expanduser().resolve() if data.get("templates") else DEFAULT_TEMPLATES
         if data.get("templates"):
             data["templates"] = path
-        data["templates_sha256"] = templates_digest(path)
+        brief = (info.context or {}).get("brief", {})  # the campaign's target's (core.registry)
+        data["templates_sha256"] = templates_digest(path, brief)
         data["agent_version"] = _agent_version()
         if data.get("environment") == "local" and data.get("unsandboxed") is not True:
             raise ValueError(
@@ -126,12 +144,13 @@ class MiniSweProfile(RunnerProfile):
         return self.templates or DEFAULT_TEMPLATES
 
 
-def load_templates(path: Path) -> dict[str, str]:
-    """The template texts; ValueError with one clear line if the file is unusable."""
+def load_templates(path: Path, brief: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The template texts, the target's `brief` in them; ValueError with one clear line if the
+    file is unusable."""
     import yaml
 
     try:
-        data = yaml.safe_load(inputs.read_text(path, inputs.TEMPLATE_MAX_BYTES, "the templates file"))
+        data = yaml.safe_load(_composed(path, brief or {}))
     except BadInput as exc:  # a folder, a FIFO, a huge file
         raise ValueError(f"templates {exc}") from None
     except (OSError, yaml.YAMLError) as exc:
@@ -147,11 +166,19 @@ def load_templates(path: Path) -> dict[str, str]:
     return texts
 
 
-def templates_digest(path: Path) -> str:
-    load_templates(path)
-    return hashlib.sha256(
-        inputs.read_bytes(path, inputs.TEMPLATE_MAX_BYTES, "the templates file")
-    ).hexdigest()
+def _composed(path: Path, brief: Mapping[str, str]) -> str:
+    return with_brief(
+        inputs.read_text(path, inputs.TEMPLATE_MAX_BYTES, "the templates file"), brief, GENERIC_BRIEF
+    )
+
+
+def templates_digest(path: Path, brief: Mapping[str, str] | None = None) -> str:
+    """What the identity holds of the templates: the file's digest as the models get it (the
+    brief in it; a file without a `[[brief:…]]` mark, byte for byte)."""
+    load_templates(path, brief)
+    raw = inputs.read_bytes(path, inputs.TEMPLATE_MAX_BYTES, "the templates file")
+    text = _composed(path, brief or {})
+    return hashlib.sha256(raw if text == raw.decode(errors="replace") else text.encode()).hexdigest()
 
 
 RUNNER_PACKAGES = ("minisweagent", "litellm", "openai")

@@ -292,6 +292,7 @@ class MiniSweRunner(RunnerKind):
             ),
             "session": session.id,
             "task": session.task,
+            "brief": dict(self.target.brief),  # the target's words in the templates
             "attempt": session.attempt,
             "model": {
                 "name": m.name,

@@ -99,7 +99,7 @@ def run_session(request: dict[str, Any], channel: WorkerChannel) -> dict[str, An
     cgroup = processes.join_pids_cgroup(limits.max_processes)
     if cgroup is not None:
         channel.send("cgroup", path=str(cgroup))
-    templates = load_templates(Path(paths["templates"]))
+    templates = load_templates(Path(paths["templates"]), request.get("brief"))
     billing.observe_http()
     agent_model = MeteredModel(
         channel=channel,

@@ -22,6 +22,7 @@ from benchtui.core.target import (
     TargetTools,
     Verdict,
     malformed,
+    read_brief,
 )
 from benchtui.core.workspace import binary_digest
 
@@ -74,6 +75,7 @@ class ProblemReductions(TargetKind):
     has_inventory = True
     programs = (Program("pred", INSTALL_PRED),)
     verifier = VERIFIER
+    brief = read_brief(Path(__file__).with_name("brief.toml"))
     checkout = (
         "a checkout of problem-reductions (git clone https://github.com/CodingThrust/problem-reductions; "
         "the shipped campaigns expect it beside benchtui's checkout, at commit 8df8ac04)"

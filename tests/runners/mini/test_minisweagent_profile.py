@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
 import sys
@@ -13,10 +14,18 @@ import tomli_w
 
 from benchtui.core import registry
 from benchtui.core.errors import BadInput
+from benchtui.core.target import with_brief
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine.campaign import identity_digest
 from benchtui.runners.mini import MiniSweProfile, MiniSweRunner
-from benchtui.runners.mini.profile import DEFAULT_TEMPLATES, TEMPLATE_KEYS, TRIAGE_TEMPLATE, load_templates
+from benchtui.runners.mini.profile import (
+    DEFAULT_TEMPLATES,
+    GENERIC_BRIEF,
+    TEMPLATE_KEYS,
+    TRIAGE_TEMPLATE,
+    load_templates,
+)
+from benchtui.targets.problem_reductions import ProblemReductions
 
 REPO = Path(__file__).resolve().parents[3]
 CAMPAIGN = REPO / "campaigns" / "problem-reductions.toml"
@@ -49,7 +58,7 @@ def test_the_templates_content_is_part_of_the_identity(tmp_path):
     custom.write_text(DEFAULT_TEMPLATES.read_text())
     before = profile(templates=str(custom))
     assert before.templates_sha256 == profile().templates_sha256
-    custom.write_text(DEFAULT_TEMPLATES.read_text().replace("meticulous", "careless"))
+    custom.write_text(DEFAULT_TEMPLATES.read_text().replace("fresh subshell", "reused subshell"))
     after = profile(templates=str(custom))
     assert after.templates_sha256 != before.templates_sha256
     assert after.model_dump(mode="json") != before.model_dump(mode="json")
@@ -69,9 +78,28 @@ def test_unusable_templates_are_bad_input(tmp_path):
         profile(templates=str(tmp_path / "nowhere.yaml"))
 
 
+V5_SHA256 = "75f5aafe867bf278e6c6708df1b86dff745cc11a834c1dfbeea05d78c20bd40f"
+"""The digest of templates.yaml version 5 as the release before the brief moved shipped it (the
+problem-reductions wording in the file): what runs of that release hold in their identity."""
+
+
+def test_the_shipped_templates_with_the_problem_reductions_brief_are_version_5_byte_for_byte():
+    """The generic templates name no program of a target; problem-reductions' brief put in them
+    gives the very file the runs before held (their identity unchanged), another target's none of
+    it."""
+    assert "pred" not in re.findall(r"[a-z]+", DEFAULT_TEMPLATES.read_text())
+    composed = with_brief(DEFAULT_TEMPLATES.read_text(), ProblemReductions.brief, GENERIC_BRIEF)
+    assert hashlib.sha256(composed.encode()).hexdigest() == V5_SHA256
+    assert profile().templates_sha256 == V5_SHA256  # the default target's brief
+    other = registry.validate_profile({"kind": "mini-swe-agent"}, registry.target_class("none"))
+    assert other.templates_sha256 != V5_SHA256
+    generic = load_templates(DEFAULT_TEMPLATES, registry.target_class("none").brief)
+    assert "[[brief:" not in "".join(generic.values()) and "pred" not in "".join(generic.values())
+
+
 def test_the_shipped_templates_are_complete():
     assert set(load_templates(DEFAULT_TEMPLATES)) == {*TEMPLATE_KEYS, TRIAGE_TEMPLATE}  # + the shortlist's
-    text = DEFAULT_TEMPLATES.read_text()
+    text = "".join(load_templates(DEFAULT_TEMPLATES, ProblemReductions.brief).values())
     for word in (
         "CERTIFICATE_START",
         "CERTIFICATE_END",
