@@ -30,7 +30,7 @@ TALLY = FIXTURE / "bin" / "tally"
 VERIFIER = "benchtui_tally (tally against str.split)"
 TAB = "tally \"$(printf 'a\\tb')\""
 """`tally` on `a<TAB>b` (two words): it prints 1."""
-CERTIFICATE = "printf '%s\\n' CERTIFICATE_START '{\"rule\": \"count\", \"text\": \"a\\tb\"}' CERTIFICATE_END"
+CERTIFICATE = 'printf \'%s\\n\' CERTIFICATE_START \'{"rule": "count", "text": "a\\tb"}\' CERTIFICATE_END'
 """The certificate, printed as written (`printf %s`: its `\\t` stays the JSON escape of a tab)."""
 
 
