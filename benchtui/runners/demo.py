@@ -26,14 +26,13 @@ from benchtui.core.outcome import claimed
 from benchtui.runners.fake import canned_certificate
 
 NOTES = (
-    "pred list --rules",
-    "read src/rules/mis_clique.rs",
-    "pred reduce mis.json --to MaximumClique",
-    "pred solve bundle.json --solver brute-force",
-    "pred extract bundle.json --config 1,0,0",
-    "compare optima: 2 vs 1",
+    "read the sources",
+    "run the library's program",
+    "try a tiny input",
+    "compare with the expected answer",
     "write certificate",
 )
+"""What a session is doing, step by step, for a target whose brief has no `demo.notes` (one a line)."""
 OUTCOMES: tuple[Result, ...] = ("bug_found", "no_certificate", "no_bug", "rejected", "bug_found")
 
 
@@ -57,6 +56,7 @@ class DemoRunner(RunnerKind):
 
     async def run(self, session: SessionSpec, meter: Meter) -> SessionOutcome:
         p = self.profile
+        notes = self.target.brief["demo.notes"].split("\n") if "demo.notes" in self.target.brief else NOTES
         for step in range(p.steps):
             prompt = p.prompt_tokens + step * p.prompt_tokens // 4
             if not await meter.authorise(meter.worst_case_usd(prompt)):
@@ -70,7 +70,7 @@ class DemoRunner(RunnerKind):
             if p.step_s:
                 await trio.sleep(p.step_s)
             meter.charge(Usage(prompt, 400 + 150 * ((session.index + step) % 5)))
-            meter.progress(f"step {step + 1}: {NOTES[(session.index + step) % len(NOTES)]}")
+            meter.progress(f"step {step + 1}: {notes[(session.index + step) % len(notes)]}")
             if p.step_s:
                 await trio.sleep(p.step_s)
         if session.index >= p.hold_from:

@@ -1,8 +1,9 @@
 """Preflight of the `command` runner kind: the tools its sessions need on this machine.
 
 The profile's validators are pure (a stopped campaign is read on any machine): whether the agent
-CLI, `pred`, and the sandbox's bwrap and socat are here is asked only before sessions start
-(the start of a campaign, `benchtui check`); `pred` is the target's preflight. With bubblewrap, the agent CLI and its interpreter
+CLI and the sandbox's bwrap and socat are here is asked only before sessions start (the start of
+a campaign, `benchtui check`); the target's programs are the target's preflight. With bubblewrap,
+the agent CLI and its interpreter
 must also be visible inside the sandbox with the binds sessions get: an agent that cannot start
 is a set-up error, never N sessions ending as a trial the model lost.
 """
@@ -29,7 +30,7 @@ PROBE = 'test -x "$1" || { echo "$1 is not there"; exit 1; }; [ -z "$2" ] || com
 
 def preflight(profile: CommandProfile) -> list[Check]:
     """The agent CLI, and (bubblewrap) bwrap, socat and the CLI visible inside the sandbox; what
-    the target needs (`pred`) is the target's preflight."""
+    the target needs (its programs) is the target's preflight."""
     argv0 = profile.command[0]
     found = sandbox.resolve(argv0)
     checks = [
