@@ -93,6 +93,12 @@ def main_check(argv: list[str]) -> int:
     campaign = campaign_file.load(args.campaign, require_target=False)  # BadInput: one line, exit 2
     checks = run_checks(campaign, ping=args.ping)
     print(table(campaign, checks))
+    from benchtui.cli.runners import here_lines
+    from benchtui.engine.campaign.shipped import shipped
+
+    print("\nshipped runner profiles (`use = NAME`; `benchtui runners`):")
+    for line in here_lines(shipped()):
+        print(f"  {line}")
     active = campaign.profiles[campaign.runner]
     for warning in [
         *campaign.warnings(),

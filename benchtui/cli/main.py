@@ -31,6 +31,7 @@ SUMMARIES = {
     "view": "read sessions in the browser: a read-only viewer of run dirs on 127.0.0.1 (--export)",
     "verify": "re-check the certificates in any file benchtui wrote, with its target's verifier",
     "schema": "the campaign file's JSON Schema, for editors",
+    "runners": "the runner profiles shipped with benchtui, what each needs, which would run here",
 }
 """One line per command, for `benchtui --help` (a test checks every command has one)."""
 
@@ -241,6 +242,12 @@ def main_view(argv: list[str]) -> int:
     return view(argv)
 
 
+def main_runners(argv: list[str]) -> int:
+    from benchtui.cli.runners import main as runners
+
+    return runners(argv)
+
+
 def main_demo(argv: list[str], stops: StopSignals) -> int:
     from benchtui.cli.demo import main_demo as demo
 
@@ -257,6 +264,7 @@ COMMANDS = {
     "check": main_check,
     "report": main_report,
     "view": main_view,
+    "runners": main_runners,
 }
 
 

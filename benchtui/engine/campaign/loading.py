@@ -15,6 +15,7 @@ from pydantic_settings import SettingsError
 
 from benchtui.core import inputs, registry
 from benchtui.core.errors import BadInput
+from benchtui.engine.campaign import shipped
 from benchtui.engine.campaign.messages import first_errors
 from benchtui.engine.campaign.schema import Campaign, toml_data
 
@@ -38,6 +39,7 @@ def load(path: Path, *, require_target: bool = True, **overrides: Any) -> Campai
         raise BadInput(f"{path}: malformed TOML: nested too deeply") from None
     if _depth(data) > MAX_DEPTH:  # deeper data would overflow the recursion of later steps
         raise BadInput(f"{path}: values nested more than {MAX_DEPTH} deep")
+    _use_profiles(data, path.parent)
     _resolve_paths(data, path.parent)
     token = toml_data.set(data)
     try:
@@ -70,6 +72,17 @@ def _env_variable(loc: tuple[int | str, ...]) -> str | None:
         if found is not None:
             return found
     return None
+
+
+def _use_profiles(data: dict[str, Any], base: Path) -> None:
+    """Each `[runners.<name>]` that says `use = "…"` becomes that profile's table, its own keys on
+    top (`shipped.resolve`)."""
+    runners = data.get("runners")
+    if not isinstance(runners, dict):
+        return
+    for name, table in runners.items():
+        if isinstance(table, dict) and "use" in table:
+            runners[name] = shipped.resolve(name, table, base)
 
 
 def _resolve_paths(data: dict[str, Any], base: Path) -> None:
