@@ -90,7 +90,7 @@ def shipped() -> dict[str, Shipped]:
     """Every shipped profile, by name (its file's stem)."""
     if not SHIPPED.is_dir():
         return {}
-    return {p.stem: read(p) for p in sorted(SHIPPED.glob("*.toml"))}
+    return {p.stem: read(p) for p in sorted(SHIPPED.glob("*.toml"), key=lambda p: p.stem)}
 
 
 def resolve(name: str, table: dict[str, Any], base: Path) -> dict[str, Any]:
