@@ -255,16 +255,20 @@ def test_results_files_follow_our_schema_and_the_benchmarks_where_it_is_here(tmp
         jsonschema.validate(json.loads(path.read_text()), json.loads(shared.read_text()))
 
 
-def test_a_mini_campaign_needs_the_problem_reductions_target(tmp_path, capsys):
+def test_a_mini_campaign_takes_any_target_its_prompt_that_target_s(tmp_path):
+    """The mini-swe-agent runner names no target kind it needs: on `none` its templates are the
+    generic ones (no word of problem-reductions' brief), so its identity is not the default's."""
+    from benchtui.engine import campaign as campaign_file
+
     path = write_campaign(tmp_path, extra_runners=MINI + 'environment = "local"\nunsandboxed = true\n')
     text = (
         path.read_text()
         .replace('environment = "bubblewrap"\n', "")
         .replace('runner = "fake"', 'runner = "mini"', 1)
     )
+    path.write_text(text)
+    default = campaign_file.load(path)
     path.write_text(text + '\n[target]\nkind = "none"\n')
-    assert cli(["check", str(path)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert (
-        "needs a target of kind 'problem-reductions', not [target] kind = 'none'" in err and "\n" not in err
-    )
+    on_none = campaign_file.load(path)
+    assert on_none.target.kind == "none" and on_none.profiles["mini"].kind.targets is None
+    assert on_none.runners["mini"].templates_sha256 != default.runners["mini"].templates_sha256
