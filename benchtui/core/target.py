@@ -24,7 +24,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, get_args
+from typing import Any, ClassVar, Literal, Protocol, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -60,6 +60,21 @@ STATUS_OF_CAUSE: dict[str, Status] = {
 LEGACY_CAUSES: dict[str, Cause] = {"pred_error": "tool_error", "pred_missing": "tool_missing"}
 """Causes as run dirs written before the target contract spell them."""
 JudgedBy = Literal["verifier", "runner"]
+
+
+def is_cause(value: str) -> TypeGuard[Cause]:
+    """Whether `value` is one of the closed set of causes."""
+    return value in CAUSES
+
+
+def cause_of(status: str) -> Cause:
+    """The cause a status implies when nothing more is known (an old verdict without one)."""
+    implied: dict[str, Cause] = {
+        "accepted": "violation",
+        "inconclusive": "tool_error",
+        "unverified": "unverified",
+    }
+    return implied.get(status, "no_violation")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +137,7 @@ class Verdict:
         )
         raw = str(data.get("cause", details.get("cause")))
         named = LEGACY_CAUSES.get(raw, raw)
-        cause: Cause = named if named in CAUSES else _cause_of(status)  # type: ignore[assignment]
+        cause: Cause = named if is_cause(named) else cause_of(status)
         verifier = str(data.get("verifier") or "")
         judged: JudgedBy = (
             data["judged_by"]
@@ -139,12 +154,6 @@ class Verdict:
             found_by=str(data.get("found_by") or details.get("found_by") or ""),
             evidence={k: v for k, v in details.items() if k not in ("cause", "found_by")},
         )
-
-
-def _cause_of(status: str) -> Cause:
-    return {"accepted": "violation", "inconclusive": "tool_error", "unverified": "unverified"}.get(
-        status, "no_violation"
-    )  # type: ignore[return-value]
 
 
 def malformed(problem: str) -> Verdict:

@@ -35,7 +35,7 @@ MAX_INVENTORY = 100_000
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class JudgedShortlist:
     """A triage's commit, judged: the shortlist kept, and every entry refused with its reason."""
 
     shortlist: tuple[Entry, ...]
@@ -57,7 +57,7 @@ class Verdict:
         return replace(given, shortlist=self.shortlist, refused=self.refused)
 
 
-def judge(committed: Any, inventory: Iterable[str], size: int) -> Verdict:
+def judge(committed: Any, inventory: Iterable[str], size: int) -> JudgedShortlist:
     """Validate a triage's commit: each entry a known rule, each rule once; the first `size`
     valid entries kept in order. Never raises: garbage is refused entry by entry."""
     known = frozenset(inventory)
@@ -87,7 +87,7 @@ def judge(committed: Any, inventory: Iterable[str], size: int) -> Verdict:
             kept.append(Entry(rule, line))
     if len(entries) > 4 * size + 64:
         refused.append(Refusal(None, f"{len(entries) - 4 * size - 64} more entries not read"))
-    return Verdict(tuple(kept), tuple(refused), size)
+    return JudgedShortlist(tuple(kept), tuple(refused), size)
 
 
 BIDI = frozenset(BIDI_CONTROLS)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchtui.core.outcome import Judgement, Looked, OutcomeDetails
-from benchtui.core.target import Verdict as TargetVerdict
+from benchtui.core.target import Verdict
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +22,7 @@ class Checked:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class ShownVerdict:
     status: str
     reason: str
     judged_by: str
@@ -40,7 +40,7 @@ class Verdict:
 @dataclass(frozen=True, slots=True)
 class Outcome:
     certificate: dict[str, Any] | None
-    verdict: Verdict | None
+    verdict: ShownVerdict | None
     environment: str
     """The target's fingerprint the attempt was given."""
     copy_fingerprint: str
@@ -70,11 +70,11 @@ def outcome(row: OutcomeDetails | None) -> Outcome | None:
     )
 
 
-def _shown(verdict: TargetVerdict, judgement: Judgement | None = None) -> Verdict:
+def _shown(verdict: Verdict, judgement: Judgement | None = None) -> ShownVerdict:
     findings = {"cause": verdict.cause, **dict(verdict.evidence)}
     if verdict.found_by:
         findings["found_by"] = verdict.found_by
-    return Verdict(
+    return ShownVerdict(
         status=verdict.status,
         reason=verdict.reason,
         judged_by=verdict.judged_by,
@@ -88,7 +88,7 @@ def _shown(verdict: TargetVerdict, judgement: Judgement | None = None) -> Verdic
     )
 
 
-def certificates(raw: Any) -> list[tuple[Any, Verdict | None, str]]:
+def certificates(raw: Any) -> list[tuple[Any, ShownVerdict | None, str]]:
     """`attempt-N.certificates.json`: (certificate, its verdict, why it was not verified) in the
     order judged, submitted ones first (each entry through its one decoder, `Looked`)."""
     looked = [entry for item in (raw if isinstance(raw, list) else []) if (entry := Looked.from_json(item))]

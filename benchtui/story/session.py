@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from benchtui.story import evidence, files, trajectory
-from benchtui.story.outcome import Verdict, certificates
+from benchtui.story.outcome import ShownVerdict, certificates
 from benchtui.story.run import Attempt, RunStory, SessionRow
 
 CERTIFICATES_MAX_BYTES = 16 << 20
@@ -67,7 +67,7 @@ class Judged:
     """One certificate of an attempt, as `attempt-N.certificates.json` keeps it."""
 
     certificate: Any
-    verdict: Verdict | None
+    verdict: ShownVerdict | None
     refused: str
 
 

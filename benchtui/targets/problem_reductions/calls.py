@@ -13,16 +13,16 @@ from collections.abc import Generator
 from itertools import pairwise
 from typing import Any
 
-from .certificate import PredCall, PredResult, Value, Verdict, parse_value
+from .certificate import Finding, PredCall, PredResult, Value, parse_value
 
 
 class Stop(Exception):
-    def __init__(self, verdict: Verdict) -> None:
+    def __init__(self, verdict: Finding) -> None:
         self.verdict = verdict
 
 
 def stop(status: str, reason: str, cause: str, **details: Any) -> Stop:
-    return Stop(Verdict(status, reason, {**details, "cause": cause}))  # type: ignore[arg-type]
+    return Stop(Finding(status, reason, {**details, "cause": cause}))  # type: ignore[arg-type]
 
 
 def pred_json(

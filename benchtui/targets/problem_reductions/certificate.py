@@ -40,7 +40,7 @@ class PredResult:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Finding:
     """What the checks conclude (`details["cause"]` says why); the target kind (kind.py) hands it
     on as the contract's typed verdict."""
 

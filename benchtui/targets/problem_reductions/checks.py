@@ -7,7 +7,7 @@ from collections.abc import Generator
 from typing import Any
 
 from .calls import Stop, canonical, error_line, extract, json_of, pred_json, reduce, stop, value_of
-from .certificate import KINDS, RULE_FAILURES, PredCall, PredResult, Value, Verdict, parse_value
+from .certificate import KINDS, RULE_FAILURES, Finding, PredCall, PredResult, Value, parse_value
 from .failures import check_rule_failure
 
 
@@ -89,10 +89,10 @@ def _target_value(data: dict[str, Any]) -> Value | None:
     return parse_value((data.get("intermediate") or {}).get("evaluation"))
 
 
-def check(cert: Any) -> Generator[PredCall, PredResult, Verdict]:
+def check(cert: Any) -> Generator[PredCall, PredResult, Finding]:
     """Verify one certificate; drive with `verify` (sync) or `verify_async` (Trio)."""
     if problem := _malformed(cert):
-        return Verdict("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
+        return Finding("rejected", f"malformed certificate: {problem}", {"cause": "malformed"})
     if cert["violation"] in RULE_FAILURES:
         try:  # its own reading of pred's exit statuses: a panic (101) is what it looks for
             return (yield from check_rule_failure(cert))
@@ -106,7 +106,7 @@ def check(cert: Any) -> Generator[PredCall, PredResult, Verdict]:
             if result.returncode is not None and result.returncode not in PRED_EXITS:
                 # Not an answer of pred: never a verdict (a replay miss, a crash, a signal).
                 line = error_line(result.stderr) or "no message"
-                return Verdict(
+                return Finding(
                     "inconclusive",
                     f"inconclusive: pred exited {result.returncode} ({line})",
                     {"cause": "pred_error", "exit": result.returncode},
@@ -118,13 +118,13 @@ def check(cert: Any) -> Generator[PredCall, PredResult, Verdict]:
         return stopped.verdict
 
 
-def _accept(observed: str, text: str, claimed: str, details: dict[str, Any]) -> Verdict:
+def _accept(observed: str, text: str, claimed: str, details: dict[str, Any]) -> Finding:
     """A round-trip failure pred shows counts whatever the certificate claimed (both are kept)."""
     other = f" (the certificate claimed {claimed})" if claimed != observed else ""
-    return Verdict("accepted", f"{observed}: {text}{other}", {**details, "observed": observed})
+    return Finding("accepted", f"{observed}: {text}{other}", {**details, "observed": observed})
 
 
-def _check(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Verdict]:
+def _check(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Finding]:
     source, claimed = cert["source"], cert["bundle"]["target"]
     bundle = yield from reduce(source, cert["bundle"])
     details: dict[str, Any] = {
@@ -226,7 +226,7 @@ def _source_optimum(source: dict[str, Any]) -> Generator[PredCall, PredResult, t
 
 def _no_target_solution(
     bundle: dict[str, Any], trip: PredResult, optimum: Value, claimed: str, details: dict[str, Any]
-) -> Generator[PredCall, PredResult, Verdict]:
+) -> Generator[PredCall, PredResult, Finding]:
     """Real pred exits 1 solving a bundle whose target has no solution at all: ask the target alone."""
     target = yield from pred_json(
         ("solve", "target.json", *BRUTE), {"target.json": bundle["target"]}, "solve (target)"

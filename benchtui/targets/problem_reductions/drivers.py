@@ -11,20 +11,20 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
-from .certificate import PredCall, PredResult, Verdict
+from .certificate import Finding, PredCall, PredResult
 from .checks import check
 
 
 # -- drivers ---------------------------------------------------------------------------------------
 def _drive(
-    checks: Generator[PredCall, PredResult, Verdict], run: Callable[[PredCall], PredResult]
-) -> Verdict:
+    checks: Generator[PredCall, PredResult, Finding], run: Callable[[PredCall], PredResult]
+) -> Finding:
     try:
         call = next(checks)
         while True:
             call = checks.send(run(call))
     except StopIteration as stop:
-        verdict: Verdict = stop.value
+        verdict: Finding = stop.value
         return verdict
 
 
@@ -52,7 +52,7 @@ def resolve_pred(pred: str) -> str:
     return os.path.abspath(found) if found else pred
 
 
-def verify(cert: Any, *, pred: str = "pred", timeout: float = 60.0) -> Verdict:
+def verify(cert: Any, *, pred: str = "pred", timeout: float = 60.0) -> Finding:
     """Verify synchronously (the CLI); each pred call runs in a fresh temporary directory."""
     pred = resolve_pred(pred)
 
@@ -78,7 +78,7 @@ def verify(cert: Any, *, pred: str = "pred", timeout: float = 60.0) -> Verdict:
     return _drive(check(cert), run)
 
 
-async def verify_async(cert: Any, *, pred: str = "pred", timeout: float = 60.0) -> Verdict:
+async def verify_async(cert: Any, *, pred: str = "pred", timeout: float = 60.0) -> Finding:
     """Verify under Trio: cancelling it kills the running pred call at once."""
     import trio
 
@@ -117,5 +117,5 @@ async def verify_async(cert: Any, *, pred: str = "pred", timeout: float = 60.0) 
         while True:
             call = checks.send(await run(call))
     except StopIteration as stop:
-        verdict: Verdict = stop.value
+        verdict: Finding = stop.value
         return verdict

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .calls import error_line, json_of, pred_json, stop, value_of
-from .certificate import PredCall, PredResult, Value, Verdict
+from .certificate import Finding, PredCall, PredResult, Value
 from .rules import Rule, of_instance, own_files, rules_named
 
 #: The exit status of a Rust program whose main thread panicked (../shared/tools/pred/README.md).
@@ -66,7 +66,7 @@ def _ended(returncode: int) -> str:
     return f"was killed by {name}{oom}"
 
 
-def check_rule_failure(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Verdict]:
+def check_rule_failure(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Finding]:
     claimed, source = cert["violation"], cert["source"]
     details: dict[str, Any] = {"claimed_violation": claimed}
     rule = yield from _rule(cert["rule"], source)
@@ -80,7 +80,7 @@ def check_rule_failure(cert: dict[str, Any]) -> Generator[PredCall, PredResult, 
     result = yield PredCall(command, {"source.json": source})
     panic = _rules_own_panic(result, rule, details)
     details.update(observed=claimed, found_by="reduce", cause="panics_in_rule")
-    return Verdict(
+    return Finding(
         "accepted",
         f"{claimed}: pred reduce --to {rule[1]} panicked at {panic.location}, the rule's own source "
         f"(exit {RUST_PANIC}): {panic.message}; the source instance is valid: brute force solves it "

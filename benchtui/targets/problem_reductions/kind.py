@@ -16,18 +16,19 @@ from typing import Any, ClassVar, Literal
 from benchtui.core.checks import Check
 from benchtui.core.target import (
     LEGACY_CAUSES,
+    Cause,
     Program,
     TargetKind,
     TargetProfile,
     TargetTools,
     Verdict,
+    is_cause,
     malformed,
     read_brief,
 )
 from benchtui.core.workspace import binary_digest
 
-from .certificate import VIOLATIONS
-from .certificate import Verdict as ChecksVerdict
+from .certificate import VIOLATIONS, Finding
 from .drivers import INSTALL_PRED, verify, verify_async
 from .tasks import canonical_certificate, on_task, rule_list, rule_of, run_pred
 
@@ -53,20 +54,22 @@ KEPT_CAUSES = frozenset(
 )  # fmt: skip
 
 
-def typed(verdict: ChecksVerdict) -> Verdict:
+def typed(verdict: Finding) -> Verdict:
     """The checks' verdict as the contract's: its cause one of the closed set."""
     details = dict(verdict.details)
     raw = str(details.pop("cause", ""))
     found_by = str(details.pop("found_by", None) or "")
+    named = CHECKS_CAUSES.get(raw, raw)
+    cause: Cause
     if verdict.status == "accepted":
         cause = "violation"  # which one: `observed` (a round trip, a panic in the rule's file…)
+    elif named in KEPT_CAUSES and is_cause(named):
+        cause = named
     else:
-        cause = CHECKS_CAUSES.get(raw, raw)
-        if cause not in KEPT_CAUSES:
-            cause = "tool_error" if verdict.status == "inconclusive" else "no_violation"
+        cause = "tool_error" if verdict.status == "inconclusive" else "no_violation"
     if raw and raw != cause:
         details["pred_cause"] = raw  # what the checks found, in this target's words
-    return Verdict(verdict.status, verdict.reason, cause, VERIFIER, "verifier", found_by, details)  # type: ignore[arg-type]
+    return Verdict(verdict.status, verdict.reason, cause, VERIFIER, "verifier", found_by, details)
 
 
 class ProblemReductions(TargetKind):
