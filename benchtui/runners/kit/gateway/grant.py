@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchtui.core.contract import Meter, ModelSpec
-from benchtui.runners.command.gateway.dialects import Dialect
+from benchtui.runners.kit.gateway.dialects import Dialect
 
 PROMPT_OVERHEAD_TOKENS = 2048
 

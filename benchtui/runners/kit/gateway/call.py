@@ -23,11 +23,11 @@ from urllib.parse import quote
 import aiohttp
 import orjson
 
-from benchtui.runners.command.gateway import policy
-from benchtui.runners.command.gateway.dialects import NO_RETRY, REFUSAL_STATUS, Dialect
-from benchtui.runners.command.gateway.grant import Grant
-from benchtui.runners.command.gateway.sse import EventSplitter, EventTooLarge
 from benchtui.runners.kit import throttle
+from benchtui.runners.kit.gateway import policy
+from benchtui.runners.kit.gateway.dialects import NO_RETRY, REFUSAL_STATUS, Dialect
+from benchtui.runners.kit.gateway.grant import Grant
+from benchtui.runners.kit.gateway.sse import EventSplitter, EventTooLarge
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 JSON = [(b"content-type", b"application/json")]

@@ -31,9 +31,9 @@ import trio
 
 from benchtui.core import tempdirs
 from benchtui.core.contract import Meter, ModelSpec, Usage
-from benchtui.runners.command.gateway.grant import PROMPT_OVERHEAD_TOKENS, Binding
-from benchtui.runners.command.gateway.link import Lines, default_limit, encode, relay_environment
-from benchtui.runners.command.gateway.nodes import NodeGateway
+from benchtui.runners.kit.gateway.grant import PROMPT_OVERHEAD_TOKENS, Binding
+from benchtui.runners.kit.gateway.link import Lines, default_limit, encode, relay_environment
+from benchtui.runners.kit.gateway.nodes import NodeGateway
 from benchtui.runners.kit.handshakes import Handshakes
 
 HEADER_TIMEOUT_S = 10.0
@@ -45,7 +45,7 @@ ANSWER_S = 10.0
 """A relay answers the engine's requests (bind, unbind, figures) within this, or is restarted."""
 RESTART_PAUSE_S = 0.5
 STARTUP_S = 30.0
-RELAY_MODULE = "benchtui.runners.command.gateway.relay"
+RELAY_MODULE = "benchtui.runners.kit.gateway.relay"
 
 
 class GatewayError(Exception):
