@@ -135,10 +135,13 @@ class Gateway:
         api_key: str | None,
         *,
         prompt_overhead_tokens: int = PROMPT_OVERHEAD_TOKENS,
+        refusal_status: int = 429,
     ) -> AsyncIterator[Binding]:
         """A token for one session, valid until the block ends. Then its calls in flight are cut,
-        and every charge a relay sent before it cut them is in."""
-        binding = Binding(meter, model, api_key, prompt_overhead_tokens)
+        and every charge a relay sent before it cut them is in. `refusal_status`: what a call the
+        budget refuses answers (429 with `x-should-retry: false`; 401 for a client that retries
+        every 429, as LiteLLM does)."""
+        binding = Binding(meter, model, api_key, prompt_overhead_tokens, refusal_status)
         self._bindings[binding.token] = binding
         try:
             await self._tell_all("b", binding.token, binding.grant())
@@ -219,6 +222,7 @@ class Gateway:
         worst = Usage(prompt_tokens, output_tokens)
         hold = binding.meter.price(worst)
         if not await binding.meter.authorise(hold):
+            binding.refused += 1
             relay.send(encode("h", call, _refusal(binding.meter)))
             return
         binding.authorised += 1

@@ -1,0 +1,101 @@
+"""Run as root by `unshare --mount --propagation private`, in the session's own mount namespace:
+rebuild what the benchmark's Docker image bakes, then exec its runner. Standard library only (run
+by path with the benchmark's interpreter; it imports nothing of benchtui).
+
+One argument: a JSON file (the session's plan, `checkout.Plan.to_json`) saying
+- `usr_upper`, `usr_work`: an overlay on /usr/local (the host's is never written), inside which
+  `pred` is installed at /usr/local/libexec/prb/pred (root:oracle gid, 0750: a copy, as the image
+  has it; the runner resolves the path, so a link would not pass), the library's source (`repo`)
+  is bound at REPO_DIR and the run's output folder (`out`) at OUTPUT's folder;
+- `bench_upper`, `bench_work`: an overlay on the checkout's `benchmark/` folder holding its
+  PINNED_COMMIT and PINNED_VERSION (git-ignored files the image bakes);
+- `reachable`: folders the agent and oracle users must reach (the interpreter's): an ancestor
+  they cannot enter (/root, 0700) is covered by an empty 0755 tmpfs with only those bound back;
+- then a private /tmp (the runner's hard-coded /tmp/prb-* scratch folders die with it), and
+  `argv` is exec'd in `cwd` with `env`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+PRED = "/usr/local/libexec/prb/pred"
+REPO = "/usr/local/share/prb/pr-src"
+OUT = "/usr/local/share/prb/out"
+
+
+def mount(*args: str) -> None:
+    subprocess.run(["mount", *args], check=True, stdout=subprocess.DEVNULL)
+
+
+def overlay(lower: str, upper: str, work: str) -> None:
+    mount("-t", "overlay", "overlay", "-o", f"lowerdir={lower},upperdir={upper},workdir={work}", lower)
+
+
+def bind(source: str, target: str) -> None:
+    os.makedirs(target, exist_ok=True)
+    mount("--bind", source, target)
+
+
+def blocked_ancestor(path: str) -> str | None:
+    """The first folder on the way to `path` that other users cannot enter (None: all can)."""
+    here = "/"
+    for part in path.strip("/").split("/"):
+        here = os.path.join(here, part)
+        if not os.stat(here).st_mode & stat.S_IXOTH:
+            return here
+    return None
+
+
+def make_reachable(folders: list[str], keep: str) -> None:
+    covered: dict[str, list[str]] = {}
+    for folder in folders:
+        top = blocked_ancestor(folder)
+        if top is not None:
+            covered.setdefault(top, []).append(folder)
+    for i, (top, inside) in enumerate(sorted(covered.items())):
+        kept = []
+        for j, folder in enumerate(inside):
+            spot = os.path.join(keep, f"{i}-{j}")
+            bind(folder, spot)  # held before the cover hides it
+            kept.append((spot, folder))
+        mount("-t", "tmpfs", "-o", "mode=0755", "tmpfs", top)
+        for spot, folder in kept:
+            bind(spot, folder)
+
+
+def main(plan_file: str) -> None:
+    with open(plan_file, encoding="utf-8") as f:
+        plan = json.load(f)
+    overlay("/usr/local", plan["usr_upper"], plan["usr_work"])
+    os.makedirs(os.path.dirname(PRED), exist_ok=True)
+    os.chown(os.path.dirname(PRED), 0, plan["oracle_gid"])
+    os.chmod(os.path.dirname(PRED), 0o750)
+    shutil.copyfile(plan["pred"], PRED)
+    os.chown(PRED, 0, plan["oracle_gid"])
+    os.chmod(PRED, 0o750)
+    bind(plan["repo"], REPO)
+    bind(plan["out"], OUT)
+    bench = os.path.join(plan["benchmark"], "benchmark")
+    overlay(bench, plan["bench_upper"], plan["bench_work"])
+    for name, value in (("PINNED_COMMIT", plan["commit"]), ("PINNED_VERSION", plan["pred_version"])):
+        with open(os.path.join(bench, name), "w", encoding="utf-8") as f:
+            f.write(value + "\n")
+    make_reachable(plan["reachable"], plan["keep"])
+    mount("-t", "tmpfs", "-o", "mode=1777", "tmpfs", "/tmp")
+    os.chdir(plan["cwd"])
+    argv = plan["argv"]
+    os.execve(argv[0], argv, plan["env"])
+
+
+if __name__ == "__main__":
+    try:
+        main(sys.argv[1])
+    except (OSError, subprocess.CalledProcessError, KeyError, ValueError) as exc:
+        print(f"benchtui top50: the session's namespace could not be made: {exc}", file=sys.stderr)
+        sys.exit(70)
