@@ -73,9 +73,8 @@ def write_plan(
     out: Path,
 ) -> tuple[list[str], dict[str, str]]:
     """Make the stage and the plan; the argv to run (as root) and its environment."""
-    for name in ("repo", "usr-upper", "usr-work", "bench-upper", "bench-work", "keep"):
-        if name != "repo":
-            (stage / name).mkdir(mode=0o755)
+    for name in ("usr-upper", "usr-work", "bench-upper", "bench-work"):
+        (stage / name).mkdir(mode=0o755)
     make_repo(library, stage / "repo", pins.commit)
     os.chmod(stage, 0o755)
     inner_env = {
@@ -90,7 +89,6 @@ def write_plan(
         "usr_work": str(stage / "usr-work"),
         "bench_upper": str(stage / "bench-upper"),
         "bench_work": str(stage / "bench-work"),
-        "keep": str(stage / "keep"),
         "repo": str(stage / "repo"),
         "out": str(out),
         "pred": pred,

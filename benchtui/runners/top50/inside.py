@@ -11,7 +11,8 @@ One argument: a JSON file (the session's plan, `checkout.Plan.to_json`) saying
   PINNED_COMMIT and PINNED_VERSION (git-ignored files the image bakes);
 - `reachable`: folders the agent and oracle users must reach (the interpreter's): an ancestor
   they cannot enter (/root, 0700) is covered by an empty 0755 tmpfs with only those bound back;
-- then a private /tmp (the runner's hard-coded /tmp/prb-* scratch folders die with it), and
+- then a private /tmp (the runner's hard-coded /tmp/prb-* scratch folders die with it; a
+  `reachable` folder under the host's /tmp is bound back at its path), and
   `argv` is exec'd in `cwd` with `env`.
 """
 
@@ -27,6 +28,8 @@ import sys
 PRED = "/usr/local/libexec/prb/pred"
 REPO = "/usr/local/share/prb/pr-src"
 OUT = "/usr/local/share/prb/out"
+KEEP = "/usr/local/share/prb/keep"
+"""Where folders are held while what hides them is mounted (root only)."""
 
 
 def mount(*args: str) -> None:
@@ -39,7 +42,7 @@ def overlay(lower: str, upper: str, work: str) -> None:
 
 def bind(source: str, target: str) -> None:
     os.makedirs(target, exist_ok=True)
-    mount("--bind", source, target)
+    mount("--rbind", source, target)
 
 
 def blocked_ancestor(path: str) -> str | None:
@@ -69,6 +72,17 @@ def make_reachable(folders: list[str], keep: str) -> None:
             bind(spot, folder)
 
 
+def private_tmp(folders: list[str], keep: str) -> None:
+    """A fresh /tmp; the folders under the host's /tmp the run needs (a checkout a test made
+    there) are bound back at their paths."""
+    under = [f for f in folders if f.startswith("/tmp/")]
+    for i, folder in enumerate(under):
+        bind(folder, f"{keep}-{i}")
+    mount("-t", "tmpfs", "-o", "mode=1777", "tmpfs", "/tmp")
+    for i, folder in enumerate(under):
+        bind(f"{keep}-{i}", folder)
+
+
 def main(plan_file: str) -> None:
     with open(plan_file, encoding="utf-8") as f:
         plan = json.load(f)
@@ -86,8 +100,9 @@ def main(plan_file: str) -> None:
     for name, value in (("PINNED_COMMIT", plan["commit"]), ("PINNED_VERSION", plan["pred_version"])):
         with open(os.path.join(bench, name), "w", encoding="utf-8") as f:
             f.write(value + "\n")
-    make_reachable(plan["reachable"], plan["keep"])
-    mount("-t", "tmpfs", "-o", "mode=1777", "tmpfs", "/tmp")
+    os.makedirs(KEEP, mode=0o700, exist_ok=True)
+    make_reachable(plan["reachable"], KEEP)
+    private_tmp(plan["reachable"], os.path.join(KEEP, "tmp"))
     os.chdir(plan["cwd"])
     argv = plan["argv"]
     os.execve(argv[0], argv, plan["env"])
