@@ -28,7 +28,9 @@ def namespace_problem() -> str | None:
     if shutil.which("unshare") is None:
         return "placement checkout needs unshare (util-linux)"
     probe = "mount -t tmpfs tmpfs /mnt 2>&1 && echo ok"
-    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", probe], capture_output=True, text=True)
+    done = subprocess.run(
+        ["unshare", "-m", "--propagation", "private", "sh", "-c", probe], capture_output=True, text=True
+    )
     if "ok" not in done.stdout:
         return f"no private mount namespace here: {(done.stdout + done.stderr).strip()[:200]}"
     return None
@@ -74,7 +76,9 @@ def confirmed_certificate(pred: Path, workdir: Path) -> dict[str, Any]:
     workdir.mkdir(exist_ok=True)
     run = {"cwd": workdir, "check": True, "capture_output": True}
     subprocess.run([str(pred), "create", "MIS", "--graph", "0-1,1-2", "-o", "source.json"], **run)  # type: ignore[call-overload]
-    bundle = subprocess.run([str(pred), "reduce", "source.json", "--to", "MinimumVertexCover", "--json"], **run)  # type: ignore[call-overload]
+    bundle = subprocess.run(
+        [str(pred), "reduce", "source.json", "--to", "MinimumVertexCover", "--json"], **run
+    )  # type: ignore[call-overload]
     return {
         "rule": RULE,
         "violation": "suboptimal_extraction",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from support import journal, last_states
+from support import certificates, journal, last_states
 from support.mini import pred_on_path, price, run_campaign
 from support.processes import pids_matching
 from support.scripted_upstream import Answer, Call, ScriptedUpstream
@@ -68,7 +68,9 @@ async def test_a_whole_run_is_one_session_charged_exactly_what_the_server_served
         with trio.fail_after(240):
             prep, recorder = await run_campaign(path, tmp_path / "state")
     (record,) = last_states(prep.run_dir).values()
-    assert (record["state"], record["result"], record["ending"]["name"]) == ("done", "bug_found", "found"), record
+    assert (record["state"], record["result"], record["ending"]["name"]) == ("done", "bug_found", "found"), (
+        record
+    )
     assert len(up.calls) == CALLS_PER_RUN == record["calls"]
     assert Decimal(str(record["cost_usd"])) == server_cost(up)
     # Its max_tokens went out as the benchmark fixes it, with the real key; the runner saw a token.
@@ -94,9 +96,8 @@ async def test_a_whole_run_is_one_session_charged_exactly_what_the_server_served
 
 @pytest.mark.trio
 async def test_a_certificate_our_verifier_rejects_is_an_audit_finding(tmp_path, parts):
-    pred, library, bench = parts
-    cert = confirmed_certificate(pred, tmp_path / "cert")
-    cert["target_config"] = "1,0,1"  # a correct extraction: the planted bug is not shown
+    _, library, bench = parts
+    cert = certificates.example()  # MIS -> MaximumClique: a correct rule in the stand-in pred
     configure(bench, calls=1, accept=[1], certificate=cert)
     with ScriptedUpstream(cheap) as up:
         path = write_campaign(tmp_path, up.url, bench, library)
@@ -111,7 +112,9 @@ async def test_a_certificate_our_verifier_rejects_is_an_audit_finding(tmp_path, 
 
 
 @pytest.mark.trio
-async def test_a_run_the_cap_cuts_is_run_again_on_resume_as_attempt_2_and_nothing_counts_twice(tmp_path, parts):
+async def test_a_run_the_cap_cuts_is_run_again_on_resume_as_attempt_2_and_nothing_counts_twice(
+    tmp_path, parts
+):
     _, library, bench = parts
     configure(bench, calls=1)
     served: dict[str, int] = {}

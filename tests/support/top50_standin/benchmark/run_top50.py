@@ -37,7 +37,11 @@ def check_baked_state(repo):
     if os.path.realpath(pred) != TRUSTED_PRED:
         fail(f"rankable runs require the image-owned pred at {TRUSTED_PRED}")
     info = os.stat(TRUSTED_PRED)
-    if stat.S_IMODE(info.st_mode) != 0o750 or info.st_uid != 0 or info.st_gid != int(os.environ["PRB_ORACLE_GID"]):
+    if (
+        stat.S_IMODE(info.st_mode) != 0o750
+        or info.st_uid != 0
+        or info.st_gid != int(os.environ["PRB_ORACLE_GID"])
+    ):
         fail(f"pred is not root:oracle 0750 ({oct(info.st_mode)} {info.st_uid}:{info.st_gid})")
     for name in ("MSWEA_GLOBAL_CONFIG_DIR", "MSWEA_COST_TRACKING", "LITELLM_LOCAL_MODEL_COST_MAP"):
         if name not in os.environ:
@@ -68,7 +72,9 @@ def request(config, api_base, key, model, messages):
     while True:
         tries += 1
         req = urllib.request.Request(
-            f"{api_base.rstrip('/')}/chat/completions", data=body, method="POST",
+            f"{api_base.rstrip('/')}/chat/completions",
+            data=body,
+            method="POST",
             headers={"content-type": "application/json", "authorization": f"Bearer {key}"},
         )
         try:
@@ -91,7 +97,11 @@ def persist(result, output):
 
 
 def main():
-    config = json.loads((HERE.parent / "standin.json").read_text()) if (HERE.parent / "standin.json").exists() else {}
+    config = (
+        json.loads((HERE.parent / "standin.json").read_text())
+        if (HERE.parent / "standin.json").exists()
+        else {}
+    )
     model, api_base, key = os.environ["MODEL_NAME"], os.environ["API_BASE"], os.environ["API_KEY"]
     output, repo = os.environ["OUTPUT"], Path(os.environ["REPO_DIR"])
     commit = check_baked_state(repo)
@@ -99,17 +109,25 @@ def main():
     rules = sorted(p.stem for p in (repo / "src" / "rules").glob("*.rs"))[:50]
     total = config.get("episodes", 50)
     meta = {
-        "model": model, "library_commit": commit, "runner_version": "stand-in",
-        "pred_version": (HERE / "PINNED_VERSION").read_text().strip(), "prompt_id": "stand-in",
-        "safety_controls": {}, "created_at": "2026-01-01T00:00:00+00:00",
+        "model": model,
+        "library_commit": commit,
+        "runner_version": "stand-in",
+        "pred_version": (HERE / "PINNED_VERSION").read_text().strip(),
+        "prompt_id": "stand-in",
+        "safety_controls": {},
+        "created_at": "2026-01-01T00:00:00+00:00",
         "inference_parameters": {"max_tokens": 8192},
     }
 
     def result(episodes, error, shortlist):
-        doc = {"model": model, "status": "run_error" if error else "completed",
-               "rankable": error is None and len(episodes) == 50,
-               "shortlist": [{"rule": r, "hypothesis": ""} for r in shortlist] if shortlist else None,
-               "triage": {"ledger": {}, "messages": [], "tokens_k": 0, "usage": None}, "episodes": episodes}
+        doc = {
+            "model": model,
+            "status": "run_error" if error else "completed",
+            "rankable": error is None and len(episodes) == 50,
+            "shortlist": [{"rule": r, "hypothesis": ""} for r in shortlist] if shortlist else None,
+            "triage": {"ledger": {}, "messages": [], "tokens_k": 0, "usage": None},
+            "episodes": episodes,
+        }
         if error:
             doc["run_error"] = error
         return {**doc, **meta}
@@ -131,16 +149,47 @@ def main():
                 request(config, api_base, key, model, [{"role": "user", "content": f"{rule} step {call}"}])
         except RuntimeError as exc:
             error = f"episode {index} ({rule}) infrastructure error: {exc}"
-            episodes.append({"index": index, "rule": rule, "hypothesis": "", "status": "run_error",
-                             "accepted_submit_attempt": None, "ledger": {}, "messages": [], "tokens_k": 0, "usage": None})
+            episodes.append(
+                {
+                    "index": index,
+                    "rule": rule,
+                    "hypothesis": "",
+                    "status": "run_error",
+                    "accepted_submit_attempt": None,
+                    "ledger": {},
+                    "messages": [],
+                    "tokens_k": 0,
+                    "usage": None,
+                }
+            )
             break
         accepted = index in config.get("accept", [])
-        submit = [{"attempt": 1, "accepted": True, "rule": rule, "reason": "stand-in",
-                   "certificate": config["certificate"]}] if accepted else []
-        episodes.append({"index": index, "rule": rule, "hypothesis": "",
-                         "status": "bug_found" if accepted else "completed",
-                         "accepted_submit_attempt": 1 if accepted else None,
-                         "ledger": {"submit": submit}, "messages": [], "tokens_k": 0.1, "usage": None})
+        submit = (
+            [
+                {
+                    "attempt": 1,
+                    "accepted": True,
+                    "rule": rule,
+                    "reason": "stand-in",
+                    "certificate": config["certificate"],
+                }
+            ]
+            if accepted
+            else []
+        )
+        episodes.append(
+            {
+                "index": index,
+                "rule": rule,
+                "hypothesis": "",
+                "status": "bug_found" if accepted else "completed",
+                "accepted_submit_attempt": 1 if accepted else None,
+                "ledger": {"submit": submit},
+                "messages": [],
+                "tokens_k": 0.1,
+                "usage": None,
+            }
+        )
         persist(result(episodes, f"run incomplete after episode {index}/{len(rules)}", rules), output)
         if config.get("hang_after") == index:
             time.sleep(3600)

@@ -12,9 +12,17 @@ parser.add_argument("--out")
 args = parser.parse_args()
 doc = json.loads(Path(args.submission).read_text())
 report = [
-    {"position": e["index"], "rule": e["rule"], "attempt": a["attempt"], "accepted": True, "reason": "stand-in"}
+    {
+        "position": e["index"],
+        "rule": e["rule"],
+        "attempt": a["attempt"],
+        "accepted": True,
+        "reason": "stand-in",
+    }
     for e in doc["episodes"]
     for a in e.get("ledger", {}).get("submit", [])
     if a.get("accepted")
 ]
-Path(args.out).write_text(json.dumps({"model": doc["model"], "verified_bugs": len(report), "verifier_report": report}))
+Path(args.out).write_text(
+    json.dumps({"model": doc["model"], "verified_bugs": len(report), "verifier_report": report})
+)
