@@ -36,8 +36,9 @@ from benchtui.runners.kit import beneath
 
 RAN = ("done", "error", "killed")
 KINDS = frozenset({"top50"})
-"""Runner kinds whose sessions are whole runs of the benchmark's runner (a session of one that
-left no submission is `missing`; any other session with a submission file counts too)."""
+"""Runner kinds whose sessions are whole runs of the benchmark's runner. A session of one (or of
+a profile whose other sessions left submissions) that left none is `missing`; a session of
+another kind with a submission file counts too (the file is what is read)."""
 CERTIFICATES_MAX_BYTES = 64 * 1024 * 1024
 TOP = (10, 25, 50)
 
@@ -158,14 +159,16 @@ def read(run_dirs: Iterable[Path], *, journals: dict[Path, list[JournalRecord]] 
         last: dict[str, JournalRecord] = {}
         for rec in records:
             last[rec.session] = rec
+        unfiled: list[JournalRecord] = []
+        top50 = {name for name, kind in kinds.items() if kind in KINDS}
         for rec in last.values():
             if rec.state not in RAN:
                 continue
             data = _read_beneath(run_dir, submission_path(rec.session, rec.attempt), submission.MAX_BYTES)
             if data is None:
-                if kinds.get(rec.runner) in KINDS or _any_attempt(run_dir, rec.session, rec.attempt):
-                    found.missing.append(Missing(run_dir, rec.session, rec.model, rec.attempt, rec.state))
+                unfiled.append(rec)
                 continue
+            top50.add(rec.runner)
             where = f"{run_dir}/{submission_path(rec.session, rec.attempt)}"
             sub = submission.parse(data, where=where)
             if sub.model != rec.model:
@@ -188,6 +191,12 @@ def read(run_dirs: Iterable[Path], *, journals: dict[Path, list[JournalRecord]] 
                     rechecked,
                 )
             )
+        # a session of a profile that writes submissions (its kind, or its other sessions did)
+        found.missing += [
+            Missing(run_dir, rec.session, rec.model, rec.attempt, rec.state)
+            for rec in unfiled
+            if rec.runner in top50
+        ]
     found.runs.sort(key=lambda r: (str(r.run_dir), r.model, r.index))
     return found
 
@@ -204,12 +213,6 @@ def _exists(run_dir: Path, relative: str) -> bool:
         return beneath.read_beneath(run_dir, relative, submission.MAX_BYTES) is not None
     except beneath.Refused:
         return True
-
-
-def _any_attempt(run_dir: Path, session: str, attempt: int) -> bool:
-    """Whether the session left a submission of any attempt (a top50 session), or none at all
-    (a session of another runner kind: not a Top50 run)."""
-    return any(_exists(run_dir, submission_path(session, n)) for n in range(1, attempt))
 
 
 def _recheck(run_dir: Path, rec: JournalRecord, sub: submission.Submission) -> tuple[tuple[str, ...], int]:
