@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 import trio
 
-from benchtui.core import tempdirs
+from benchtui.core import submission, tempdirs
 from benchtui.core.atomic import atomic_write
 from benchtui.core.contract import (
     Check,
@@ -43,7 +43,8 @@ from benchtui.core.contract import (
     SessionSpec,
 )
 from benchtui.core.endings import Ending
-from benchtui.core.outcome import Checked, Judgement, SessionFacts
+from benchtui.core.errors import BadInput
+from benchtui.core.outcome import Checked, Judgement, Looked, SessionFacts
 from benchtui.core.target import TargetKind, TargetTools, Verdict, locate
 from benchtui.runners.kit import reaper
 from benchtui.runners.kit import secrets as keys
@@ -67,8 +68,7 @@ class Ran:
     code: int | None = None
     watchdog: bool = False
     start_error: str = ""
-    last: checkpoint.Checkpoint | None = None
-    notes: list[str] = field(default_factory=list)
+    last: submission.Progress = field(default_factory=lambda: submission.Progress("absent"))
 
 
 class Top50Runner(RunnerKind):
@@ -193,13 +193,15 @@ class Top50Runner(RunnerKind):
                     ran = await self._run(argv, run_env, log, out, meter, container)
                 refused = grant.refused
             try:
-                found = await trio.to_thread.run_sync(checkpoint.read, out)
+                data = await trio.to_thread.run_sync(checkpoint.read, out)
             except checkpoint.Unreadable as exc:
                 return _cut(f"its output is not a submission: {exc}", "runner_error", ran)
-            if found is not None:
-                data, last = found
+            if data is not None:
                 await trio.to_thread.run_sync(atomic_write, kept, data)
-                ran.last = last
+                ended = submission.progress(data)
+                if ended.describe() != ran.last.describe():
+                    meter.progress(ended.describe())  # the end, however fast it came
+                ran.last = ended
             if ran.start_error:
                 return _infra(ran.start_error)
             return await self._outcome(session, ran, refused, data, stage, files)
@@ -209,9 +211,9 @@ class Top50Runner(RunnerKind):
             with trio.CancelScope(shield=True):
                 if data is None:  # cut off: whatever it had written is kept all the same
                     with contextlib.suppress(checkpoint.Unreadable, OSError):
-                        found = await trio.to_thread.run_sync(checkpoint.read, out)
-                        if found is not None:
-                            await trio.to_thread.run_sync(atomic_write, kept, found[0])
+                        left = await trio.to_thread.run_sync(checkpoint.read, out)
+                        if left is not None:
+                            await trio.to_thread.run_sync(atomic_write, kept, left)
                 await trio.to_thread.run_sync(keys.redact, [log, kept], secrets.values())
                 await trio.to_thread.run_sync(partial_rmtree, stage)
 
@@ -306,21 +308,22 @@ class Top50Runner(RunnerKind):
         stage: Path,
         files: Path,
     ) -> SessionOutcome:
-        last = ran.last
-        where = f" at episode {last.episodes}/{checkpoint.EPISODES}" if last else " in triage"
+        where = _where(ran.last)
         if ran.watchdog:
-            return _cut(f"watchdog: the run passed wall_time_s {self.profile.run_wall_time_s:g} s{where}", "wall_time", ran)  # fmt: skip
+            why = f"watchdog: the run passed wall_time_s {self.profile.run_wall_time_s:g} s{where}"
+            return _cut(why, "wall_time", ran)
         if refused:
-            return _cut(
-                f"the session's budget was spent: the gateway refused {refused} call(s) (401){where}",
-                "budget_exhausted",
-                ran,
-            )
-        if last is None or data is None:
+            why = f"the session's budget was spent: the gateway refused {refused} call(s) (401){where}"
+            return _cut(why, "budget_exhausted", ran)
+        if data is None:
             return _cut(f"the runner ended (exit {ran.code}) without a submission.json", "runner_error", ran)
-        if not last.whole:
-            error = last.run_error or f"status {last.status} with {last.episodes} episodes"
-            if last.shortlist == 0 and last.episodes == 0 and "without a valid frozen Top50" in error:
+        try:
+            sub = submission.parse(data)
+        except BadInput as exc:
+            return _cut(f"its output is not a submission: {exc}", "runner_error", ran)
+        if not sub.complete:
+            error = sub.run_error or f"status {sub.status} with {sub.done} episodes"
+            if not sub.shortlist and not sub.episodes and "without a valid frozen Top50" in error:
                 facts = SessionFacts(exit_status=f"exit {ran.code}", reject_reason=error)
                 return SessionOutcome(
                     "no_certificate",
@@ -330,15 +333,14 @@ class Top50Runner(RunnerKind):
                 )
             ending: Ending = "provider_error" if "infrastructure error" in error else "runner_error"
             return _cut(f"the run did not finish: {error[:300]}", ending, ran)
-        return await self._judge(session, ran, data, stage, files)
+        return await self._judge(session, ran, sub, stage, files)
 
     async def _judge(
-        self, session: SessionSpec, ran: Ran, data: bytes, stage: Path, files: Path
+        self, session: SessionSpec, ran: Ran, sub: submission.Submission, stage: Path, files: Path
     ) -> SessionOutcome:
         """A whole run: every accepted certificate re-checked by the target (and by the
         benchmark's `verify_submission` where its checkout is here); both verdicts recorded."""
-        assert ran.last is not None
-        accepted = await trio.to_thread.run_sync(checkpoint.certificates, data)
+        accepted = [(e.index, e.rule, e.accepted.certificate) for e in sub.accepts if e.accepted]
         ours: list[tuple[int, str, dict[str, Any], Verdict]] = []
         for index, rule, cert in accepted:
             try:
@@ -353,14 +355,22 @@ class Top50Runner(RunnerKind):
             "benchmark": theirs,
             "findings": findings,
         }
-        path = files / f"attempt-{session.attempt}.verdicts.json"
-        await trio.to_thread.run_sync(atomic_write, path, json.dumps(record, indent=2).encode())
+        n = session.attempt
+        looked = [Looked(cert, v).to_json() for *_, cert, v in ours]
+        await trio.to_thread.run_sync(
+            atomic_write,
+            files / f"attempt-{n}.certificates.json",
+            json.dumps(looked, indent=1, default=str).encode(),
+        )
+        await trio.to_thread.run_sync(
+            atomic_write, files / f"attempt-{n}.verdicts.json", json.dumps(record, indent=2).encode()
+        )
         confirmed = [(i, cert, v) for i, _, cert, v in ours if v.accepted]
         checked = tuple(Checked(v.status, v.reason, v.cause) for *_, v in ours)
         facts = SessionFacts(exit_status=f"exit {ran.code}", unverified_certificates=None)
         summary = (
             f"{len(confirmed)} of {len(ours)} accepted certificates confirmed by our verifier, "
-            f"{ran.last.episodes} episodes"
+            f"{sub.done} episodes"
             + (f"; audit: {len(findings)} disagreement(s) with the benchmark's verifier" if findings else "")
         )
         if confirmed:
@@ -368,7 +378,7 @@ class Top50Runner(RunnerKind):
             return SessionOutcome(
                 "bug_found",
                 summary,
-                steps=ran.last.episodes,
+                steps=sub.done,
                 certificate=cert,
                 judgement=Judgement(verdict, checked),
                 facts=facts,
@@ -378,7 +388,7 @@ class Top50Runner(RunnerKind):
         return SessionOutcome(
             "no_certificate",
             summary,
-            steps=ran.last.episodes,
+            steps=sub.done,
             judgement=judgement,
             facts=facts,
             ending="model_done",
@@ -457,6 +467,10 @@ def disagreements(
     return found
 
 
+def _where(last: submission.Progress) -> str:
+    return f" after episode {last.done}/{last.planned}" if last.done else " in triage"
+
+
 def _infra(reason: str) -> SessionOutcome:
     return SessionOutcome("error", reason=reason, infra_error=True, ending="setup_error")
 
@@ -474,10 +488,10 @@ async def _pump(process: trio.Process, sink: CappedLog) -> None:
 
 
 async def _watch(out: Path, meter: Meter, ran: Ran) -> None:
-    """Progress from the checkpointed output: `triage` until the first episode is written, then
-    `episode k/50, n accepted`; told to the meter when it changes."""
+    """Progress from the checkpointed output (`triage` until the first episode is written, then
+    `episode k/50, n accepted`), told to the meter when it changes."""
     seen: tuple[int, int] | None = None
-    note = "triage"
+    note = ran.last.describe()
     meter.progress(note)
     while True:
         await trio.sleep(POLL_S)
@@ -489,15 +503,13 @@ async def _watch(out: Path, meter: Meter, ran: Ran) -> None:
         if stamp == seen:
             continue
         seen = stamp
-        try:
-            found = await trio.to_thread.run_sync(checkpoint.read, out)
-        except checkpoint.Unreadable:
-            continue
-        if found is not None:
-            ran.last = found[1]
-            if found[1].note() != note:
-                note = found[1].note()
-                meter.progress(note)
+        now = await trio.to_thread.run_sync(checkpoint.progress, out)
+        if now.phase == "unreadable":
+            continue  # between the runner's renames, or planted: the end reads it for good
+        ran.last = now
+        if now.describe() != note:
+            note = now.describe()
+            meter.progress(note)
 
 
 async def _kill(process: trio.Process, container: str | None, client: str) -> None:

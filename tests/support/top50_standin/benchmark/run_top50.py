@@ -111,7 +111,7 @@ def main():
     meta = {
         "model": model,
         "library_commit": commit,
-        "runner_version": "stand-in",
+        "runner_version": "0.11.0",
         "pred_version": (HERE / "PINNED_VERSION").read_text().strip(),
         "prompt_id": "stand-in",
         "safety_controls": {},
@@ -191,6 +191,7 @@ def main():
             }
         )
         persist(result(episodes, f"run incomplete after episode {index}/{len(rules)}", rules), output)
+        time.sleep(config.get("episode_sleep_s", 0))
         if config.get("hang_after") == index:
             time.sleep(3600)
         if config.get("crash_after") == index:
