@@ -200,7 +200,7 @@ class Top50Runner(RunnerKind):
                 await trio.to_thread.run_sync(atomic_write, kept, data)
                 ended = submission.progress(data)
                 if ended.describe() != ran.last.describe():
-                    meter.progress(ended.describe())  # the end, however fast it came
+                    meter.progress(ended.describe(), milestone=True)  # the end, however fast it came
                 ran.last = ended
             if ran.start_error:
                 return _infra(ran.start_error)
@@ -492,7 +492,7 @@ async def _watch(out: Path, meter: Meter, ran: Ran) -> None:
     `episode k/50, n accepted`), told to the meter when it changes."""
     seen: tuple[int, int] | None = None
     note = ran.last.describe()
-    meter.progress(note)
+    meter.progress(note, milestone=True)
     while True:
         await trio.sleep(POLL_S)
         try:
@@ -509,7 +509,7 @@ async def _watch(out: Path, meter: Meter, ran: Ran) -> None:
         ran.last = now
         if now.describe() != note:
             note = now.describe()
-            meter.progress(note)
+            meter.progress(note, milestone=True)
 
 
 async def _kill(process: trio.Process, container: str | None, client: str) -> None:

@@ -86,7 +86,7 @@ async def test_a_whole_run_is_one_session_charged_exactly_what_the_server_served
     assert [v["status"] for v in verdicts["ours"]] == ["accepted"]
     assert verdicts["benchmark"]["verified_bugs"] == 1 and verdicts["findings"] == []
     # Progress came from the checkpoint: triage, then the episodes as they were written.
-    notes = [e.note for e in recorder.of(ev.SessionProgress) if e.note]
+    notes = [e.note for e in recorder.of(ev.SessionProgress) if e.milestone]
     assert notes[0] == "triage" and notes[-1] == "completed 50/50, 1 accepted"
     assert any(n.startswith("episode ") and n.endswith("/50, 1 accepted") for n in notes), notes
     # Nothing of the run is left: no process, no key in any file, the host's /tmp untouched.
