@@ -131,3 +131,23 @@ def write_campaign(
     path = tmp_path / "campaign.toml"
     path.write_text(tomli_w.dumps(doc))
     return path
+
+
+def runner_pids(bench: Path) -> list[int]:
+    """Live processes of a benchmark runner in `bench` (its cwd: the runner's command line,
+    `python -m benchmark.run_top50`, names no checkout)."""
+    import os
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry}/cwd")
+            with open(f"/proc/{entry}/stat") as f:
+                zombie = f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            continue
+        if not zombie and (cwd == str(bench) or cwd.startswith(f"{bench}/")):
+            found.append(int(entry))
+    return found

@@ -15,7 +15,7 @@ MAX_TOKENS = 8192
 
 
 class Top50Profile(RunnerProfile):
-    path_keys: ClassVar[tuple[str, ...]] = ("benchmark", "pred")
+    path_keys: ClassVar[tuple[str, ...]] = ("benchmark",)
 
     kind: Literal["top50"] = "top50"
     """One session is one whole run of the benchmark's `python -m benchmark.run_top50`."""

@@ -275,7 +275,7 @@ class Top50Runner(RunnerKind):
             try:
                 process = await trio.lowlevel.open_process(
                     argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                    env=env, start_new_session=True,
+                    env=env, start_new_session=True, preexec_fn=_die_with_engine,
                 )  # fmt: skip
             except OSError as exc:
                 ran.start_error = f"the benchmark's runner could not start: {exc}"
@@ -521,6 +521,13 @@ async def _kill(process: trio.Process, container: str | None, client: str) -> No
         os.killpg(process.pid, signal.SIGKILL)
     with trio.move_on_after(KILL_WAIT_S):
         await process.wait()
+
+
+def _die_with_engine() -> None:
+    """In the child before its exec: SIGKILL when the engine dies (even by SIGKILL, when nothing
+    of its clean-up runs). It survives the exec of `unshare` and of the runner (neither is
+    set-user-ID); the runner's own children are bounded by its timeouts."""
+    reaper.prctl(reaper.PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def partial_rmtree(stage: Path) -> None:

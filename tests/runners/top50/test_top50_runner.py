@@ -21,7 +21,6 @@ import pytest
 import trio
 from support import certificates, journal, last_states
 from support.mini import pred_on_path, price, run_campaign
-from support.processes import pids_matching
 from support.scripted_upstream import Answer, Call, ScriptedUpstream
 from support.top50 import (
     configure,
@@ -29,6 +28,7 @@ from support.top50 import (
     make_benchmark,
     make_library,
     require_namespace,
+    runner_pids,
     write_campaign,
 )
 
@@ -90,7 +90,7 @@ async def test_a_whole_run_is_one_session_charged_exactly_what_the_server_served
     assert notes[0] == "triage" and notes[-1] == "completed 50/50, 1 accepted"
     assert any(n.startswith("episode ") and n.endswith("/50, 1 accepted") for n in notes), notes
     # Nothing of the run is left: no process, no key in any file, the host's /tmp untouched.
-    assert pids_matching(str(bench)) == []
+    assert runner_pids(bench) == []
     assert not Path("/tmp/prb-standin-was-here").exists()
     assert not [p for p in prep.run_dir.rglob("*") if p.is_file() and REAL_KEY.encode() in p.read_bytes()]
 
@@ -184,7 +184,7 @@ async def test_the_watchdog_kills_the_whole_tree_and_the_run_is_retried(tmp_path
     (record,) = last_states(prep.run_dir).values()
     assert (record["state"], record["ending"]["name"], record["retryable"]) == ("error", "wall_time", True)
     assert "after episode 3/50" in record["reason"]
-    assert pids_matching(str(bench)) == []
+    assert runner_pids(bench) == []
     assert len(up.calls) == 2 + 3 and Decimal(str(record["cost_usd"])) == server_cost(up)
 
 
@@ -206,7 +206,7 @@ async def test_a_killed_run_leaves_no_process_and_keeps_what_it_wrote(tmp_path, 
             prep, _ = await run_campaign(path, tmp_path / "state", during=kill_when_hanging)
     (record,) = last_states(prep.run_dir).values()
     assert record["state"] == "killed"
-    assert pids_matching(str(bench)) == []
+    assert runner_pids(bench) == []
     kept = next(prep.run_dir.glob("sessions/*/attempt-1.submission.json"))
     assert len(json.loads(kept.read_bytes())["episodes"]) == 2
     assert Decimal(str(record["cost_usd"])) == server_cost(up)
@@ -254,3 +254,31 @@ async def test_a_refused_call_answers_401_and_the_runner_stops_at_once(tmp_path,
     assert "refused 3 call(s) (401)" in record["reason"]  # LiteLLM's 1 + 2 retries, then it stopped
     assert up.calls == [] and record["cost_usd"] == 0
     assert len(journal(prep.run_dir)) >= 2
+
+
+def test_an_engine_killed_with_sigkill_takes_its_runs_along(tmp_path, parts):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    _, library, bench = parts
+    configure(bench, calls=1, hang_after=2)
+    with ScriptedUpstream(cheap) as up:
+        path = write_campaign(tmp_path, up.url, bench, library)
+        engine = subprocess.Popen(
+            [sys.executable, "-m", "benchtui", str(path), "--no-ui", "--state-dir", str(tmp_path / "state")],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 120
+            while len(up.calls) < 2 + 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert runner_pids(bench), "the run did not start"
+        finally:
+            engine.send_signal(signal.SIGKILL)
+            engine.wait()
+        deadline = time.monotonic() + 10
+        while runner_pids(bench) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert runner_pids(bench) == []
