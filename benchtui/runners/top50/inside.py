@@ -11,6 +11,9 @@ One argument: a JSON file (the session's plan, `checkout.Plan.to_json`) saying
   PINNED_COMMIT and PINNED_VERSION (git-ignored files the image bakes);
 - `reachable`: folders the agent and oracle users must reach (the interpreter's): an ancestor
   they cannot enter (/root, 0700) is covered by an empty 0755 tmpfs with only those bound back;
+- with a second argument (a pipe's read end, the engine holding its write end), the runner is
+  forked and watched: when the engine dies, even by SIGKILL, the pipe's end is read and the
+  run's whole tree is killed;
 - then a private /tmp (the runner's hard-coded /tmp/prb-* scratch folders die with it; a
   `reachable` folder under the host's /tmp is bound back at its path), and
   `argv` is exec'd in `cwd` with `env`.
@@ -18,12 +21,15 @@ One argument: a JSON file (the session's plan, `checkout.Plan.to_json`) saying
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
+import threading
 
 PRED = "/usr/local/libexec/prb/pred"
 REPO = "/usr/local/share/prb/pr-src"
@@ -83,7 +89,7 @@ def private_tmp(folders: list[str], keep: str) -> None:
         bind(f"{keep}-{i}", folder)
 
 
-def main(plan_file: str) -> None:
+def main(plan_file: str, lifeline: int | None) -> None:
     with open(plan_file, encoding="utf-8") as f:
         plan = json.load(f)
     overlay("/usr/local", plan["usr_upper"], plan["usr_work"])
@@ -105,12 +111,50 @@ def main(plan_file: str) -> None:
     private_tmp(plan["reachable"], os.path.join(KEEP, "tmp"))
     os.chdir(plan["cwd"])
     argv = plan["argv"]
-    os.execve(argv[0], argv, plan["env"])
+    if lifeline is None:
+        os.execve(argv[0], argv, plan["env"])
+    child = os.fork()
+    if child == 0:
+        os.close(lifeline)
+        os.execve(argv[0], argv, plan["env"])
+    threading.Thread(target=watch, args=(lifeline,), daemon=True).start()
+    _, status = os.waitpid(child, 0)
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(code if code >= 0 else 128 - code)
+
+
+def watch(lifeline: int) -> None:
+    """The engine is gone once its end of the lifeline is closed: the run's whole tree goes."""
+    while os.read(lifeline, 1):
+        pass
+    for _ in range(3):  # what forked meanwhile is caught by the next round
+        for pid in descendants(os.getpid()):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    os._exit(137)
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
 
 
 if __name__ == "__main__":
     try:
-        main(sys.argv[1])
+        main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else None)
     except (OSError, subprocess.CalledProcessError, KeyError, ValueError) as exc:
         print(f"benchtui top50: the session's namespace could not be made: {exc}", file=sys.stderr)
         sys.exit(70)

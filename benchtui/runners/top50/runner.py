@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -271,15 +272,26 @@ class Top50Runner(RunnerKind):
         """The runner's process to its end, its output into a bounded log, its checkpoint watched;
         past the watchdog, or on cancellation, its whole tree is killed (a container by name)."""
         ran = Ran()
-        with CappedLog(log) as sink:
+        # The run's lifeline (placement checkout): `inside.py` kills the run's whole tree when it
+        # reads the end of this pipe, which the engine's death (even by SIGKILL) closes.
+        fds: tuple[int, ...] = ()
+        hold = -1
+        if container is None:
+            lifeline, hold = os.pipe()
+            fds = (lifeline,)
+            argv = [*argv, str(lifeline)]
+        with CappedLog(log) as sink, _closing(hold):
             try:
                 process = await trio.lowlevel.open_process(
                     argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                    env=env, start_new_session=True, preexec_fn=_die_with_engine,
+                    env=env, start_new_session=True, pass_fds=fds,
                 )  # fmt: skip
             except OSError as exc:
                 ran.start_error = f"the benchmark's runner could not start: {exc}"
                 return ran
+            finally:
+                for fd in fds:
+                    os.close(fd)  # the child holds the read end; the write end is held below
             try:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(_pump, process, sink)
@@ -523,11 +535,13 @@ async def _kill(process: trio.Process, container: str | None, client: str) -> No
         await process.wait()
 
 
-def _die_with_engine() -> None:
-    """In the child before its exec: SIGKILL when the engine dies (even by SIGKILL, when nothing
-    of its clean-up runs). It survives the exec of `unshare` and of the runner (neither is
-    set-user-ID); the runner's own children are bounded by its timeouts."""
-    reaper.prctl(reaper.PR_SET_PDEATHSIG, signal.SIGKILL)
+@contextlib.contextmanager
+def _closing(fd: int) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def partial_rmtree(stage: Path) -> None:

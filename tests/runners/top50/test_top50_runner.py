@@ -62,7 +62,7 @@ def server_cost(up: ScriptedUpstream, script=cheap) -> Decimal:
 async def test_a_whole_run_is_one_session_charged_exactly_what_the_server_served(tmp_path, parts):
     pred, library, bench = parts
     cert = confirmed_certificate(pred, tmp_path / "cert")
-    configure(bench, calls=1, accept=[3], certificate=cert, episode_sleep_s=0.1)
+    configure(bench, calls=1, accept=[3], certificate=cert, episode_sleep_s=0.3)  # 15 s: past idle threads
     with ScriptedUpstream(cheap) as up:
         path = write_campaign(tmp_path, up.url, bench, library)
         with trio.fail_after(240):
