@@ -130,12 +130,15 @@ async def test_two_models_two_runs_each_accepted_by_the_benchmarks_scorer_and_a_
             "hamiltoniancircuit_stackercrane": certificate("hamiltoniancircuit_stackercrane.bug.json"),
         },
     }
-    per_run = 502  # calls of a whole run without accepts (2 triage + 50 x 10); fewer with them
+    first_run = 486  # model b's first run: 2 triage + 50 x 10 generations, less 8 per accept
 
     def usage(model: str, n: int) -> tuple[int, int]:
-        # Model b's 650th call (its second run's) reports 950k input tokens ($0.95 at $1/Mtok): the
-        # next hold no longer fits the session's $1.00; the gateway refuses it with a 401.
-        return (950_000, 50) if model == "model-b" and n == per_run + 150 else (1000, 50)
+        # From the 100th call of model b's second run, 100 calls use 8000 output tokens ($0.017
+        # each, within each call's hold): its $1.00 is spent after ~55 of them and the gateway
+        # refuses the next call with a 401. (A provider reporting more than the hold would be
+        # stopped as overspent instead: F6.)
+        expensive = model == "model-b" and first_run + 100 < n <= first_run + 200
+        return (1000, 8000) if expensive else (1000, 50)
 
     model = Top50Model(library, certs, usage)
     with ScriptedUpstream(model) as up:
