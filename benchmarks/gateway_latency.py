@@ -114,7 +114,7 @@ def serve_gateway(provider_url: str, sessions: int, relays: int, out_file: str) 
     from benchtui.engine.ledger import Ledger
     from benchtui.engine.meter import SessionMeter
     from benchtui.engine.store import Store
-    from benchtui.runners.command.gateway import open_gateway
+    from benchtui.runners.kit.gateway import open_gateway
 
     model = ModelSpec("openai/m", Decimal(3), Decimal(15), 1000, f"{provider_url}/v1")
     held: list[float] = []

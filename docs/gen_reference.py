@@ -239,7 +239,13 @@ def _kinds(table: dict[str, Any], defs: dict[str, Any]) -> list[str]:
 # -- what each runner kind enforces -----------------------------------------------------------
 
 
-PAGES = {"fake": "fake-demo.md", "demo": "fake-demo.md", "mini-swe-agent": "mini.md", "command": "command.md"}
+PAGES = {
+    "fake": "fake-demo.md",
+    "demo": "fake-demo.md",
+    "mini-swe-agent": "mini.md",
+    "command": "command.md",
+    "top50": "top50.md",
+}
 
 
 def runners_table() -> str:

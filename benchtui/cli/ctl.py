@@ -208,6 +208,12 @@ def show_status(reply: dict[str, Any], run_dir: Path | None = None) -> str:
         f"parallelism {reply['parallelism']}, {len(running)} running"
         + (f" ({', '.join(running)})" if running else "")
     ]
+    progress = reply.get("progress")
+    if isinstance(progress, dict) and progress:
+        width = max(map(len, map(str, progress)))
+        lines += ["progress:"] + [
+            f"  {str(sid):<{width}}  {str(note)[:200]}" for sid, note in progress.items()
+        ]
     if run_dir is not None:
         lines += running_counters(run_dir, [str(sid) for sid in running])
     lines += endings_text(reply.get("endings"))

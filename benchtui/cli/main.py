@@ -29,6 +29,7 @@ SUMMARIES = {
     "ctl": "steer a running campaign: pause, resume, stop, status, kill, runner, parallelism",
     "report": "leaderboard, pairwise tests and fairness audit of run dirs (text, json, html)",
     "view": "read sessions in the browser: a read-only viewer of run dirs on 127.0.0.1 (--export)",
+    "export": "finished Top50 runs for the benchmark's tools: its submission.json files, board entries",
     "verify": "re-check the certificates in any file benchtui wrote, with its target's verifier",
     "schema": "the campaign file's JSON Schema, for editors",
     "runners": "the runner profiles shipped with benchtui, what each needs, which would run here",
@@ -242,6 +243,12 @@ def main_view(argv: list[str]) -> int:
     return view(argv)
 
 
+def main_export(argv: list[str]) -> int:
+    from benchtui.cli.export import main as export
+
+    return export(argv)
+
+
 def main_runners(argv: list[str]) -> int:
     from benchtui.cli.runners import main as runners
 
@@ -264,6 +271,7 @@ COMMANDS = {
     "check": main_check,
     "report": main_report,
     "view": main_view,
+    "export": main_export,
     "runners": main_runners,
 }
 

@@ -267,8 +267,10 @@ class Meter(Protocol):
         """Counters whose limit refused a unit in this attempt, in the order they did."""
         ...
 
-    def progress(self, note: str) -> None:
-        """A short human-readable note on what the session is doing."""
+    def progress(self, note: str, *, milestone: bool = False) -> None:
+        """A short human-readable note on what the session is doing. `milestone`: a step worth a
+        line of its own (the headless output prints it, `ctl status` shows the last one): a
+        whole-run runner's phase or episode, not every call."""
         ...
 
 

@@ -109,6 +109,7 @@ RUNNERS: Family[RunnerKind] = Family(
         "demo": "benchtui.runners.demo:DemoRunner",
         "mini-swe-agent": "benchtui.runners.mini:MiniSweRunner",
         "command": "benchtui.runners.command:CommandRunner",
+        "top50": "benchtui.runners.top50:Top50Runner",
     },
     {  # kinds as the release before the move (0a81a35) spelled them
         "benchtui.ui.demo:DemoRunner": "demo",

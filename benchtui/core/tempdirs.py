@@ -17,7 +17,7 @@ from pathlib import Path
 
 from benchtui.core import processes, volume
 
-KINDS = ("gate", "mswea", "gw", "node", "mini", "prompt")
+KINDS = ("gate", "mswea", "gw", "node", "mini", "prompt", "top50")
 _NAME = re.compile(rf"benchtui-(?:{'|'.join(KINDS)})-(\d+)-")
 
 

@@ -128,10 +128,16 @@ class Controller:
         self.accounts: ev.AccountsCommitted | None = None
         self.hello = hello or {}
         """The handshake's answer (`whoami`)."""
+        self.milestones: dict[str, str] = {}
+        """Each running session's last milestone note (`Meter.progress(..., milestone=True)`)."""
 
     def listen(self, event: ev.Event) -> None:
         if isinstance(event, ev.AccountsCommitted):
             self.accounts = event
+        elif isinstance(event, ev.SessionProgress) and event.milestone and event.note:
+            self.milestones[event.session] = event.note
+        elif isinstance(event, ev.SessionEnded):
+            self.milestones.pop(event.session, None)
 
     def answer(self, request: Any) -> dict[str, Any]:
         if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
@@ -148,6 +154,11 @@ class Controller:
                     "runner": s.runner,
                     "parallelism": s.parallelism,
                     "running": sorted(s.running_sessions()),
+                    "progress": {
+                        sid: self.milestones[sid]
+                        for sid in sorted(s.running_sessions())
+                        if sid in self.milestones
+                    },
                     "accounts": accounts_to_json(self.accounts) if self.accounts else None,
                     "endings": endings_by_model(s.accounts.journal.values()),
                 }

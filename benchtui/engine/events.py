@@ -44,6 +44,8 @@ class SessionStarted:
 class SessionProgress:
     session: str
     note: str = ""
+    milestone: bool = False
+    """A step worth a line of its own (`Meter.progress`): headless prints it, `ctl status` keeps it."""
     calls: int = 0
     cost_usd: Decimal = Decimal(0)
     counters: tuple[tuple[str, int, int], ...] = ()
@@ -164,6 +166,8 @@ def describe(event: Event) -> str | None:
             return f"plan  {len(event.sessions)} episodes of {event.model} (its shortlist)"
         case SessionStarted():
             return f"start {event.session} (attempt {event.attempt}, runner {event.runner})"
+        case SessionProgress() if event.milestone and event.note:
+            return f"      {event.session} {printable(event.note)}"
         case SessionEnded():
             what = f"done {event.result}" if event.state == "done" else event.state
             ending = f" ({event.ending})" if event.ending else ""

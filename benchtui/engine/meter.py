@@ -161,14 +161,15 @@ class SessionMeter:
             return None
         return Throttling(self.throttled_answers, round(self.throttle_wait_s, 3))
 
-    def progress(self, note: str) -> None:
-        self._progress(note)
+    def progress(self, note: str, *, milestone: bool = False) -> None:
+        self._progress(note, milestone=milestone)
 
-    def _progress(self, note: str) -> None:
+    def _progress(self, note: str, *, milestone: bool = False) -> None:
         self._accounts.emit(
             ev.SessionProgress(
                 session=self._flight.session,
                 note=note,
+                milestone=milestone,
                 calls=self.calls,
                 cost_usd=self._flight.spent,
                 counters=tuple((c, self.used(c), self.limits.limit(c) or 0) for c in self.limits.counters),

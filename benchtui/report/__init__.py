@@ -22,6 +22,7 @@ from benchtui.report.leaderboard import (
     shared_ranks,
     task_matrix,
 )
+from benchtui.report.once import count_once
 from benchtui.report.pooling import pooling, refusal
 from benchtui.report.runs import RecordedRun, identity_key, read_runs
 from benchtui.report.shortlist import ModelShortlist, findings, shortlists
@@ -136,6 +137,7 @@ def build(run_dirs: list[Path], *, pool_anyway: bool = False) -> CampaignReport:
     # Many small containers and no cycles: the cyclic GC's passes would cost a third of the time.
     with gc_paused():
         runs = read_runs(list(reversed(unique.values())))
+        once = count_once(runs)  # a run dir and its copy: each session once, wherever it lives
         pooled = pooling(runs)
         if pooled.differences and not pool_anyway:
             raise BadInput(refusal(runs, pooled.differences))
@@ -148,6 +150,6 @@ def build(run_dirs: list[Path], *, pool_anyway: bool = False) -> CampaignReport:
         fairness = dataclasses.replace(
             fairness,
             findings=[*pooled_anyway, *fairness.findings, *triage],
-            notes=[*pooled.notes, *fairness.notes],
+            notes=[*once.notes, *pooled.notes, *fairness.notes],
         )
         return CampaignReport(runs, models, comparisons, fairness, ranks, matrix, shortlists(runs))

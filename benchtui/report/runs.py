@@ -45,6 +45,9 @@ class SessionHistory:
     reserved_usd: Decimal | None = None
     environment: str | None = None
     started: float | None = None
+    first_started: float | None = None
+    """When its first attempt started (the journal's `running` line): with its run's campaign
+    identity and its id, what makes a session itself wherever its run dir lives (report/once.py)."""
     ended: float | None = None
     tokens: int = 0
     """Over every attempt: tokens an interrupted attempt used were spent all the same."""
@@ -160,6 +163,8 @@ def _take(view: SessionHistory, rec: JournalRecord, start: JournalRecord | None)
     view.reserved_usd = start.reserved_usd if start else None
     view.environment = start.environment if start else None
     view.started = start.t if start else None
+    if view.first_started is None and start is not None:
+        view.first_started = start.t
     view.certificate = view.judgement = view.prompt_sha256 = None
     ended = rec.state != "running"
     view.counters = counters.flat(rec.counters) if ended and rec.counters is not None else None

@@ -3,6 +3,7 @@ Fisher's exact test for two rates (exact at the small counts a campaign has), qu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 ALPHA = 0.05
@@ -77,3 +78,102 @@ def quantiles(values: list[float]) -> dict[str, float | None]:
 
     median, p90 = np.percentile(values, [50, 90])
     return {"median": round(float(median), 3), "p90": round(float(p90), 3)}
+
+
+@dataclass(frozen=True, slots=True)
+class BestOfN:
+    """A model's runs read the benchmark's way (its board keeps the best run per model) beside
+    their mean, and how much a best-of-N pick is expected to add at this N."""
+
+    n: int
+    """Runs picked from (the model's own number of runs, unless asked for another)."""
+    runs: int
+    """Runs the distribution was taken from."""
+    mean: float | None
+    best: float | None
+    """The best run observed (the benchmark's rule)."""
+    expected_best: float | None
+    """The exact expected maximum of `n` draws (with replacement) from the runs' empirical
+    distribution: what a best-of-`n` pick reports on average for this skill."""
+
+    @property
+    def inflation(self) -> float | None:
+        """`expected_best - mean`: what picking the best of `n` adds to the mean by luck alone
+        (0 for one run, growing with `n`); subtract it to compare boards with different N."""
+        if self.expected_best is None or self.mean is None:
+            return None
+        return self.expected_best - self.mean
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "n": self.n,
+            "runs": self.runs,
+            "mean": self.mean,
+            "best": self.best,
+            "expected_best": self.expected_best,
+            "inflation": self.inflation,
+        }
+
+
+def expected_max(values: Sequence[float], n: int) -> float:
+    """The exact expected maximum of `n` independent draws from the empirical distribution of
+    `values`: with the k values sorted x(1) <= ... <= x(k), the maximum is x(i) with probability
+    (i/k)^n - ((i-1)/k)^n (ties are handled: equal values add their probabilities)."""
+    if not values:
+        raise ValueError("expected_max of no values")
+    if n < 1:
+        raise ValueError(f"expected_max of {n} draws (at least 1)")
+    ordered = sorted(values)
+    k = len(ordered)
+    return float(sum(x * ((i / k) ** n - ((i - 1) / k) ** n) for i, x in enumerate(ordered, 1)))
+
+
+def best_of_n(values: Sequence[float], n: int | None = None) -> BestOfN:
+    """Per model: its runs' `values` (e.g. bugs per run), their mean, the best run, and the expected
+    best of `n` runs (default: as many as it has) drawn from their empirical distribution. No runs:
+    every figure None. `inflation` = expected best - mean: a board of best-of-5 picks is
+    inflated by about that much over a board of single runs of the same skill."""
+    n = len(values) if n is None else n
+    if not values:
+        return BestOfN(n, 0, None, None, None)
+    return BestOfN(
+        n=n,
+        runs=len(values),
+        mean=float(sum(values)) / len(values),
+        best=float(max(values)),
+        expected_best=expected_max(values, n),
+    )
+
+
+# The cluster-robust intervals and the power analysis live in their own modules (each about
+# 150 lines); they are named here too, so that the report's statistics have one address.
+from benchtui.report.clustered import (  # noqa: E402
+    Clustered,
+    clustered_rate,
+    mean_interval,
+    paired_difference,
+    unpaired_difference,
+)
+from benchtui.report.power import Plan, paired_plan, prior_plan, unit_plan  # noqa: E402
+
+__all__ = [
+    "ALPHA",
+    "BestOfN",
+    "Clustered",
+    "Plan",
+    "Rate",
+    "best_of_n",
+    "clustered_rate",
+    "expected_max",
+    "fisher_p",
+    "holm",
+    "mcnemar_exact_p",
+    "mean_interval",
+    "paired_difference",
+    "paired_plan",
+    "prior_plan",
+    "quantiles",
+    "rate",
+    "unit_plan",
+    "unpaired_difference",
+]

@@ -16,7 +16,7 @@ from support.gateway import REAL_KEY, model_at, open_meter
 from support.scripted_upstream import Answer, ScriptedUpstream
 
 from benchtui.engine.providers import Backoff
-from benchtui.runners.command.gateway import open_gateway
+from benchtui.runners.kit.gateway import open_gateway
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 100}
 

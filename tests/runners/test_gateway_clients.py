@@ -14,7 +14,7 @@ from support.gateway_clients import CLIENTS, call, rate_limit_errors
 from support.scripted_upstream import Answer, Call, ScriptedUpstream
 
 from benchtui.core.contract import LogicalLimits, ModelSpec
-from benchtui.runners.command.gateway import open_gateway
+from benchtui.runners.kit.gateway import open_gateway
 
 REAL_KEY = "sk-real-provider-key-0123456789"
 

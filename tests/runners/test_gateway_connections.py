@@ -19,7 +19,7 @@ from support.gateway import REAL_KEY, model_at, open_meter
 from support.gateway_clients import call
 from support.scripted_upstream import Answer, ScriptedUpstream
 
-from benchtui.runners.command.gateway import open_gateway
+from benchtui.runners.kit.gateway import open_gateway
 
 ATTACKER = textwrap.dedent(
     """

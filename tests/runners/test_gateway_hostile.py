@@ -15,7 +15,7 @@ import trio
 from support.gateway import REAL_KEY, cost, model_at, open_meter
 from support.scripted_upstream import Answer, Call, ScriptedUpstream
 
-from benchtui.runners.command.gateway import open_gateway
+from benchtui.runners.kit.gateway import open_gateway
 
 MAX_ANSWER_BYTES = 64 * 1024 * 1024  # relay.MAX_ANSWER_BYTES, spelled out: the test holds it to it
 PROMPT = [{"role": "user", "content": "Say something."}]

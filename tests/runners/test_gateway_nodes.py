@@ -25,8 +25,8 @@ from support.gateway import REAL_KEY, cost, kill_mid_call, model_at, open_meter
 from support.gateway_clients import call
 from support.scripted_upstream import Answer, ScriptedUpstream
 
-from benchtui.runners.command.gateway import nodes, open_gateway
-from benchtui.runners.command.gateway.link import encode
+from benchtui.runners.kit.gateway import nodes, open_gateway
+from benchtui.runners.kit.gateway.link import encode
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 100}
 

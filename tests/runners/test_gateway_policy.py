@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from benchtui.runners.command.gateway.policy import (
+from benchtui.runners.kit.gateway.policy import (
     MAX_CHOICES,
     Plan,
     Refusal,

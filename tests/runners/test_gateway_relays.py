@@ -24,7 +24,7 @@ from support.gateway import REAL_KEY, cost, kill_mid_call, model_at, open_meter
 from support.gateway_clients import call
 from support.scripted_upstream import Answer, ScriptedUpstream
 
-from benchtui.runners.command.gateway import open_gateway
+from benchtui.runners.kit.gateway import open_gateway
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 100}
 
@@ -65,7 +65,7 @@ ENGINE = textwrap.dedent(
     """
     import sys, trio
     sys.path[:0] = [{root!r}, {tests!r}]
-    from benchtui.runners.command.gateway import open_gateway
+    from benchtui.runners.kit.gateway import open_gateway
 
     async def main():
         async with open_gateway(relays=2) as gateway:
@@ -111,7 +111,7 @@ def test_relays_end_with_the_engine_even_when_it_is_killed_and_remove_the_folder
 async def test_a_relay_whose_engine_lives_leaves_the_engines_folder_alone(tmp_path):
     # A relay's channel closing while the engine lives (the engine ending it its own way) must
     # not take the socket other relays and sandboxes use.
-    from benchtui.runners.command.gateway import relay
+    from benchtui.runners.kit.gateway import relay
 
     folder = tmp_path / "gw"
     folder.mkdir()
@@ -201,7 +201,7 @@ async def test_a_charge_a_relay_got_wrong_is_charged_the_worst_case_never_less(c
 async def test_a_relay_that_speaks_nonsense_is_started_again():
     async with open_gateway() as gateway:
         [relay] = gateway._relays
-        from benchtui.runners.command.gateway.link import Lines
+        from benchtui.runners.kit.gateway.link import Lines
 
         async with trio.open_nursery() as nursery:
             gateway._received(relay, nursery, Lines(), b'["h", 1, "tok"]\n')  # a hold without its counts
@@ -215,7 +215,7 @@ async def test_a_relay_that_speaks_nonsense_is_started_again():
 async def test_a_relay_that_cannot_start_is_one_plain_error_naming_why(monkeypatch):
     # A session whose runner cannot start says why in one line (its reason), not "Exceptions
     # from Trio nursery (1 sub-exception)".
-    from benchtui.runners.command.gateway import GatewayError, server
+    from benchtui.runners.kit.gateway import GatewayError, server
 
     monkeypatch.setattr(server, "RELAY_MODULE", "benchtui.no_such_relay")
     monkeypatch.setattr(server, "STARTUP_S", 2.0)

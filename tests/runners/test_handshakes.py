@@ -12,7 +12,7 @@ import pytest
 import trio
 from support.gateway import open_meter
 
-from benchtui.runners.command.gateway import open_gateway
+from benchtui.runners.kit.gateway import open_gateway
 from benchtui.runners.kit.handshakes import Handshakes
 from benchtui.runners.kit.ray.callback import CallbackListener
 

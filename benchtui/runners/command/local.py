@@ -19,12 +19,12 @@ from benchtui.core import volume
 from benchtui.core import workspace as environment
 from benchtui.core.contract import Meter, SessionSpec
 from benchtui.core.target import Toolbox
-from benchtui.runners.command.gateway import Gateway
 from benchtui.runners.command.launch import AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit import collect, reaper, resources
 from benchtui.runners.kit.agentlog import CHUNK, MAX_LOG_BYTES, CappedLog
 from benchtui.runners.kit.evidence import Evidence
+from benchtui.runners.kit.gateway import Gateway
 from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.verdict import Verification
 

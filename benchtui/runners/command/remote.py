@@ -28,7 +28,7 @@ from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.verdict import Verification
 
 if TYPE_CHECKING:
-    from benchtui.runners.command.gateway import Gateway
+    from benchtui.runners.kit.gateway import Gateway
     from benchtui.runners.kit.ray.cluster import RayExecutor
 
 

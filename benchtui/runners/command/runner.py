@@ -37,13 +37,13 @@ from benchtui.core.contract import (
 from benchtui.core.executor import ExecutorConfig
 from benchtui.core.target import TargetKind, TargetTools, Toolbox
 from benchtui.runners.command import sandbox
-from benchtui.runners.command.gateway import Gateway, open_gateway
-from benchtui.runners.command.gateway.grant import upstream_model
 from benchtui.runners.command.launch import NOT_STARTED, AgentCommand, Ran
 from benchtui.runners.command.profile import CommandProfile
 from benchtui.runners.kit import resources as processes
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.evidence import Evidence
+from benchtui.runners.kit.gateway import Gateway, open_gateway
+from benchtui.runners.kit.gateway.grant import upstream_model
 from benchtui.runners.kit.oneshot import OneShot
 from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.verdict import Verification, WorkerDone, WorkerReport, judge

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchtui.core.contract import Meter, ModelSpec
-from benchtui.runners.command.gateway.dialects import Dialect
+from benchtui.runners.kit.gateway.dialects import Dialect
 
 PROMPT_OVERHEAD_TOKENS = 2048
 
@@ -32,12 +32,17 @@ class Binding:
     model: ModelSpec
     api_key: str | None
     prompt_overhead_tokens: int = PROMPT_OVERHEAD_TOKENS
+    refusal_status: int = 429
+    """The HTTP status a refused call answers (`dialects.REFUSAL_STATUS` unless the session's
+    client retries it: LiteLLM retries a 429 for minutes and stops at once on a 401)."""
     token: str = field(default_factory=lambda: "benchtui-" + secrets.token_urlsafe(24))
     open: bool = True
     settling: bool = True
     """Charges still count (until every relay has cut the session's calls)."""
     authorised: int = 0
     """Calls let through (each held, then charged)."""
+    refused: int = 0
+    """Calls the session's budget refused (answered `refusal_status`, never forwarded)."""
 
     def grant(self) -> dict[str, Any]:
         """What a relay needs to forward this session's calls."""
@@ -47,6 +52,7 @@ class Binding:
             "api_key": self.api_key,
             "max_output": self.model.max_output_tokens,
             "overhead": self.prompt_overhead_tokens,
+            "refusal_status": self.refusal_status,
         }
 
 
@@ -60,6 +66,7 @@ class Grant:
     api_key: str | None
     max_output: int
     overhead: int
+    refusal_status: int = 429
     open: bool = True
     calls: set[asyncio.Timeout] = field(default_factory=set)
     """Each call in flight, by its deadline (cutting a call is moving its deadline to now)."""

@@ -23,11 +23,11 @@ from urllib.parse import quote
 import aiohttp
 import orjson
 
-from benchtui.runners.command.gateway import policy
-from benchtui.runners.command.gateway.dialects import NO_RETRY, REFUSAL_STATUS, Dialect
-from benchtui.runners.command.gateway.grant import Grant
-from benchtui.runners.command.gateway.sse import EventSplitter, EventTooLarge
 from benchtui.runners.kit import throttle
+from benchtui.runners.kit.gateway import policy
+from benchtui.runners.kit.gateway.dialects import NO_RETRY, REFUSAL_STATUS, Dialect
+from benchtui.runners.kit.gateway.grant import Grant
+from benchtui.runners.kit.gateway.sse import EventSplitter, EventTooLarge
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 JSON = [(b"content-type", b"application/json")]
@@ -135,7 +135,9 @@ async def metered_call(
     call, refused = await meter.hold(grant.token, plan.prompt_tokens, plan.output_tokens)
     if refused is not None or not grant.open:
         message = refused or "gateway: unknown or expired session token"
-        await reply.whole(REFUSAL_STATUS, dialect.error(429, message, "insufficient_quota"), JSON + NO_RETRY)
+        status = grant.refusal_status
+        kind = "insufficient_quota" if status == REFUSAL_STATUS else "authentication_error"
+        await reply.whole(status, dialect.error(status, message, kind), JSON + NO_RETRY)
         return
     settled = False
 

@@ -1,4 +1,4 @@
-"""A relay process: `python -m benchtui.runners.command.gateway.relay CHANNEL_FD SETTINGS_JSON LISTENER_FD...`
+"""A relay process: `python -m benchtui.runners.kit.gateway.relay CHANNEL_FD SETTINGS_JSON LISTENER_FD...`
 (beside the engine), or `... relay node SETTINGS_JSON` (on a Ray node, see `nodes.py`).
 
 It serves the gateway's listeners (inherited from the engine, shared by every relay; a node's
@@ -28,11 +28,11 @@ import aiohttp
 import orjson
 import uvicorn
 
-from benchtui.runners.command.gateway.app import GatewayApp
-from benchtui.runners.command.gateway.call import Used
-from benchtui.runners.command.gateway.connections import Guard
-from benchtui.runners.command.gateway.grant import Grant
-from benchtui.runners.command.gateway.link import Lines, encode
+from benchtui.runners.kit.gateway.app import GatewayApp
+from benchtui.runners.kit.gateway.call import Used
+from benchtui.runners.kit.gateway.connections import Guard
+from benchtui.runners.kit.gateway.grant import Grant
+from benchtui.runners.kit.gateway.link import Lines, encode
 
 ORPHAN_WAIT_S = 2.0
 """How long a relay whose channel closed waits to see its engine gone before it leaves the
@@ -217,7 +217,7 @@ def _leave(settings: dict[str, Any]) -> None:
     if not folder:
         return
     if settings.get("node"):
-        from benchtui.runners.command.gateway import nodes
+        from benchtui.runners.kit.gateway import nodes
 
         nodes.leave(Path(folder))
         return
@@ -234,7 +234,7 @@ def run() -> None:
     import uvloop
 
     if sys.argv[1] == "node":
-        from benchtui.runners.command.gateway import nodes
+        from benchtui.runners.kit.gateway import nodes
 
         settings = nodes.read_settings(sys.argv[2])
         channel, listener = nodes.connect(settings)

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchtui.runners.command.gateway.link import encode, relay_environment
 from benchtui.runners.kit import reaper
+from benchtui.runners.kit.gateway.link import encode, relay_environment
 
 START_S = 20.0
 """A node's relay is listening within this, or the session fails (an infrastructure error)."""
@@ -69,7 +69,7 @@ class NodeGateway:
             fd = os.open(secrets_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as f:
                 json.dump({**settings, "secret": self.secret}, f)
-            relay = f'"{sys.executable}" -m benchtui.runners.command.gateway.relay node "$1" </dev/null >/dev/null 2>>"$2" &'
+            relay = f'"{sys.executable}" -m benchtui.runners.kit.gateway.relay node "$1" </dev/null >/dev/null 2>>"$2" &'
             # Through a shell that exits at once: the relay is no child of Ray's worker (which
             # kills its children when it ends), and outlives this session for the next ones.
             subprocess.run(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from benchtui.runners.command.gateway.policy import Api
+from benchtui.runners.kit.gateway.policy import Api
 
 REFUSAL_STATUS = 429
 NO_RETRY = [(b"x-should-retry", b"false")]

@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from benchtui.runners.command.gateway.call import (
+from benchtui.runners.kit.gateway.call import (
     Meter,
     Reply,
     Scrubber,
@@ -23,8 +23,8 @@ from benchtui.runners.command.gateway.call import (
     read_bounded,
     upstream_headers,
 )
-from benchtui.runners.command.gateway.dialects import ROUTES, ChatCompletions, Dialect, Messages
-from benchtui.runners.command.gateway.grant import Grant
+from benchtui.runners.kit.gateway.dialects import ROUTES, ChatCompletions, Dialect, Messages
+from benchtui.runners.kit.gateway.grant import Grant
 
 MAX_BODY = 64 * 1024 * 1024
 BODY_TIMEOUT_S = 60.0

@@ -31,9 +31,9 @@ import trio
 
 from benchtui.core import tempdirs
 from benchtui.core.contract import Meter, ModelSpec, Usage
-from benchtui.runners.command.gateway.grant import PROMPT_OVERHEAD_TOKENS, Binding
-from benchtui.runners.command.gateway.link import Lines, default_limit, encode, relay_environment
-from benchtui.runners.command.gateway.nodes import NodeGateway
+from benchtui.runners.kit.gateway.grant import PROMPT_OVERHEAD_TOKENS, Binding
+from benchtui.runners.kit.gateway.link import Lines, default_limit, encode, relay_environment
+from benchtui.runners.kit.gateway.nodes import NodeGateway
 from benchtui.runners.kit.handshakes import Handshakes
 
 HEADER_TIMEOUT_S = 10.0
@@ -45,7 +45,7 @@ ANSWER_S = 10.0
 """A relay answers the engine's requests (bind, unbind, figures) within this, or is restarted."""
 RESTART_PAUSE_S = 0.5
 STARTUP_S = 30.0
-RELAY_MODULE = "benchtui.runners.command.gateway.relay"
+RELAY_MODULE = "benchtui.runners.kit.gateway.relay"
 
 
 class GatewayError(Exception):
@@ -135,10 +135,13 @@ class Gateway:
         api_key: str | None,
         *,
         prompt_overhead_tokens: int = PROMPT_OVERHEAD_TOKENS,
+        refusal_status: int = 429,
     ) -> AsyncIterator[Binding]:
         """A token for one session, valid until the block ends. Then its calls in flight are cut,
-        and every charge a relay sent before it cut them is in."""
-        binding = Binding(meter, model, api_key, prompt_overhead_tokens)
+        and every charge a relay sent before it cut them is in. `refusal_status`: what a call the
+        budget refuses answers (429 with `x-should-retry: false`; 401 for a client that retries
+        every 429, as LiteLLM does)."""
+        binding = Binding(meter, model, api_key, prompt_overhead_tokens, refusal_status)
         self._bindings[binding.token] = binding
         try:
             await self._tell_all("b", binding.token, binding.grant())
@@ -219,6 +222,7 @@ class Gateway:
         worst = Usage(prompt_tokens, output_tokens)
         hold = binding.meter.price(worst)
         if not await binding.meter.authorise(hold):
+            binding.refused += 1
             relay.send(encode("h", call, _refusal(binding.meter)))
             return
         binding.authorised += 1
