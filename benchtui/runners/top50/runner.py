@@ -46,7 +46,7 @@ from benchtui.core.contract import (
 from benchtui.core.endings import Ending
 from benchtui.core.errors import BadInput
 from benchtui.core.outcome import Checked, Judgement, Looked, SessionFacts
-from benchtui.core.target import TargetKind, TargetTools, Verdict, locate
+from benchtui.core.target import TargetKind, TargetTools, Toolbox, Verdict, locate
 from benchtui.runners.kit import reaper
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.agentlog import CHUNK, CappedLog
@@ -119,7 +119,9 @@ class Top50Runner(RunnerKind):
         )
 
     @classmethod
-    def check_limits(cls, profile: Any, limits: LogicalLimits) -> list[Check]:
+    def check_limits(
+        cls, profile: Any, limits: LogicalLimits, *, toolbox: Toolbox | None = None
+    ) -> list[Check]:
         """The benchmark's budget is its own (fixed: M/E/P/S/O); a campaign's would not apply."""
         if not limits:
             return []
