@@ -123,13 +123,27 @@ class Protocol(Strict):
     """The triage session's budget (model calls and shell actions; money: per_session_usd)."""
 
 
+SCHEDULING = {"max_connections"}
+"""Model keys that only say when sessions start, not what they get: outside the identity."""
+ADDED_LATER = ("cache_read_usd_per_mtok", "cache_write_usd_per_mtok")
+"""Model keys added after run dirs were written: outside the identity when not given."""
+
+
 class Model(Strict):
     name: str = Field(min_length=1)
     """A litellm model id (for real runners)."""
     input_usd_per_mtok: Decimal = Field(ge=0, le=bounds.MAX_USD_PER_MTOK)
     """USD per million input tokens; charges are computed from it, never from the provider."""
     output_usd_per_mtok: Decimal = Field(ge=0, le=bounds.MAX_USD_PER_MTOK)
-    """USD per million output tokens."""
+    """USD per million output tokens (reasoning included)."""
+    cache_read_usd_per_mtok: Decimal | None = Field(default=None, ge=0, le=bounds.MAX_USD_PER_MTOK)
+    """USD per million prompt tokens the provider read from its cache (OpenAI, llama.cpp and vLLM:
+    `cached_tokens`; Anthropic: `cache_read_input_tokens`; Gemini: `cachedContentTokenCount`).
+    Default: the input price (cached tokens cost what fresh ones do)."""
+    cache_write_usd_per_mtok: Decimal | None = Field(default=None, ge=0, le=bounds.MAX_USD_PER_MTOK)
+    """USD per million prompt tokens written to the provider's cache (Anthropic:
+    `cache_creation_input_tokens`). Default: the input price. The worst case a call is held at
+    prices its prompt at the dearest of the three prompt prices, never at a discount."""
     max_output_tokens: int = Field(default=4096, gt=0, le=bounds.MAX_OUTPUT_TOKENS)
     """Sent with every call; bounds the worst case that is authorised."""
     api_base: str | None = None
@@ -161,6 +175,15 @@ class Model(Strict):
     @classmethod
     def _env_name(cls, value: str | None) -> str | None:
         return None if value is None else bounds.check_text(value, "api_key_env")
+
+    def identity(self) -> dict[str, Any]:
+        """The keys that make its sessions comparable: not scheduling, and a price added later
+        left out at its default (the identity of campaigns before it stays what it was)."""
+        data = self.model_dump(exclude=SCHEDULING)
+        for key in ADDED_LATER:
+            if data.get(key) is None:
+                del data[key]
+        return data
 
     def spec(self) -> ModelSpec:
         return ModelSpec(**{k: getattr(self, k) for k in ModelSpec.__slots__})
