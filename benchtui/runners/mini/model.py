@@ -137,11 +137,21 @@ class MeteredModel(LitellmModel):
         parsed = self._parse(response)  # what the answer holds goes with its generation's evidence
         self._parsed = (response, parsed)
         outcome = {"outcome": "action"} if isinstance(parsed, list) else formats.evidence(self.format_error)
-        usage = billing.billable_usage(getattr(response, "usage", None))
+        usage = billing.billable_usage(response)
         if isinstance(usage, str):  # served, but its usage cannot be trusted: the worst case
             self._charge(prompt_tokens, usage, outcome=outcome)
         else:
-            self.channel.send("usage", input_tokens=usage[0], output_tokens=usage[1], **outcome)
+            cost = usage.provider_cost_usd
+            self.channel.send(
+                "usage",
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                reasoning_tokens=usage.reasoning_tokens,
+                **({"provider_cost_usd": str(cost)} if cost is not None else {}),
+                **outcome,
+            )
         self.calls += 1
         command = parsed[0].get("command") if isinstance(parsed, list) and parsed else None
         # What the model sent as its command, as it sent it: a tool call's arguments can hold a
