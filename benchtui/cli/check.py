@@ -36,6 +36,8 @@ def run_checks(campaign: Campaign, *, ping: bool) -> list[Check]:
     for check in [c for p in calling for c in key_checks(models, p)]:
         if check not in checks:
             checks.append(check)
+    for runner in campaign.profiles.values():
+        checks += [c for c in runner.kind.model_checks(runner.profile, models) if c not in checks]
     if calling:
         checks += endpoint_checks(models, calling[0])
     if ping:

@@ -16,6 +16,7 @@ nothing of the engine or of any target's package: it is the whole contract betwe
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -337,6 +338,12 @@ class RunnerKind:
     @classmethod
     def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
         return None
+
+    @classmethod
+    def model_checks(cls, profile: Any, models: Sequence[ModelSpec]) -> list[Check]:
+        """Problems with the campaign's models as its sessions would call them (the mini kind: a
+        name litellm routes to no provider), found before a campaign starts; none by default."""
+        return []
 
     @classmethod
     def notes(cls, profile: Any) -> list[str]:

@@ -113,6 +113,19 @@ def failed_attempt_cost(
     return f"the call failed after it was sent ({type(exc).__name__}): the provider may have served it"
 
 
+def client_refusal(exc: BaseException, sent: bool) -> str | None:
+    """What the client said when it refused to send a call (no request reached the transport:
+    missing credentials, a model name no provider routes), or None. Such a failure is the
+    client's, not the server's (litellm words it InternalServerError or BadRequestError): never
+    retried, never charged. A call's deadline is never a refusal (it may have been sent)."""
+    if sent or any(isinstance(e, CallDeadline) for e in _chain(exc)):
+        return None
+    said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    for prefix in ("litellm.InternalServerError: ", "litellm.BadRequestError: ", "InternalServerError: "):
+        said = said.removeprefix(prefix)
+    return said[:300]
+
+
 def _refused_by_the_sdk(exc: BaseException) -> bool:
     """The OpenAI SDK's own refusal before any request (its base error, not an API error)."""
     return type(exc) is openai.OpenAIError

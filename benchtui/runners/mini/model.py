@@ -122,6 +122,11 @@ class MeteredModel(LitellmModel):
                     response = self._send(messages, **kwargs)
                 break
             except Exception as exc:
+                refused = billing.client_refusal(exc, billing.OBSERVED.sent)
+                if refused is not None:  # nothing was sent: nothing to charge, nothing to retry
+                    self._charge(prompt_tokens, None, failed=True)
+                    exc.client_refused = refused  # type: ignore[attr-defined]  # for the error's wording
+                    raise exc from None
                 why = billing.failed_attempt_cost(exc, billing.OBSERVED.status, hit[0], billing.OBSERVED.sent)
                 throttled = why is None and getattr(exc, "status_code", None) == throttle.TOO_MANY_REQUESTS
                 self._charge(prompt_tokens, why, failed=True, throttled=throttled, after=_headers(exc))
