@@ -76,8 +76,8 @@ class ProviderCost:
     ours_usd: Decimal = ZERO
     calls: int = 0
 
-    def plus(self, theirs: Decimal, ours: Decimal) -> ProviderCost:
-        return ProviderCost(self.usd + theirs, self.ours_usd + ours, self.calls + 1)
+    def plus(self, theirs: Decimal, ours: Decimal, calls: int = 1) -> ProviderCost:
+        return ProviderCost(self.usd + theirs, self.ours_usd + ours, self.calls + calls)
 
     @property
     def gap(self) -> Decimal | None:

@@ -7,6 +7,7 @@ price, the end line says the buckets. A usage that contradicts itself is charged
 
 from __future__ import annotations
 
+import json
 import tomllib
 from decimal import Decimal
 
@@ -14,6 +15,8 @@ import pytest
 import trio
 from support.mini import journal, outcome_rows, pred_on_path, run_campaign, write_campaign
 from support.scripted_llm import SUBMIT, Reply, ScriptedLLM
+
+from benchtui.cli.main import main as cli
 
 PRICES = {
     "input_usd_per_mtok": 3.0,
@@ -162,6 +165,21 @@ async def test_the_providers_own_cost_is_recorded_beside_ours_never_charged(tmp_
     assert records["number"]["provider_cost"]["calls"] == 1
     assert Decimal(records["string"]["provider_cost"]["usd"]) == ours
     assert "provider_cost" not in records["nonsense"] and "provider_cost" not in records["negative"]
+    # The report: a session 5% apart from its provider's cost is an audit note naming the model and the gap.
+    assert cli(["report", str(prep.run_dir), "--format", "json", "-o", str(tmp_path / "r.json")]) == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    (note,) = [n for n in report["fairness"]["notes"] if n.startswith("provider cost: ")]
+    assert note.startswith("provider cost: openai/scripted-a: 1 session(s) differ by more than 1%"), note
+    assert "+5.0%" in note and records["number"]["session"] in note, note
+    (model,) = report["models"]
+    assert model["usage"]["cache_read"] == 4 * 1536 and model["usage"]["reasoning"] == 4 * 200
+    assert cli(["report", str(prep.run_dir), "-o", str(tmp_path / "r.txt")]) == 0
+    text = (tmp_path / "r.txt").read_text()
+    assert "Tokens by bucket" in text and f"cache read {4 * 1536:,}" in text
+    assert "cache read $0.3 / write $3.75" in text
+    assert cli(["report", str(prep.run_dir), "--public", "-o", str(tmp_path / "board.json")]) == 0
+    (row,) = json.loads((tmp_path / "board.json").read_text())["models"]
+    assert row["tokens_by_bucket"]["cache_read"] == 4 * 1536
 
 
 @pytest.mark.trio

@@ -68,7 +68,9 @@ async def test_a_refusal_before_sending_is_the_clients_never_retried_nor_a_5xx(t
     with trio.fail_after(60):
         prep, _ = await run_campaign(path, tmp_path / "runs")
     (record,) = journal(prep.run_dir).values()
-    assert record["reason"].startswith(f"{CLIENT_REFUSED} (nothing sent, nothing charged): "), record["reason"]
+    assert record["reason"].startswith(f"{CLIENT_REFUSED} (nothing sent, nothing charged): "), record[
+        "reason"
+    ]
     assert "InternalServerError" not in record["reason"]
     assert record["cost_usd"] == 0 and record["calls"] == 1  # each retry would be authorised anew
     kind = infra_kind(JournalRecord.from_json(record))
