@@ -74,7 +74,11 @@ class ModelAccount:
         """ValueError saying what is wrong (a missing key: KeyError)."""
         if not isinstance(data, dict):
             raise ValueError("an account is not a table")
-        return cls(name, **{field: _checked(field, data[key], key) for field, key in TOML_KEYS.items()})
+        account = cls(name, **{field: _checked(field, data[key], key) for field, key in TOML_KEYS.items()})
+        tokens = data.get("tokens")  # by bucket, for readers (the journal rebuilds it on resume)
+        if isinstance(tokens, dict) and all(type(v) is int and v >= 0 for v in tokens.values()):
+            account.usage = {str(k): v for k, v in tokens.items()}
+        return account
 
     def to_json(self) -> dict[str, Any]:
         """Amounts as exact strings (JSON numbers would go through floats)."""

@@ -17,6 +17,7 @@ from support.mini import journal, outcome_rows, pred_on_path, run_campaign, writ
 from support.scripted_llm import SUBMIT, Reply, ScriptedLLM
 
 from benchtui.cli.main import main as cli
+from benchtui.story import evidence as story
 
 PRICES = {
     "input_usd_per_mtok": 3.0,
@@ -110,6 +111,12 @@ async def test_the_ledger_is_every_bucket_at_its_price_exactly(tmp_path):
         assert record["usage"] == want, task
         assert record["tokens"] == sum(buckets[:4]) + sum(SUBMIT_CALL[:4])
         total += expected
+    # What the viewer and the TUI show of each call: its cached and reasoning tokens apart.
+    steps = story.read(prep.run_dir, records["openai"]["session"], 1)
+    assert steps is not None
+    first = steps.generations[0]
+    assert (first.input_tokens, first.cache_read_tokens, first.reasoning_tokens) == (464, 1536, 200)
+    assert first.cache_note == " (1,536 cached; 200 reasoning)"
     ledger = tomllib.loads((prep.run_dir / "ledger.toml").read_text())
     assert Decimal(repr(ledger["totals"]["spent_usd"])) == total
     assert ledger["models"]["openai/scripted-a"]["tokens"]["cache_read"] == 1536 + 850 + 700 + 3000
