@@ -92,7 +92,10 @@ def main_check(argv: list[str]) -> int:
     p.add_argument("campaign", type=Path, help="campaign TOML file")
     p.add_argument("--ping", action="store_true", help="one tiny metered call per model (costs a little)")
     args = p.parse_args(argv)
-    campaign = campaign_file.load(args.campaign, require_target=False)  # BadInput: one line, exit 2
+    from benchtui.runners.mini import prices  # litellm's map, for a model the file gives no price
+
+    # BadInput: one line, exit 2
+    campaign = campaign_file.load(args.campaign, require_target=False, prices=prices.lookup)
     checks = run_checks(campaign, ping=args.ping)
     print(table(campaign, checks))
     active = campaign.profiles[campaign.runner]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -125,7 +126,7 @@ class Protocol(Strict):
 
 SCHEDULING = {"max_connections"}
 """Model keys that only say when sessions start, not what they get: outside the identity."""
-ADDED_LATER = ("cache_read_usd_per_mtok", "cache_write_usd_per_mtok")
+ADDED_LATER = ("cache_read_usd_per_mtok", "cache_write_usd_per_mtok", "prices_from")
 """Model keys added after run dirs were written: outside the identity when not given."""
 
 
@@ -144,6 +145,10 @@ class Model(Strict):
     """USD per million prompt tokens written to the provider's cache (Anthropic:
     `cache_creation_input_tokens`). Default: the input price. The worst case a call is held at
     prices its prompt at the dearest of the three prompt prices, never at a discount."""
+    prices_from: str | None = Field(default=None, max_length=200)
+    """Where the prices came from when the campaign file gave none (`input_usd_per_mtok` and
+    `output_usd_per_mtok` both left out): litellm's price map, read offline by the front end
+    (`"litellm 1.110.2 price map"`), the prices frozen into the run's campaign copy. Not set by hand."""
     max_output_tokens: int = Field(default=4096, gt=0, le=bounds.MAX_OUTPUT_TOKENS)
     """Sent with every call; bounds the worst case that is authorised."""
     api_base: str | None = None
@@ -187,6 +192,10 @@ class Model(Strict):
 
     def spec(self) -> ModelSpec:
         return ModelSpec(**{k: getattr(self, k) for k in ModelSpec.__slots__})
+
+
+PriceLookup = Callable[[list[str]], dict[str, dict[str, Any]]]
+"""Model names -> the price keys to add for each one priced (runners/mini/prices.py: litellm's map)."""
 
 
 class Environment(Strict):
