@@ -117,6 +117,9 @@ async def test_the_ledger_is_every_bucket_at_its_price_exactly(tmp_path):
     first = steps.generations[0]
     assert (first.input_tokens, first.cache_read_tokens, first.reasoning_tokens) == (464, 1536, 200)
     assert first.cache_note == " (1,536 cached; 200 reasoning)"
+    (results,) = (prep.run_dir / "results").glob("*.json")
+    rows = {row["session"]: row for row in json.loads(results.read_text())["results"]}
+    assert rows[records["openai"]["session"]]["usage"] == records["openai"]["usage"]
     ledger = tomllib.loads((prep.run_dir / "ledger.toml").read_text())
     assert Decimal(repr(ledger["totals"]["spent_usd"])) == total
     assert ledger["models"]["openai/scripted-a"]["tokens"]["cache_read"] == 1536 + 850 + 700 + 3000
