@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from benchtui.runners.kit.gateway.policy import (
 from benchtui.core.usage import Usage
+from benchtui.runners.kit.gateway.policy import (
     MAX_CHOICES,
     Plan,
     Refusal,
