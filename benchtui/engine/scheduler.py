@@ -257,6 +257,11 @@ class Scheduler:
             await self._unpaused.wait()  # re-checked after every wait: pause means no launch, no skip
             if session.model in self.breaker.tripped:
                 return "hold"
+            if self.limiter.borrowed_tokens > self.limiter.total_tokens:
+                # Its slot was taken before parallelism was lowered (while paused, or waiting for
+                # budget): the limit holds for it too, so it waits for running ones to end.
+                await self._released.wait()
+                continue
             if self.accounts.fits_now(session.model, amount):
                 break
             if not self.accounts.may_fit_later(session.model, amount):
