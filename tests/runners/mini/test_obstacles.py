@@ -17,9 +17,11 @@ from support.mini import pred_on_path, run_campaign, write_campaign
 from support.scripted_llm import Reply, ScriptedLLM
 
 from benchtui.cli.main import main as cli
-from benchtui.core.endings import SessionEnding, cause_of, fix
+from benchtui.core.endings import CAUSE_WORDS, SessionEnding, cause_of, fix
+from benchtui.engine import events as ev
 from benchtui.engine.breaker import Breaker
 from benchtui.engine.records import JournalRecord
+from benchtui.report import build
 from benchtui.runners.kit import serverprobe
 
 PROSE = Reply(content="I would run `echo ok` to check.")
@@ -85,14 +87,24 @@ def test_the_breaker_names_the_obstacle_its_sessions_found(cause, words):
 @pytest.mark.trio
 @pytest.mark.parametrize(("caps", "cause"), [(NO_TOOLS, "template"), (TOOLS, "model"), (None, None)])
 async def test_a_session_that_could_not_act_records_what_stood_in_its_way(tmp_path, monkeypatch, caps, cause):
+    """Recorded on the end line, it is what the breaker's line and the audit's finding say."""
     pred_on_path(tmp_path, monkeypatch)
     monkeypatch.setenv("SCRIPTED_API_KEY", "sk-test-0000")
     with ScriptedLLM([PROSE] * 4, template_caps=caps) as llm:
-        path = write_campaign(tmp_path, llm.url)
+        path = write_campaign(tmp_path, llm.url, parallelism=1, stop_model_after_no_action=1)
         with trio.fail_after(120):
-            prep, _ = await run_campaign(path, tmp_path / "runs")
+            prep, recorder = await run_campaign(path, tmp_path / "runs")
     (end,) = last_states(prep.run_dir).values()
     assert end["ending"] == {"name": "no_action", "actions": 0, **({"cause": cause} if cause else {})}, end
+    (said,) = [e for e in recorder.events if isinstance(e, ev.Notice) and "in a row" in e.message]
+    # Its only session ended: nothing stays pending, the run finished, and no `error:` says otherwise.
+    assert said.level == "warning" and "None of its sessions is left to launch" in said.message, said
+    (finding,) = [f for f in build([prep.run_dir]).fairness.findings if f.startswith("could not act")]
+    for words in (said.message, finding):
+        if cause is not None:
+            assert CAUSE_WORDS[cause] in words, words
+            assert not any(flag in words for flag in SERVER_FLAGS), words
+    assert ("the model's own failure to act" in finding) == (cause == "model"), finding
 
 
 def ping_line(capsys, path, expect: int = 2) -> str:
