@@ -23,8 +23,8 @@ from typing import Any
 import trio
 
 from benchtui.core import tempdirs, volume
-from benchtui.core.money import fmt
 from benchtui.core.errors import BadInput, StorageFailed, first_error
+from benchtui.core.money import fmt
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine import (
     checkpoint,

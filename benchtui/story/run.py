@@ -75,7 +75,10 @@ class Attempt:
     def retried(self) -> bool:
         """It ended in an infrastructure error and the session was to run again (not skipped)."""
         return (
-            self.end is not None and self.end.state == "error" and self.end.retryable and self.then_skipped is None
+            self.end is not None
+            and self.end.state == "error"
+            and self.end.retryable
+            and self.then_skipped is None
         )
 
 
