@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import Any, Self
 
 from rich.text import Text
 from textual.widget import Widget
@@ -181,7 +181,7 @@ class EventsLog(Log):
         if self.following:
             self.call_after_refresh(self.scroll_end, animate=False, immediate=True, x_axis=False)
 
-    def write_lines(self, lines: Any, scroll_end: bool | None = None) -> Log:
+    def write_lines(self, lines: Any, scroll_end: bool | None = None) -> Self:
         follow = self.following if scroll_end is None else scroll_end
         super().write_lines(lines, scroll_end=follow)
         if follow and not self.is_vertical_scroll_end:
