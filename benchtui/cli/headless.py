@@ -69,17 +69,46 @@ class LinePrinter:
         return summary_table(self.accounts) if self.accounts else ""
 
 
-def summary_table(acc: ev.AccountsCommitted) -> str:
-    head = f"{'model':<28} {'done':>5} {'skip':>5} {'error':>5} {'killed':>6} {'certs':>5} {'spent':>10} {'cap':>10}"
+TABLE_WIDTH = 80
+"""The per-model table fits a terminal this wide (the model column gives way, a cut name ends in …)."""
+NAME_WIDTH = 27
+"""The model column's width at least (the table is 80 columns with it), wider for longer names where the terminal leaves room."""
+COUNTS_WIDTH = 31
+"""Its count columns after the model's (done, skip, error, killed, certs), with their spaces."""
+
+
+def summary_table(acc: ev.AccountsCommitted, width: int = TABLE_WIDTH) -> str:
+    """The per-model table (the run's closing lines, `ctl status`), never wider than `width`."""
+    amounts = [
+        acc.spent_usd,
+        acc.budget_usd,
+        acc.wasted_usd,
+        *(a for m in acc.models for a in (m.spent_usd, m.cap_usd)),
+    ]
+    money_w = max(10, *(len(fmt(a)) for a in amounts))
+    longest = max([NAME_WIDTH, *(len(m.name) for m in acc.models)])
+    name_w = max(len("model"), min(longest, width - COUNTS_WIDTH - 2 * (money_w + 1)))
+
+    def name(text: str) -> str:
+        return text if len(text) <= name_w else text[: name_w - 1] + "…"
+
+    head = (
+        f"{'model':<{name_w}} {'done':>5} {'skip':>5} {'error':>5} {'killed':>6} {'certs':>5} "
+        f"{'spent':>{money_w}} {'cap':>{money_w}}"
+    )
     rows = [head, "-" * len(head)]
     for m in acc.models:
         rows.append(
-            f"{m.name:<28} {m.done:>5} {m.skipped:>5} {m.errors:>5} {m.killed:>6} "
-            f"{m.certificates:>5} {fmt(m.spent_usd):>10} {fmt(m.cap_usd):>10}"
+            f"{name(m.name):<{name_w}} {m.done:>5} {m.skipped:>5} {m.errors:>5} {m.killed:>6} "
+            f"{m.certificates:>5} {fmt(m.spent_usd):>{money_w}} {fmt(m.cap_usd):>{money_w}}"
         )
     rows.append(
-        f"{'total':<28} {'':>5} {'':>5} {'':>5} {'':>6} {'':>5} {fmt(acc.spent_usd):>10} "
-        f"{fmt(acc.budget_usd):>10}   (wasted {fmt(acc.wasted_usd)})"
+        f"{'total':<{name_w}} {'':>5} {'':>5} {'':>5} {'':>6} {'':>5} {fmt(acc.spent_usd):>{money_w}} "
+        f"{fmt(acc.budget_usd):>{money_w}}"
+    )
+    # Of the spent, what attempts that were interrupted or failed spent (retried on --resume).
+    rows.append(
+        f"{'wasted':<{name_w}} {'':>5} {'':>5} {'':>5} {'':>6} {'':>5} {fmt(acc.wasted_usd):>{money_w}}"
     )
     return "\n".join(rows)
 

@@ -92,6 +92,6 @@ def problem_of(end: dict[str, Any]) -> str:
     reason = str(end.get("reason") or end.get("state", "did not run"))
     if end.get("retryable"):
         kind = next((kind for kind, pattern in KINDS if pattern.search(reason)), None)
-        if kind is not None:
+        if kind is not None and not reason.startswith(kind.split(" (")[0]):
             return f"{kind}: {reason}"
     return reason

@@ -15,6 +15,7 @@ Each ending belongs to one group, which says how the report counts it:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -99,8 +100,65 @@ FORMAT_ERRORS: frozenset[Ending] = frozenset(
 """Endings mini-swe-agent calls a RepeatedFormatError (the kind of the last one)."""
 
 
-def fix(ending: Ending, action_format: str | None) -> str:
-    """What to change when a model's sessions keep ending so (its cause, in a user's words)."""
+Cause = Literal["server", "template", "model"]
+"""What stood in the way of a model that could not act, where the runner could find out:
+`server`: the server does not do tool calling (it refused the tools: llama.cpp without --jinja,
+vLLM without --enable-auto-tool-choice); `template`: the server does, but the model's chat template
+has none (llama.cpp says so in GET /props -> chat_template_caps); `model`: both do (or the text
+format needs neither), and the model simply did not act. None: not known (a server that says
+nothing of its template)."""
+CAUSES: tuple[Cause, ...] = get_args(Cause)
+
+SERVER_WITHOUT_TOOLS = re.compile(
+    r"requires --jinja|--enable-auto-tool-choice|tool choice requires|does not support tools"
+    r"|tools? (?:is|are) not supported|tool calling is not (?:enabled|supported)",
+    re.I,
+)
+"""What servers say when they refuse a request's tools (llama.cpp: `tools param requires --jinja
+flag`; vLLM: `"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser`)."""
+
+SERVER_FIX = (
+    "switch tool calling on at its server (llama.cpp: --jinja; vLLM: --enable-auto-tool-choice "
+    'with a --tool-call-parser), or set action_format = "text" in the runner profile'
+)
+
+
+def cause_of(
+    ending: Ending, action_format: str | None, template_caps: Mapping[str, Any] | None
+) -> Cause | None:
+    """Why answers carried no action, from what the server said of its chat template (`None`:
+    it said nothing). Only `no_action` is told apart: the server accepted the tools (a server
+    without tool calling refuses them: SERVER_WITHOUT_TOOLS, before any answer)."""
+    if ending != "no_action":
+        return None
+    if action_format == "text":
+        return "model"  # asked for a fenced block in plain text: no tool calling involved
+    if template_caps is None or "supports_tool_calls" not in template_caps:
+        return None
+    return "model" if template_caps.get("supports_tool_calls") else "template"
+
+
+def fix(ending: Ending, action_format: str | None, cause: Cause | None = None) -> str:
+    """What to change when a model's sessions keep ending so (its cause, in a user's words);
+    with `cause`, advice for that obstacle only (never a server flag the server already runs with)."""
+    if cause == "server":
+        return f"its server does not do tool calling: {SERVER_FIX}"
+    if ending == "no_action" and cause == "template":
+        return (
+            "the server does tool calling, but this model's chat template has none (the server's "
+            "chat_template_caps: supports_tool_calls false), so no server flag helps: give the server a "
+            'template with tool calling (llama.cpp: --chat-template-file), use another model, or set action_format = "text"'
+        )
+    if ending == "no_action" and cause == "model" and action_format == "text":
+        return (
+            "asked for one ```mswea_bash_command block, the model wrote none: it does not follow the "
+            'format; use a more capable model (or action_format = "tool_call" if its template does tool calling)'
+        )
+    if ending == "no_action" and cause == "model":
+        return (
+            "the server and the model's chat template both do tool calling; the model did not call the "
+            'tool: use a more capable model, or try action_format = "text"'
+        )
     if ending == "no_action" and action_format == "text":
         return (
             "its answers carry no ```mswea_bash_command block: check the model's chat template, or use "
@@ -108,9 +166,10 @@ def fix(ending: Ending, action_format: str | None) -> str:
         )
     if ending == "no_action":
         return (
-            "its answers carry no tool call: switch tool calling on at its server (vLLM: "
-            "--enable-auto-tool-choice with a --tool-call-parser; llama.cpp: --jinja), or set "
-            'action_format = "text" in the runner profile (one fenced bash block per answer)'
+            "its answers carry no tool call: check that its server does tool calling and the model's chat "
+            "template has it (vLLM: --enable-auto-tool-choice with a --tool-call-parser; llama.cpp: "
+            'GET /props shows chat_template_caps), or set action_format = "text" in the runner profile '
+            "(one fenced bash block per answer)"
         )
     return {
         "malformed_action": "its tool calls cannot be read: check the server's tool-call parser "
@@ -124,6 +183,14 @@ def fix(ending: Ending, action_format: str | None) -> str:
     }.get(ending, MEANING[ending])
 
 
+CAUSE_WORDS: dict[Cause, str] = {
+    "server": "the server does not do tool calling",
+    "template": "the model's chat template has no tool calling",
+    "model": "the model did not act",
+}
+"""The obstacle, in the few words the breaker, the ping and the audit put first."""
+
+
 @dataclass(frozen=True, slots=True)
 class SessionEnding:
     """The journal end line's `ending`: why the attempt ended, and the actions it ran."""
@@ -133,6 +200,8 @@ class SessionEnding:
     """Shell commands the model's answers ran (None: its runner cannot count them)."""
     derived: bool = field(default=False, compare=False)
     """Not on the line: read from an older line's state and reason (never written back)."""
+    cause: Cause | None = None
+    """What stood in the way, where the runner found out (`Cause`); None: not known."""
 
     @property
     def could_not_act(self) -> bool:
@@ -140,7 +209,11 @@ class SessionEnding:
         return self.name in CANNOT_ACT and self.actions == 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, **({"actions": self.actions} if self.actions is not None else {})}
+        return {
+            "name": self.name,
+            **({"actions": self.actions} if self.actions is not None else {}),
+            **({"cause": self.cause} if self.cause is not None else {}),
+        }
 
     @classmethod
     def from_json(cls, data: Any) -> SessionEnding | None:
@@ -149,7 +222,8 @@ class SessionEnding:
             return None
         actions = data.get("actions")
         ok = isinstance(actions, int) and not isinstance(actions, bool) and actions >= 0
-        return cls(data["name"], actions if ok else None)
+        cause = data.get("cause")
+        return cls(data["name"], actions if ok else None, cause=cause if cause in CAUSES else None)
 
 
 #: Reasons older releases wrote for what is now an ending (their end lines carry no `ending`).

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from benchtui.core.endings import Ending
+from benchtui.core.endings import Cause, Ending
 from benchtui.core.target import Status, Verdict
 
 #: Per-session results, as in the target benchmark's results schema.
@@ -186,6 +186,9 @@ class SessionOutcome:
     `found` for a bug, `runner_error` for an infrastructure error, else `unstated`)."""
     actions: int | None = None
     """Actions (shell commands) the model's answers had run; None: the runner cannot count them."""
+    cause: Cause | None = None
+    """For a model that could not act, what stood in the way, where the runner found out
+    (core/endings.py `Cause`: the server, the model's chat template, or the model itself)."""
 
 
 DETAIL_KEYS = frozenset({"session", "attempt", "model", "certificate", "verify_details"})

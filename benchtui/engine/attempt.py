@@ -211,7 +211,11 @@ class Attempt:
             else None,
             exhausted=tuple(meter.exhausted),
             throttling=meter.throttling(),
-            ending=SessionEnding(ending.ending, outcome.actions if outcome else None),
+            ending=SessionEnding(
+                ending.ending,
+                outcome.actions if outcome else None,
+                cause=outcome.cause if outcome else None,
+            ),
         )
         more: list[JournalRecord] = []
         if self.conclude is not None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from benchtui.core.endings import MEANING, Ending, fix
+from benchtui.core.endings import CAUSE_WORDS, MEANING, SERVER_FIX, SERVER_WITHOUT_TOOLS, Cause, Ending, fix
 from benchtui.engine.records import JournalRecord
 
 TRIP_AFTER = 3
@@ -35,6 +35,8 @@ KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "the client refused to send the call (a key or the model name, not the server)",
         re.compile(r"the client refused to send the call"),
     ),
+    # Before "5xx": llama.cpp refuses tools without --jinja with a 500.
+    (f"{CAUSE_WORDS['server']} (it refused the bash tool); fix: {SERVER_FIX}", SERVER_WITHOUT_TOOLS),
     (
         "DNS: the host name does not resolve",
         re.compile(
@@ -92,15 +94,19 @@ class Trip:
     kind: str
     """The infrastructure error's kind, or the ending of the sessions that could not act."""
     no_action: bool = False
+    obstacle: Cause | None = None
+    """For a model that could not act: what stood in the way, as its runner found out (the last
+    session's ending says; None: not known)."""
 
     def cause(self, sessions: int, action_format: str | None) -> str:
         """`3 sessions in a row ended …`, with the fix when the model could not act."""
         if not self.no_action:
             return f"{sessions} sessions in a row ended in the same infrastructure error ({self.kind}"
         ending: Ending = self.kind  # type: ignore[assignment]  # a no-action trip's kind is its ending
+        why = f"; {CAUSE_WORDS[self.obstacle]}" if self.obstacle is not None else ""
         return (
-            f"{sessions} sessions in a row ended without executing any action ({ending}: {MEANING[ending]}); "
-            f"fix: {fix(ending, action_format)}"
+            f"{sessions} sessions in a row ended without executing any action ({ending}: {MEANING[ending]}{why}); "
+            f"fix: {fix(ending, action_format, self.obstacle)}"
         )
 
 
@@ -149,4 +155,6 @@ class Breaker:
             streak.kind, streak.count = None, 0
             return None
         streak.kind, streak.count = ending.name, streak.count + 1
-        return Trip(ending.name, no_action=True) if streak.count >= self.no_action_after else None
+        if streak.count < self.no_action_after:
+            return None
+        return Trip(ending.name, no_action=True, obstacle=ending.cause)

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -23,6 +24,7 @@ import trio
 
 from benchtui.core import tempdirs, volume
 from benchtui.core.errors import BadInput, StorageFailed, first_error
+from benchtui.core.money import fmt
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine import (
     checkpoint,
@@ -302,6 +304,20 @@ def _grow_plan(plan: list[PlannedSession], planned: Counter[str], sessions: list
     planned.update(s.model for s in sessions)
 
 
+def interrupted_line(ends: list[JournalRecord]) -> str:
+    """What a resume says of the attempts benchtui's stop (a crash, a kill -9) left running: each
+    one by name, and what it was charged as wasted (`--resume` runs its session again)."""
+    if not ends:
+        return ""
+    each = ", ".join(f"{e.session} attempt {e.attempt} ({fmt(e.cost_usd)})" for e in ends)
+    total = fmt(sum((e.cost_usd for e in ends), Decimal(0)))
+    n = len(ends)
+    return (
+        f"interrupted: {n} attempt{'s' if n != 1 else ''} ran when benchtui stopped, charged {total} as "
+        f"wasted: {each}; their sessions are pending again"
+    )
+
+
 @asynccontextmanager
 async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[OpenRun]:
     """Open a prepared run: its store, control socket, runners and result refreshes.
@@ -357,6 +373,7 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[OpenRun
                 for end in prep.checkpoint.reconciled:
                     store.append(end.to_json())
                 await store.commit()
+                said = interrupted_line(prep.checkpoint.reconciled)
                 bus.emit(
                     ev.CampaignStarted(
                         name=campaign.name,
@@ -366,7 +383,7 @@ async def open_run(prep: PreparedRun, bus: ev.EventBus) -> AsyncIterator[OpenRun
                         sessions=len(prep.plan),
                         remaining=len(queue),
                         resumed=prep.resumed,
-                        warnings=(*prep.notes, *check.notes),
+                        warnings=(*prep.notes, *check.notes, *([said] if said else [])),
                     )
                 )
                 yield run

@@ -71,6 +71,10 @@ class Scheduler:
         """Models whose sessions keep failing the same way: their sessions are not launched."""
         self.held = 0
         """Sessions left pending in this run because their model's breaker tripped."""
+        self.held_by: Counter[str] = Counter()
+        """`held`, by model."""
+        self._reserving: str | None = None
+        """The model of the session at the launch step (its slot and reservation awaited)."""
         self.inventory = inventory
         """A shortlist campaign's rule inventory (frozen at its start)."""
         self.on_grow = on_grow
@@ -214,19 +218,27 @@ class Scheduler:
                     self._cursor += 1
                     self._queued[session.model] -= 1
                     if session.model in self.breaker.tripped:  # stays pending: --resume runs it
-                        self.held += 1
+                        self._hold(session)
                         continue
-                    await self.limiter.acquire_on_behalf_of(session.id)
-                    flight = await self._reserve(session)
+                    self._reserving = session.model
+                    try:
+                        await self.limiter.acquire_on_behalf_of(session.id)
+                        flight = await self._reserve(session)
+                    finally:
+                        self._reserving = None
                     if not isinstance(flight, InFlight):
                         self.limiter.release_on_behalf_of(session.id)
                         if flight == "skip":
                             self._skip(session)
                         else:
-                            self.held += 1
+                            self._hold(session)
                     else:
                         attempt = self._attempts[session.id] = self._attempt(session, flight)
                         nursery.start_soon(self._run_attempt, attempt)
+
+    def _hold(self, session: PlannedSession) -> None:
+        self.held += 1
+        self.held_by[session.model] += 1
 
     def _bring_forward_one_that_can_start(self) -> bool:
         """Put the first queued session whose model is within its connection limits (and its
@@ -257,6 +269,11 @@ class Scheduler:
             await self._unpaused.wait()  # re-checked after every wait: pause means no launch, no skip
             if session.model in self.breaker.tripped:
                 return "hold"
+            if self.limiter.borrowed_tokens > self.limiter.total_tokens:
+                # Its slot was taken before parallelism was lowered (while paused, or waiting for
+                # budget): the limit holds for it too, so it waits for running ones to end.
+                await self._released.wait()
+                continue
             if self.accounts.fits_now(session.model, amount):
                 break
             if not self.accounts.may_fit_later(session.model, amount):
@@ -368,21 +385,35 @@ class Scheduler:
         self.ended += 1
         self.accounts.after_commit(ev.SessionEnded.of(record))
         if self.breaker.ended(record) is not None:
-            self.accounts.after_commit(ev.Notice(level="error", message=self.tripped_message(record.model)))
+            # An error only when it leaves sessions undone: with none left the run may still finish.
+            level = "error" if self.left_of(record.model) else "warning"
+            self.accounts.after_commit(ev.Notice(level=level, message=self.tripped_message(record.model)))
+
+    def left_of(self, model: str) -> int:
+        """`model`'s sessions this run has not launched, nor will (its breaker tripped): those
+        held, those still queued, and the one at the launch step."""
+        return self.held_by[model] + self._queued[model] + (self._reserving == model)
 
     def tripped_message(self, model: str) -> str:
-        """Why `model`'s sessions are no longer launched (said once, and again at the end)."""
+        """Why `model`'s sessions are no longer launched, and exactly what that leaves (said once,
+        and again at the end)."""
         base = self.campaign.models_by_name[model].api_base
         where = f"api_base {base}" if base else "the provider's default endpoint"
         trip = self.breaker.tripped[model]
+        left = self.left_of(model)
         if trip.no_action:
             action_format = self.campaign.runners[self.runner].model_dump().get("action_format")
+            head = f"{model} ({where}): {trip.cause(self.breaker.no_action_after, action_format)}."
+            if not left:
+                return f"{head} None of its sessions is left to launch."
             return (
-                f"{model} ({where}): {trip.cause(self.breaker.no_action_after, action_format)}. No more of "
-                "its sessions are launched in this run: they stay pending, and --resume runs them once the "
-                "server is fixed (a change of action_format is another campaign: --fresh)"
+                f"{head} No more of its sessions are launched in this run: {left} stay pending, and "
+                "--resume runs them once that is fixed (a change of action_format is another campaign: --fresh)"
             )
+        head = f"{model}: {trip.cause(self.breaker.trip_after, None)}, {where})"
+        if not left:
+            return f"{head}; none of its sessions is left to launch"
         return (
-            f"{model}: {trip.cause(self.breaker.trip_after, None)}, {where}); no more of its sessions are "
-            "launched in this run: they stay pending, --resume runs them once that is fixed"
+            f"{head}; no more of its sessions are launched in this run: {left} stay pending, --resume "
+            "runs them once that is fixed"
         )

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from benchtui.core.endings import MEANING, fix
+from benchtui.core.endings import CAUSE_WORDS, MEANING, fix
 from benchtui.engine.campaign import Model
 from benchtui.report import evidence
 from benchtui.report.findings import share_gap, spread
@@ -311,12 +311,20 @@ def _could_not_act(
         if not idle or 2 * len(idle) <= len(own):
             continue
         ending = Counter(e.name for e in idle if e is not None).most_common(1)[0][0]
+        causes = Counter(e.cause for e in idle if e is not None and e.name == ending and e.cause)
+        cause = causes.most_common(1)[0][0] if causes else None
         profiles = Counter(v.runner for v in own if v.runner in runners)
         profile = runners[profiles.most_common(1)[0][0] if profiles else runs[0].campaign.runner]
+        # What stood in the way, where its runner found out: the set-up (a server or a chat template
+        # without tool calling) or the model itself.
+        measures = (
+            "the model's own failure to act" if cause == "model" else "its server's set-up, not the model"
+        )
+        why = f"; {CAUSE_WORDS[cause]}" if cause else ""
         findings.append(
             f"could not act: {model.name}: {len(idle)} of {len(own)} sessions ended without executing a "
-            f"single action ({ending}: {MEANING[ending]}), so its bug rate measures its server's set-up, "
-            f"not the model; fix: {fix(ending, profile.model_dump().get('action_format'))}"
+            f"single action ({ending}: {MEANING[ending]}{why}), so its bug rate measures {measures}; "
+            f"fix: {fix(ending, profile.model_dump().get('action_format'), cause)}"
         )
     return findings
 

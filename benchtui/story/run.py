@@ -67,11 +67,19 @@ class Attempt:
     details: Outcome | None = None
     budget: str = ""
     """The logical budget it used (`calls 3/10  actions 5/12 …`), for campaigns that set one."""
+    then_skipped: JournalRecord | None = None
+    """After it ended, the session was skipped (its budget no longer fitted): a line of its own,
+    never this attempt's end (the skip ran nothing and cost nothing; this attempt's charge stays)."""
 
     @property
     def retried(self) -> bool:
-        """It ended in an infrastructure error and a later attempt ran the session again."""
-        return self.end is not None and self.end.state == "error" and self.end.retryable
+        """It ended in an infrastructure error and the session was to run again (not skipped)."""
+        return (
+            self.end is not None
+            and self.end.state == "error"
+            and self.end.retryable
+            and self.then_skipped is None
+        )
 
 
 @dataclass
@@ -185,6 +193,10 @@ class RunStory:
             return []
         attempts: dict[int, Attempt] = {}
         for rec in self.journal.get(session_id, []):
+            ended = attempts.get(rec.attempt)
+            if rec.state == "skipped_budget" and ended is not None and ended.end is not None:
+                ended.then_skipped = rec  # a skip carries the number of the attempt before it
+                continue
             attempt = attempts.setdefault(rec.attempt, Attempt(rec.attempt))
             if rec.state == "running":
                 attempt.start = rec

@@ -44,6 +44,9 @@ class Step:
     action: evidence.Action | None = None
     saved: str = ""
     """An output's whole text saved by the observation policy, relative to the session dir."""
+    feedback: str = ""
+    """An answer that failed the format check: what the agent sent back instead of running it
+    (the answer is what the model said, from the feedback message's `extra.response`)."""
 
 
 @dataclass
@@ -155,8 +158,12 @@ def _assemble(page: trajectory.Page, ledger: evidence.Ledger | None, saved: Any)
             continue
         role = str(message.get("role", ""))
         step = Step(_kind(entry, message, role), entry, role, content(message))
+        rejected = trajectory.rejected_answer(message)
+        if rejected is not None:  # the model did answer: shown as its answer, with the feedback
+            step = Step("answer", entry, "assistant", content(rejected), feedback=step.text)
+            step.commands = commands(rejected)
         if step.kind == "answer":
-            step.commands = commands(message)
+            step.commands = step.commands or commands(message)
             if calls < len(answered):
                 step.call, step.retries = answered[calls]
             calls += 1

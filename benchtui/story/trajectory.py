@@ -42,7 +42,7 @@ class Cursor:
     index: int = 0
     """The number of messages before it."""
     calls: int = 0
-    """Model answers (assistant messages) before it."""
+    """Model answers before it (assistant messages, and answers a format error sent back)."""
     actions: int = 0
     """Command outputs (messages with `raw_output`) before it."""
 
@@ -77,6 +77,24 @@ def is_action(message: dict[str, Any]) -> bool:
     """A command's output as the model saw it (the runner keeps the whole in `raw_output`)."""
     extra = message.get("extra")
     return isinstance(extra, dict) and "raw_output" in extra
+
+
+def rejected_answer(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The model's answer a format error sent back (mini-swe-agent keeps the provider's whole
+    response in the feedback message's `extra.response`): the answer's message, or None."""
+    if message.get("role") == "assistant":
+        return None
+    extra = message.get("extra")
+    response = extra.get("response") if isinstance(extra, dict) else None
+    choices = response.get("choices") if isinstance(response, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    answer = first.get("message") if first else None
+    return answer if isinstance(answer, dict) else None
+
+
+def is_answer(message: dict[str, Any]) -> bool:
+    """A model's answer: an assistant message, or one a format error sent back."""
+    return message.get("role") == "assistant" or rejected_answer(message) is not None
 
 
 def read_page(root: Path, relative: str, cursor: Cursor = START) -> Page:
@@ -223,6 +241,6 @@ def _after(here: Cursor, entry: Entry, offset: int) -> Cursor:
     return Cursor(
         offset,
         here.index + 1,
-        here.calls + (message.get("role") == "assistant"),
+        here.calls + is_answer(message),
         here.actions + is_action(message),
     )

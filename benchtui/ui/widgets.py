@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import Any, Self
 
 from rich.text import Text
 from textual.widget import Widget
+from textual.widgets import Log
 
 from benchtui.core.money import ZERO, fmt
 from benchtui.engine import events as ev
@@ -162,3 +163,27 @@ class ModelPanel(Widget):
             line.append("".join(f"{getattr(m, attr):>{len(label) + 1}}" for label, attr in COUNTS))
         lines[-1].append(f" wasted {fmt(acc.wasted_usd)}", style="dim")
         return Text("\n").join(lines)
+
+
+class EventsLog(Log):
+    """The events pane: it follows its newest line unless the user scrolled up, a resize included
+    (Textual's log follows only while it is scrolled to its end, and a pane that gets shorter is
+    no longer there: it stayed on old lines for good)."""
+
+    following = True
+    """Scrolled to the newest line when last scrolled (a resize moves the end, not the intent)."""
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        self.following = new_value >= self.max_scroll_y
+
+    def on_resize(self) -> None:
+        if self.following:
+            self.call_after_refresh(self.scroll_end, animate=False, immediate=True, x_axis=False)
+
+    def write_lines(self, lines: Any, scroll_end: bool | None = None) -> Self:
+        follow = self.following if scroll_end is None else scroll_end
+        super().write_lines(lines, scroll_end=follow)
+        if follow and not self.is_vertical_scroll_end:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        return self

@@ -192,7 +192,7 @@ def test_status_of_a_finished_run_reads_the_run_dir_and_changes_nothing(tmp_path
         "  fake/model-b: found ×3",
     ]
     assert rest == headless_end  # the same table and lines as the run printed when it ended
-    assert "fake/model-a                     3     2     0      0     3    $0.0900    $0.1000" in rest
+    assert "fake/model-a                    3     2     0      0     3    $0.0900    $0.1000" in rest
     assert f"results: {run_dir / 'results'}/" in rest and "--resume" not in rest
     assert f"sessions: `benchtui view {run_dir}` shows each one" in rest  # the command that reads them
     assert {p: p.read_bytes() for p in (tmp_path / run_dir).rglob("*") if p.is_file()} == before

@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from typing import Any, ClassVar, Literal
 
 import trio
 from pydantic import Field
 
 from benchtui.core.contract import Meter, RunnerKind, RunnerProfile, SessionOutcome, SessionSpec, Usage
-from benchtui.core.endings import FORMAT_ERRORS, Ending, fix
+from benchtui.core.endings import CAUSE_WORDS, FORMAT_ERRORS, SERVER_FIX, SERVER_WITHOUT_TOOLS, Ending, fix
 from benchtui.runners.kit import secrets as keys
+from benchtui.runners.kit import serverprobe
 
 KEYLESS = "no-key"
 """The key sent to an `api_base` whose model names no `api_key_env` (a server that checks none);
@@ -97,11 +99,26 @@ class PingRunner(RunnerKind):
                 answer = json.loads(done.stdout.decode().strip().splitlines()[-1])
             except (ValueError, IndexError):
                 answer = {"error": f"the ping process failed: {done.stderr.decode()[-300:].strip()}"}
-            return self._settle(answer, meter, list(secrets.values()), m.max_output_tokens)
+            outcome = self._settle(answer, meter, list(secrets.values()), m.max_output_tokens)
+            return await self._name_the_obstacle(outcome, m.api_base)
         meter.charge(Usage(PROMPT_TOKENS, m.max_output_tokens))
         return SessionOutcome(
             "error", reason="the ping process hung", infra_error=True, ending="runner_error"
         )
+
+    async def _name_the_obstacle(self, outcome: SessionOutcome, api_base: str | None) -> SessionOutcome:
+        """A ping whose answer carried no action says what stood in the way: the model's chat
+        template (the server's /props), or the model (core/endings.py `cause_of`)."""
+        if outcome.ending != "no_action":
+            return outcome
+        action_format = self.profile.action_format
+        cause = await serverprobe.obstacle("no_action", action_format, api_base)
+        if cause is None:
+            return outcome
+        head, _, said = outcome.reason.partition(": ")
+        said = said.rsplit("; fix: ", 1)[0]
+        reason = f"{head} ({CAUSE_WORDS[cause]}): {said}; fix: {fix('no_action', action_format, cause)}"
+        return replace(outcome, reason=reason, cause=cause)
 
     def _settle(
         self, answer: dict[str, Any], meter: Meter, secrets: list[str], max_tokens: int
@@ -113,6 +130,11 @@ class PingRunner(RunnerKind):
             if answer.get("refused"):  # the client's refusal, before anything was sent: not the server
                 why = f"{CLIENT_REFUSED} (nothing sent, nothing charged): {why}"
                 return SessionOutcome("error", reason=why, infra_error=True, ending="setup_error")
+            if SERVER_WITHOUT_TOOLS.search(why):  # it refused the bash tool: no answer to read
+                why = f"{CAUSE_WORDS['server']} (it refused the bash tool: {why[:200]}); fix: {SERVER_FIX}"
+                return SessionOutcome(
+                    "error", reason=why, infra_error=True, ending="provider_error", cause="server"
+                )
             return SessionOutcome("error", reason=why, infra_error=True, ending="provider_error")
         # No usage that can be trusted: the worst case, never under (docs/design/invariants.md#f6).
         found = Usage.from_buckets(answer.get("usage"))

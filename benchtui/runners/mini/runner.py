@@ -34,7 +34,7 @@ from benchtui.core.contract import (
 )
 from benchtui.core.executor import ExecutorConfig
 from benchtui.core.target import TargetKind, TargetTools, Toolbox
-from benchtui.runners.kit import beneath, reaper
+from benchtui.runners.kit import beneath, reaper, serverprobe
 from benchtui.runners.kit import resources as processes
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit.evidence import Evidence
@@ -272,6 +272,11 @@ class MiniSweRunner(RunnerKind):
             outcome = counting.explain(outcome, session.limits, meter)
             if committed is not None and not outcome.infra_error:
                 outcome = replace(outcome, shortlist=committed[0], reason=committed[1] or outcome.reason)
+            if outcome.ending == "no_action" and outcome.actions == 0:  # what stood in its way
+                cause = await serverprobe.obstacle(
+                    "no_action", self.profile.action_format, session.model.api_base
+                )
+                outcome = replace(outcome, cause=cause)
             return replace(outcome, reason=keys.scrub(outcome.reason, secrets.values()))
         finally:
             evidence.close()

@@ -83,6 +83,8 @@ class ScriptedLLM:
     """Answer commands in the text, never as tool calls (a server without tool calling)."""
     requests: list[Request] = field(default_factory=list)
     port: int = 0
+    template_caps: dict[str, bool] | None = None
+    """Answer GET /props with these as `chat_template_caps`, as llama.cpp does (None: 404)."""
 
     def reply_for(self, request: Request) -> Reply:
         if self.script is not None:
@@ -106,6 +108,12 @@ class ScriptedLLM:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/props" and llm.template_caps is not None:
+                    self._send(200, json.dumps({"chat_template_caps": llm.template_caps}).encode())
+                else:
+                    self._send(404, b'{"error": "not found"}')
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))

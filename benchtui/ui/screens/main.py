@@ -12,14 +12,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
-from textual.widgets import Footer, Log
+from textual.widgets import Footer
 
 from benchtui.core.outcome import OutcomeDetails
 from benchtui.ui.detail import SessionDetail, find_certificate
 from benchtui.ui.model import LOG_LINES, ViewModel
 from benchtui.ui.screens.session import SessionScreen
 from benchtui.ui.sessions import SessionsTable
-from benchtui.ui.widgets import ModelPanel, StatusLine
+from benchtui.ui.widgets import EventsLog, ModelPanel, StatusLine
 
 NARROW_BELOW = 100
 """Columns: narrower, the session pane is hidden (app.tcss) so the sessions table fits."""
@@ -70,7 +70,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="body"):
             yield SessionsTable(self.view, id="sessions")
             yield SessionDetail(id="detail")
-        yield Log(id="log", max_lines=1000)
+        yield EventsLog(id="log", max_lines=1000)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -79,7 +79,7 @@ class MainScreen(Screen[None]):
         self.models = self.query_one(ModelPanel)
         self.table = self.query_one(SessionsTable)
         self.detail = self.query_one(SessionDetail)
-        self.log_view = self.query_one(Log)
+        self.log_view = self.query_one(EventsLog)
         self.detail.border_title = "session"
         self.log_view.border_title = "events"
         self.models.border_title = "money"
@@ -90,8 +90,10 @@ class MainScreen(Screen[None]):
         it), so every key's label is whole."""
         footer = self.query_one(Footer)
         narrow = self.size.width < NARROW_BELOW
-        footer.compact = narrow
-        footer.show_command_palette = not narrow
+        if (footer.compact, footer.show_command_palette) != (narrow, not narrow):
+            footer.compact = narrow
+            footer.show_command_palette = not narrow
+            footer.refresh(layout=True, recompose=True)  # every key laid out again: no leftovers
 
     def redraw(self) -> None:
         """Apply what changed since the last redraw (called on the app's timer, and at once for
