@@ -57,12 +57,12 @@ class BoardPower:
         shape = (
             f"clustered by task, {p.clusters} tasks × {p.repeats} sessions"
             if p.unit == "task"
-            else f"{p.clusters} {p.unit}s per model, each its own"
+            else f"{p.clusters} {p.unit}s per model, each its own cluster"
         )
         now = (
             f"this board separates differences of at least {self.detectable * 100:.0f} points"
             if self.detectable is not None
-            else "this board has too few clusters to separate any difference"
+            else "this board is too small to separate even 100 points"
         )
         if self.needed is None:
             tasks = p.needed(self.difference, along="clusters")

@@ -98,10 +98,10 @@ class Plan:
 
     def detectable(self, power: float = POWER) -> float | None:
         """The smallest difference the data in hand separates with `power` (None: under two
-        clusters)."""
-        if self.clusters < 2:
+        clusters, or not even a difference of 100 points)."""
+        if self.clusters < 2 or self.power(1.0) < power:
             return None
-        low, high = 0.0, 2.0
+        low, high = 0.0, 1.0
         for _ in range(60):
             mid = (low + high) / 2
             low, high = (mid, high) if self.power(mid) < power else (low, mid)
