@@ -208,7 +208,10 @@ def best_of_n_lines(report: CampaignReport) -> list[str]:
             f"  {model}: mean {b.mean:.2f} over {b.runs} run(s); best {b.best:.0f}; expected best of "
             f"{b.n}: {b.expected_best:.2f} (+{b.inflation:.2f} by the pick alone)"
         )
-    out.append("  a run: a session over the whole library, a Top50 run, or one repeat of every task")
+    out.append(
+        "  a run: a session over the whole library, a Top50 run, one repeat of every task, or a triage "
+        "and its episodes"
+    )
     return out
 
 
@@ -227,7 +230,7 @@ def comparison_lines(report: CampaignReport) -> list[str]:
             paired = "paired by task" if i.method.endswith("_paired") else f"each {i.unit} its own"
             lines.append(
                 f"    difference {i.value * 100:+.0f} pp [{i.ci95[0] * 100:+.0f}, {i.ci95[1] * 100:+.0f}] "
-                f"(95%, {paired}, {i.clusters} {i.unit}s)"
+                f"(95%, {paired}, {i.clusters} {i.unit}{'s' if i.clusters != 1 else ''})"
             )
     return lines
 
