@@ -7,7 +7,7 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
-from benchtui.cli.args import OneLineParser
+from benchtui.cli.args import OneLineParser, add_difference, add_state_dir
 from benchtui.core.contract import Check
 from benchtui.core.money import fmt
 from benchtui.engine import campaign as campaign_file
@@ -91,6 +91,16 @@ def main_check(argv: list[str]) -> int:
     p = OneLineParser(prog="benchtui check", description=main_check.__doc__)
     p.add_argument("campaign", type=Path, help="campaign TOML file")
     p.add_argument("--ping", action="store_true", help="one tiny metered call per model (costs a little)")
+    p.add_argument(
+        "--prior",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="RUN_DIR",
+        help="earlier runs whose data the power preview uses (with the campaign's own run dir, if any)",
+    )
+    add_difference(p)
+    add_state_dir(p)
     args = p.parse_args(argv)
     from benchtui.runners.mini import prices  # litellm's map, for a model the file gives no price
 
@@ -104,6 +114,11 @@ def main_check(argv: list[str]) -> int:
     print("\nshipped runner profiles (`use = NAME`; `benchtui runners`):")
     for line in here_lines(shipped()):
         print(f"  {line}")
+    from benchtui.cli import power_preview
+    from benchtui.engine import rundir
+
+    answer = power_preview.preview(campaign, rundir.state_dir(args.state_dir), args.prior, args.difference)
+    print("\n" + "\n".join(power_preview.lines(campaign, answer)))
     active = campaign.profiles[campaign.runner]
     for warning in [
         *campaign.warnings(),
