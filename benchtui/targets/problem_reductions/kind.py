@@ -163,7 +163,7 @@ class ProblemReductions(TargetKind):
         for task in tasks:
             rule = rule_of(task, rules)
             if rule is None:
-                checks.append(Check(f"task {task}", "no such rule in `pred list --rules`"))
+                checks.append(Check(f"task {task}", f"no such rule among this pred's {len(rules)} rules"))
                 continue
             started = time.monotonic()
             cert, problem = canonical_certificate(rule, pred, timeout=tools.timeout_s)
