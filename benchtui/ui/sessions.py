@@ -64,12 +64,13 @@ def fitted(text: str, width: int) -> str:
 
 
 def certificate_mark(view: SessionRow) -> str:
-    """` ✓ cert` only for a certificate a verifier confirmed; a runner's own claim (fake, demo)
-    reads ` cert claimed`, a verifier's rejection ` cert`."""
+    """` ✓ cert` only for a certificate a verifier confirmed; a runner's own claim (fake, demo),
+    never verified, reads ` ◇ cert` (as short: the column cuts what follows), a verifier's
+    rejection ` cert`."""
     if not view.certificate:
         return ""
     if not view.verified:
-        return " cert claimed"
+        return " ◇ cert"
     return " ✓ cert" if view.outcome == "bug_found" else " cert"
 
 
