@@ -116,21 +116,42 @@ def test_a_rejection_says_which_route_this_pred_lacks(tmp_path, misses):
 
 
 def test_a_panic_certificate_finds_its_rule_in_0_3_0s_graph(tmp_path, misses):
-    """A rule 0.3.0 has (MIS -> MVC): the inventory comes from export-graph and the panic
-    checks go on to pred's own answers (doctored here: reduce panics in the rule's file)."""
-    from support.transcripts import need_transcripts
-
-    need_transcripts()
-    cert = {
-        "rule": "MaximumIndependentSet/SimpleGraph/i32 -> MinimumVertexCover/SimpleGraph/i32",
-        "violation": "panics_on_valid_instance",
-        "source": {"type": "MaximumIndependentSet", "variant": {"graph": "SimpleGraph", "weight": "i32"}},
+    """A rule 0.3.0 has (MIS -> MVC): the inventory comes from export-graph, and the panic checks
+    go on to pred's answers on the instance (doctored: the source solves, reduce panics in the
+    rule's own file), to a confirmation."""
+    source = {
+        "type": "MaximumIndependentSet",
+        "variant": {"graph": "SimpleGraph", "weight": "i32"},
+        "data": {"graph": {"num_vertices": 2, "edges": [[0, 1]]}, "weights": [1, 1]},
     }
-    verdict = verify(cert, pred=str(old_cli_pred(tmp_path / "old", "8df8ac04")))
-    # Found among 0.3.0's rules: what follows is pred's answer on the instance (a miss here: the
-    # instance was never recorded), never an unknown rule nor a missing option.
-    assert verdict.details.get("cause") != "unknown_rule", verdict
-    assert "--rules" not in verdict.reason
+    solved = {
+        "evaluation": "Max(1)",
+        "problem": "MaximumIndependentSet",
+        "solution": [1, 0],
+        "solver": "brute-force",
+    }
+    panic = (
+        "\nthread 'main' (4821) panicked at src/rules/minimumvertexcover_maximumindependentset.rs:40:9:\n"
+        "index out of bounds: the len is 2 but the index is 2\n"
+    )
+    pred = old_cli_pred(tmp_path / "old", "8df8ac04")
+    answers = tmp_path / "answers.json"
+    answers.write_text(
+        json.dumps({"solve": {"stdout": json.dumps(solved)}, "reduce": {"stderr": panic, "exit": 101}})
+    )
+    script = pred.read_text().replace(
+        "STAND_IN_PRED_OLD_CLI=", f"STAND_IN_PRED_ANSWERS='{answers}' STAND_IN_PRED_OLD_CLI="
+    )
+    pred.write_text(script)
+    cert = {
+        "rule": "maximumindependentset_minimumvertexcover",
+        "violation": "panics_on_valid_instance",
+        "source": source,
+    }
+    verdict = verify(cert, pred=str(pred))
+    assert verdict.accepted, verdict
+    assert "minimumvertexcover_maximumindependentset.rs:40:9" in verdict.reason
+    assert not misses.exists(), misses.read_text()
 
 
 def test_benchtui_check_with_0_3_0_judges_every_task_it_has(tmp_path):
