@@ -55,7 +55,11 @@ def main() -> int:
         seconds = measure(RUNS[name])
         print(f"{name:<5} {seconds:>4} s", flush=True)
         if args.write:
-            figures.update(figures.FIGURES, f"durations.{name}", {"seconds": seconds})
+            figures.update(
+                figures.FIGURES,
+                f"durations.{name}",
+                {"measured": time.strftime("%Y-%m-%d"), "seconds": seconds},
+            )
     if args.write:
         when = time.strftime("%Y-%m-%d")
         figures.update(

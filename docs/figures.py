@@ -86,20 +86,22 @@ def marks(text: str) -> list[tuple[str, str]]:
 def install_table(figures: dict[str, Any]) -> str:
     """The install table (getting-started.md), every row from `[install.*]`."""
     rows = [
-        "| install | what | packages | venv on disk | time |",
-        "|---|---|---:|---:|---:|",
+        "| install | what | packages | venv on disk | time | measured |",
+        "|---|---|---:|---:|---:|---|",
     ]
     for name, row in figures["install"].items():
         if not isinstance(row, dict):
             continue
         command = f"pip install -e '.[{row['extra']}]'" if row["extra"] else "pip install -e ."
-        cells = [
-            show(f"install.{name}.{field}", row[field]) for field in ("packages", "venv_mb", "seconds")
-        ]
-        rows.append(f"| `{command}` | {row['what']} | {' | '.join(cells)} |")
+        cells = [show(f"install.{name}.{field}", row[field]) for field in ("packages", "venv_mb", "seconds")]
+        rows.append(f"| `{command}` | {row['what']} | {' | '.join(cells)} | {row['measured']} |")
     install = figures["install"]
     return "\n".join(
-        [*rows, "", f"Measured {install['measured']}. Packages: {install['packages']}; venv: {install['venv']}."]
+        [
+            *rows,
+            "",
+            f"Measured: {install['measured']}. Packages: {install['packages']}; venv: {install['venv']}.",
+        ]
     )
 
 
@@ -114,7 +116,9 @@ def update(path: Path, table: str, values: dict[str, Any]) -> None:
     body = text[head.end() : end.start() if end else len(text)]
     for key, value in values.items():
         line = f"{key} = {_toml(value)}"
-        body, found = re.subn(rf"^{re.escape(key)} = .*$", line.replace("\\", "\\\\"), body, count=1, flags=re.MULTILINE)
+        body, found = re.subn(
+            rf"^{re.escape(key)} = .*$", line.replace("\\", "\\\\"), body, count=1, flags=re.MULTILINE
+        )
         if not found:
             body = body.rstrip("\n") + f"\n{line}\n" + ("\n" if end else "")
     path.write_text(text[: head.end()] + body + (text[end.start() :] if end else ""), encoding="utf-8")

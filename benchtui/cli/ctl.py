@@ -55,10 +55,7 @@ def request_for(command: str, args: list[str], now: bool) -> dict[str, Any]:
 
 def find_run_dir(given: str | None, state_dir: Path | None) -> Path:
     if given is not None:
-        run_dir = Path(given)
-        if not (run_dir / rundir.CAMPAIGN).exists():
-            raise BadInput(f"no such run: {run_dir}")
-        return run_dir
+        return rundir.require(Path(given))
     state_dir = rundir.state_dir(state_dir)
     live = rundir.running(state_dir)
     if len(live) > 1:

@@ -43,20 +43,28 @@ def run_parser() -> OneLineParser:
     p = OneLineParser(
         prog="benchtui",
         description="Run a fair, budgeted, resumable campaign (the options below):\n"
-        f"  benchtui CAMPAIGN.toml\n\ncommands (`benchtui COMMAND --help` for each):\n{commands}",
+        f"  benchtui CAMPAIGN.toml\n  benchtui --resume [RUN_DIR | NAME | CAMPAIGN.toml]   (nothing: the latest run)"
+        f"\n\ncommands (`benchtui COMMAND --help` for each):\n{commands}",
         epilog="Exit codes: 0 finished (skips included), 1 state could not be saved, 2 bad input, "
         "3 run dir in use, 75 not finished: sessions ended in infrastructure errors (--resume "
         "retries them), 130 stopped or interrupted (--resume continues).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("campaign", nargs="?", type=Path, help="campaign TOML file")
+    p.add_argument(
+        "campaign",
+        nargs="?",
+        type=Path,
+        metavar="CAMPAIGN",
+        help="the campaign file to run (campaigns/fair.toml); with --resume also a run dir "
+        "(runs/fair) or a campaign's name (fair)",
+    )
     p.add_argument("--no-ui", action="store_true", help="headless: log lines instead of the TUI")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument(
         "--resume",
         action="store_true",
-        help="continue the existing run, or grow it by the models and repeats the campaign adds "
-        "(without CAMPAIGN: the latest run)",
+        help="continue a run: the one CAMPAIGN names (a run dir, a campaign's name, or its campaign "
+        "file, which may grow it by models and repeats), or without CAMPAIGN the latest run",
     )
     mode.add_argument(
         "--fresh",

@@ -41,8 +41,7 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     run_dirs = args.run_dirs or [rundir.latest(rundir.state_dir(args.state_dir), nothing="no run to view")]
     for run in run_dirs:
-        if not (run / rundir.CAMPAIGN).is_file():
-            raise BadInput(f"view: {run} is not a benchtui run dir (no {rundir.CAMPAIGN})")
+        rundir.require(run)
     from benchtui.view.server import is_loopback
 
     if not is_loopback(args.host) and not args.unsafe_listen:

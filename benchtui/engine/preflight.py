@@ -260,6 +260,13 @@ def target_check(campaign: Campaign, target: TargetKind, *, fingerprint: bool = 
     path = campaign.environment.path
     if not path.is_dir():
         what = "does not exist" if not path.exists() else "is not a directory"
+        if not any(profile.kind.uses_target for profile in campaign.profiles.values()):
+            # fake, demo: their sessions read nothing of the target; any folder will do
+            kinds = " or ".join(sorted({p.profile.kind for p in campaign.profiles.values()}))
+            return Check(
+                f"environment.path {path}",
+                f"{what}: give a directory to copy into each session (any: the {kinds} runner reads nothing in it)",
+            )
         return Check(f"environment.path {path}", f"{what}: give {target.checkout}")
     detail = workspace.fingerprint(path, campaign.environment.tools) if fingerprint else "a directory"
     return Check(f"environment.path {path}", detail=detail)

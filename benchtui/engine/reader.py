@@ -16,7 +16,6 @@ from functools import cached_property
 from pathlib import Path
 
 from benchtui.core import inputs
-from benchtui.core.errors import BadInput
 from benchtui.core.outcome import OutcomeDetails
 from benchtui.engine import campaign as campaign_file
 from benchtui.engine import checkpoint, identity_file, rundir, shortlist
@@ -40,8 +39,7 @@ class RunDir:
     @cached_property
     def campaign(self) -> Campaign:
         """The frozen campaign (loaded without its target: a stopped run is readable anywhere)."""
-        if not (self.path / rundir.CAMPAIGN).is_file():
-            raise BadInput(f"{self.path}: not a benchtui run dir (no {rundir.CAMPAIGN})")
+        rundir.require(self.path)
         return campaign_file.load(identity_file.frozen(self.path), require_target=False)
 
     @cached_property

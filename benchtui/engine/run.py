@@ -172,6 +172,8 @@ def _campaign_and_run_dir(opts: Options) -> tuple[Campaign, Path, Trial | None]:
     frozen copy, a trial as it was cut), its run dir, and the trial."""
     overrides: dict[str, Any] = {"runner": opts.runner, "parallelism": opts.parallelism}
     named = rundir.named_run(opts.campaign, opts.state_dir) if opts.resume else None
+    if opts.resume and opts.campaign is not None and named is None and not opts.campaign.is_file():
+        raise BadInput(rundir.resume_target_problem(opts.campaign, opts.state_dir))
     if opts.campaign is not None and named is None:
         campaign = campaign_file.load(  # the target is checked below
             opts.campaign, require_target=False, prices=opts.prices, **overrides

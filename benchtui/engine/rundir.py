@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
@@ -26,6 +27,28 @@ PRIVATE = 0o700
 """The run dir holds the control socket and the accounts: the user's alone, whatever the umask."""
 
 
+def require(path: Path) -> Path:
+    """`path` if it is a run dir benchtui made, else BadInput saying what it is (one line)."""
+    if not path.exists():
+        raise BadInput(f"{path}: does not exist")
+    if not path.is_dir():
+        raise BadInput(f"{path}: is not a directory (a run dir is, e.g. runs/fair)")
+    if not (path / CAMPAIGN).is_file():
+        raise BadInput(f"{path}: not a benchtui run dir (no {CAMPAIGN})")
+    return path
+
+
+READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+"""What opening the lock for writing answers in a run dir benchtui may read but not write."""
+
+
+def read_only_message(run_dir: Path) -> str:
+    return (
+        f"{run_dir} is read-only: benchtui cannot run or resume a campaign there (it writes its "
+        f"lock, journal and ledger); `benchtui report {run_dir}`, `view` and `ctl status` read it as it is"
+    )
+
+
 class RunLock:
     """An exclusive flock on `<run dir>/.lock`, held until released (`with RunLock(run_dir):`
     releases it on leaving; a process that dies releases it too)."""
@@ -39,6 +62,10 @@ class RunLock:
             raise BadInput(f"{run_dir} is not a run dir (a file where a directory should be)") from None
         except IsADirectoryError:
             raise BadInput(f"{run_dir / LOCK} is a directory: not a run dir benchtui made") from None
+        except OSError as exc:
+            if exc.errno in READ_ONLY:
+                raise BadInput(read_only_message(run_dir)) from None
+            raise
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -204,6 +231,20 @@ def latest(state_dir: Path, *, nothing: str = "nothing to resume") -> Path:
     if not (run_dir / CAMPAIGN).exists():
         raise BadInput(f"{nothing}: {run_dir} has no {CAMPAIGN}")
     return run_dir
+
+
+RESUME_TAKES = (
+    "--resume takes a run dir (runs/fair), a campaign's name under the state dir (fair), its "
+    "campaign file (fair.toml), or nothing (the latest run)"
+)
+
+
+def resume_target_problem(given: Path, state_dir: Path) -> str:
+    """Why `--resume GIVEN` finds no run (GIVEN neither a file nor a run): one line."""
+    if RUN_NAME.fullmatch(str(given)) and not given.exists():
+        return f"--resume {given}: no run named {str(given)!r} under {state_dir} ({RESUME_TAKES})"
+    what = "does not exist" if not given.exists() else f"not a benchtui run dir (no {CAMPAIGN})"
+    return f"--resume {given}: {what} ({RESUME_TAKES})"
 
 
 def named_run(given: Path | None, state_dir: Path) -> Path | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from benchtui.core.money import fmt
 from benchtui.story import evidence, files, trajectory
 from benchtui.story.outcome import ShownVerdict, certificates
 from benchtui.story.run import Attempt, RunStory, SessionRow
@@ -98,6 +99,34 @@ class SessionStory:
             os.close(fd)
         found = [(name, files.size_of(self.root, f"{self.dir}/{name}")) for name in names]
         return [SessionFile(name, info[0]) for name, info in found if info is not None]
+
+    def without_trajectory(self) -> str:
+        """What to say in place of the steps when the session recorded none: while it waits or
+        runs, that they will come; once it ended, what it has (its outcome, its calls, its
+        certificate) and why there are no steps (its runner recorded none: fake and demo script
+        their sessions)."""
+        row = self.row
+        if row.state in ("pending", "running"):
+            return "No trajectory yet: the steps appear here as the session takes them."
+        try:
+            campaign = self.run.saved.campaign
+            profile = campaign.profiles[row.runner]
+            kind, verified = (
+                profile.profile.kind,
+                profile.kind.uses_target and campaign.make_target().verifies,
+            )
+        except Exception:  # a campaign that cannot be read here, an unknown profile: say less
+            kind, verified = "", False
+        named = row.runner or "?"
+        runner = f"its runner ({named}, kind {kind})" if kind and kind != named else f"its runner ({named})"
+        if row.state == "skipped_budget":
+            return f"No trajectory: the session never started ({row.why})."
+        calls = f"{row.calls} model call{'s' if row.calls != 1 else ''}, {fmt(row.cost_usd)}"
+        parts = [f"It ended {row.state}" + (f", {row.result}" if row.result else ""), calls]
+        if row.certificate:
+            parts.append("a certificate" + ("" if verified else " (claimed by the runner, never verified)"))
+        why = f"; why: {row.reason}" if row.reason else ""
+        return f"No trajectory: {runner} recorded no steps for this session. {', '.join(parts)}{why}."
 
     def judged(self, attempt: int) -> tuple[list[Judged], str]:
         """The certificates an attempt's verifier judged, and a problem reading them ("" if none)."""

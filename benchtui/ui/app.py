@@ -77,6 +77,7 @@ class BenchApp(App[bool]):
             prep.checkpoint.journal,
             clock,
             limits=prep.campaign.logical_limits,
+            verifying=verifying_profiles(prep.campaign),
         )
         self.bus = ev.EventBus()
         self.bus.subscribe(self.view.apply)
@@ -338,7 +339,7 @@ class BenchApp(App[bool]):
             else:
                 self._control("stop", now=choice == "now")
 
-        self.push_screen(QuitScreen(self.view.states["running"]), chosen)
+        self.push_screen(QuitScreen(self.view.states["running"], self.view.campaign), chosen)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         for command in super().get_system_commands(screen):
@@ -387,3 +388,11 @@ def run_app(
     if app.error is not None:
         raise app.error
     return app.view.ended, app.view.accounts
+
+
+def verifying_profiles(campaign: Any) -> frozenset[str]:
+    """The runner profiles whose certificates a verifier judges (the target's, run by a kind that
+    uses the target); the others' (fake, demo) are claims of the runner."""
+    if not campaign.make_target().verifies:
+        return frozenset()
+    return frozenset(name for name, p in campaign.profiles.items() if p.kind.uses_target)

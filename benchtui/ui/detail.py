@@ -95,6 +95,8 @@ class SessionDetail(Static):
         if row is not None and row.judgement is not None:
             v = row.judgement.verdict
             judged = f"{v.status} ({v.cause})" if v.judged_by == "verifier" else "claimed by the runner"
-            said = printable(f"{judged}, {v.reason}" if v.reason else judged)  # the reason quotes pred
-            text.append(f"\n  verifier: {said}", style="dim")
+            # The reason quotes pred; a runner's own claim says what `judged` says already.
+            said = printable(f"{judged}, {v.reason}" if v.reason and v.reason not in judged else judged)
+            who = "verifier" if v.judged_by == "verifier" else "judged"
+            text.append(f"\n  {who}: {said}", style="dim")
         return text + "\n"

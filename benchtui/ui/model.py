@@ -40,6 +40,8 @@ class SessionRow:
     outcome: str = ""
     reason: str = ""
     certificate: bool = False
+    verified: bool = False
+    """Whether a verifier judged its certificate (fake and demo runners only claim theirs)."""
     notes: deque[str] = field(default_factory=lambda: deque(maxlen=NOTES_PER_SESSION))
     counters: Usage = ()
     """(counter, used, limit) of the logical budgets (`[budget.per_session]`); empty without."""
@@ -91,8 +93,11 @@ class ViewModel:
         clock: Callable[[], float],
         *,
         limits: LogicalLimits = UNLIMITED,
+        verifying: frozenset[str] = frozenset(),
     ) -> None:
         self.campaign = campaign
+        self.verifying = verifying
+        """Runner profiles whose certificates a verifier judges (else the runner claims them)."""
         self.runner = runner
         self.parallelism = parallelism
         self.paused = False
@@ -109,6 +114,7 @@ class ViewModel:
             view = SessionRow(planned.id, planned.model, planned.index, planned.task)
             if planned.id in journal:
                 view.load(journal[planned.id], limits)
+                view.verified = view.runner in verifying
             self.sessions[planned.id] = view
         self.states = Counter(view.state for view in self.sessions.values())
         """How many sessions are in each state (kept up to date, never recounted)."""
@@ -189,6 +195,7 @@ class ViewModel:
         view.attempt, view.cost = event.attempt, event.cost_usd
         view.outcome = event.result or ""
         view.reason, view.certificate = printable(event.reason), event.certificate
+        view.verified = view.runner in self.verifying
         view.ending = event.ending or ""
         view.ended_counters(event.counters, event.exhausted, self.limits)
         self._changed.add(view.id)

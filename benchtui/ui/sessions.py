@@ -63,12 +63,23 @@ def fitted(text: str, width: int) -> str:
     return set_cell_size(text, max(width - 1, 0)) + "…" if width else ""
 
 
+def certificate_mark(view: SessionRow) -> str:
+    """` ✓ cert` only for a certificate a verifier confirmed; a runner's own claim (fake, demo),
+    never verified, reads ` ◇ cert` (as short: the column cuts what follows), a verifier's
+    rejection ` cert`."""
+    if not view.certificate:
+        return ""
+    if not view.verified:
+        return " ◇ cert"
+    return " ✓ cert" if view.outcome == "bug_found" else " cert"
+
+
 def outcome_text(view: SessionRow, ending_shown: bool = True) -> str:
     if view.state == "running":
         return view.notes[-1] if view.notes else ""
     if view.state == "done":
         cut = not ending_shown and view.ending in NOT_HUNTING  # the model could not hunt: say so
-        return view.outcome + (" ✓ cert" if view.certificate else "") + (f" ({view.ending})" if cut else "")
+        return view.outcome + certificate_mark(view) + (f" ({view.ending})" if cut else "")
     return view.reason
 
 

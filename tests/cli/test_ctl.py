@@ -107,7 +107,7 @@ async def test_client_errors_are_one_line_with_exit_code_2(tmp_path, capsys, moc
                 "benchtui: ctl: expected a command (pause | resume | stop | status | "
                 "kill | runner | parallelism)",
             ),
-            ((tmp_path / "elsewhere", "pause"), f"benchtui: no such run: {tmp_path / 'elsewhere'}"),
+            ((tmp_path / "elsewhere", "pause"), f"benchtui: {tmp_path / 'elsewhere'}: does not exist"),
             (
                 ("--state-dir", tmp_path / "none", "pause"),
                 f"benchtui: no run under {tmp_path / 'none'} (give RUN_DIR or --state-dir)",

@@ -133,3 +133,67 @@ def test_a_benchmark_script_rewrites_its_table_and_keeps_the_comments(tmp_path: 
     assert (values["install"]["mini"]["packages"], values["install"]["mini"]["seconds"]) == (7, 12)
     assert values["install"]["base"] == FIG.load()["install"]["base"]  # the other tables untouched
     assert values["durations"]["measured"] == 'today, "quietly"'
+
+
+# -- the install figures against an install this test measures ---------------------------------
+def install_sizes() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "install_sizes_under_test", ROOT / "benchmarks" / "install_sizes.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: How far an install measured here may be from its figure: package resolution moves with the
+#: day (a new release adds or drops a dependency), and sizes with the releases' wheels. Measured
+#: 2026-12-03 (the closure below against fresh venvs, benchmarks/install_sizes.py): packages
+#: exact, sizes within 2 %; a figure outside these bounds is stale: re-run the script.
+PACKAGES_OFF = 4
+SIZE_OFF = 0.10
+
+
+def test_every_figure_names_the_date_it_was_measured():
+    values = FIG.load()
+    for family in ("install", "durations"):
+        for name, row in values[family].items():
+            if isinstance(row, dict):
+                assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(row.get("measured", ""))), (family, name)
+
+
+def test_the_install_figures_hold_for_the_install_the_tests_run_in():
+    """Each extra installed here (CI: a fresh venv with `.[test]` and `.[docs]`) is measured as
+    a fresh venv would hold it — its distributions' closure plus pip and setuptools, as `pip list`
+    counts them, and their files on disk — and must be within the tolerance of its figure."""
+    sizes, values = install_sizes(), FIG.load()["install"]
+    measured = {name: sizes.in_this_environment(name) for name in sizes.EXTRAS}
+    here = {name: found for name, found in measured.items() if found is not None}
+    if not here:
+        pytest.skip("no extra of benchtui is installed whole here (not even its base requirements)")
+    off = []
+    for name, found in here.items():
+        figure = values[name]
+        if abs(found["packages"] - figure["packages"]) > PACKAGES_OFF:
+            off.append(
+                f"install.{name}.packages: {figure['packages']} ({figure['measured']}), here {found['packages']}"
+            )
+        if abs(found["venv_mb"] - figure["venv_mb"]) > SIZE_OFF * figure["venv_mb"]:
+            off.append(
+                f"install.{name}.venv_mb: {figure['venv_mb']} ({figure['measured']}), here {found['venv_mb']}"
+            )
+    assert off == [], "stale install figures (python benchmarks/install_sizes.py --write): " + "; ".join(off)
+
+
+def test_the_install_measure_counts_what_a_fresh_venv_lists():
+    """The closure of the base install: benchtui, its requirements' closure, pip (setuptools
+    where the interpreter's venvs have it); an extra adds its own (a fresh `pip list` of
+    `.[docs]` holds mkdocs)."""
+    sizes = install_sizes()
+    base = sizes.in_this_environment("base")
+    if base is None:
+        pytest.skip("benchtui's base requirements are not all installed here")
+    docs = sizes.in_this_environment("docs")
+    if docs is not None:
+        assert docs["packages"] > base["packages"] and docs["venv_mb"] > base["venv_mb"]
+    assert base["packages"] >= 10 and base["venv_mb"] > 50

@@ -150,20 +150,22 @@ def refused_growths() -> dict[str, tuple[str, str]]:
         "a derived cap that would change": (
             campaign(models=three, budget="total_usd = 0.25\nper_session_usd = 0.03"),
             "each model's cap would change from $0.10 to $0.083333333 (the earlier models' caps never "
-            "change as models join): write per_model_usd = 0.1 under [budget]",
+            "change as models join); total_usd must rise by at least $0.10 (what the added caps can "
+            "spend), from $0.20: write under [budget]: per_model_usd = 0.1; total_usd = 0.3",
         ),
         "an explicit cap changed as a model joins": (
             campaign(models=three, budget="total_usd = 0.6\nper_model_usd = 0.2\nper_session_usd = 0.03"),
-            "write per_model_usd = 0.1",
+            "write under [budget]: per_model_usd = 0.1",
         ),
         "the total not raised by the new cap": (
             campaign(models=three, budget=BUDGET.format(total="0.25")),
             "total_usd must rise by at least $0.10 (what the added caps can spend), from $0.20: write "
-            "total_usd = 0.3 under [budget]",
+            "under [budget]: total_usd = 0.3",
         ),
         "a derived per-session budget that would change": (
             campaign(sessions="sessions_per_model = 4", budget="total_usd = 0.2\nper_model_usd = 0.1"),
-            "each session's budget would change from $0.05 to $0.025: write per_session_usd = 0.05",
+            "each session's budget would change from $0.05 to $0.025: write under [budget]: "
+            "per_session_usd = 0.05",
         ),
         "sessions lowered": (
             campaign(sessions="sessions_per_model = 1", budget="total_usd = 0.2\nper_model_usd = 0.1"),
@@ -195,6 +197,65 @@ def test_a_growth_that_would_change_what_sessions_got_is_refused_in_one_line_wri
     assert message in str(refused.value) and "\n" not in str(refused.value)
     after = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file() and p.name != ".lock"}
     assert after == before
+
+
+def _first_toml(tmp_path: Path) -> str:
+    """The docs' first.toml (docs/getting-started.md), its target a folder here."""
+    from tests.docs.test_getting_started import marked
+
+    (tmp_path / "target").mkdir(exist_ok=True)
+    return marked("file")["first.toml"].replace('"../problem-reductions"', f'"{tmp_path / "target"}"')
+
+
+def _campaign_of(tmp_path: Path, text: str, name: str):
+    from benchtui.engine.campaign.loading import load
+
+    path = tmp_path / name
+    path.write_text(text)
+    return load(path)
+
+
+def _pasted(text: str, refusal: str) -> str:
+    """The campaign with the refusal's lines written under [budget], as a user would paste them."""
+    lines = refusal.split("write under [budget]: ", 1)[1].split("; ")
+    keys = {line.split(" = ")[0] for line in lines}
+    kept = [line for line in text.splitlines() if line.split(" = ")[0].strip() not in keys]
+    at = kept.index("[budget]") + 1
+    return "\n".join([*kept[:at], *lines, *kept[at:]]) + "\n"
+
+
+SECOND_MODEL = (
+    '\n[[models]]\nname = "openai/qwen3-14b"\napi_base = "http://127.0.0.1:8000/v1"\n'
+    "input_usd_per_mtok = 0.1\noutput_usd_per_mtok = 0.4\n"
+)
+
+
+@pytest.mark.parametrize("grown", ["a model added", "sessions doubled"])
+def test_growing_the_docs_first_campaign_is_refused_once_with_every_line_to_write(tmp_path, grown):
+    """first.toml derives its caps from `total_usd` alone: a growth changes three amounts at once,
+    and one refusal names them all; pasting its lines makes the same growth pass."""
+    from benchtui.engine.campaign.growth import growth
+
+    text = _first_toml(tmp_path)
+    old = _campaign_of(tmp_path, text, "old.toml")
+    if grown == "a model added":
+        text = text.replace("\n[environment]", SECOND_MODEL + "\n[environment]")
+    else:
+        text = text.replace("sessions_per_model = 2", "sessions_per_model = 4")
+    with pytest.raises(BadInput) as refused:
+        growth(old, _campaign_of(tmp_path, text, "new.toml"), ["models", "budget"], "runs/first")
+    message = str(refused.value)
+    assert "\n" not in message and message.count("write under [budget]") == 1
+    if grown == "a model added":
+        assert message.endswith(
+            "write under [budget]: per_session_usd = 0.5; per_model_usd = 1; total_usd = 2"
+        )
+    else:
+        assert message.endswith("write under [budget]: per_session_usd = 0.5; per_model_usd = 1")
+    fixed = _campaign_of(tmp_path, _pasted(text, message), "fixed.toml")
+    done = growth(old, fixed, ["models", "budget"], "runs/first")
+    assert fixed.per_session_usd == old.per_session_usd and fixed.models[0] == old.models[0]
+    assert done.models == (("openai/qwen3-14b",) if grown == "a model added" else ())
 
 
 def test_a_start_without_a_flag_says_what_resume_would_add(tmp_path):

@@ -21,6 +21,15 @@ matched by the sha256 of their bytes, the `-o` value is `@out`, a hit writes the
 stderr and `-o` output with `@file:<sha256>`/`@out` tokens put back as the caller named them and
 exits with the recorded status; a miss prints `not recorded: <argv as JSON>` and exits 97.
 
+STAND_IN_PRED_OLD_CLI=<folder> makes it ANSWER AS AN OLDER CLI whose answers that folder records
+(`../shared/pred-transcripts/pred-0.3.0/`, its README): `--version` (version.txt), `--help`
+(help.txt) and `<subcommand> --help` (help-<subcommand>.txt), `list --json` (list.json,
+list.stderr), `list --rules …` refused as recorded (list-rules.stdout/.stderr/.exit: clap's exit 2),
+`export-graph -o FILE` (writes graph.json's bytes, `Wrote FILE` on stderr as export.stdout shows),
+and no `extract` (clap's `unrecognized subcommand`, exit 2). The rest (`reduce`, `solve`,
+`evaluate`, `create`) answer as STAND_IN_PRED_TRANSCRIPT's build or the planted-bug stand-in do;
+a call of those files that is not recorded (`export-graph` without `-o`) is a miss (exit 97).
+
 STAND_IN_PRED_ANSWERS=<file.json> DOCTORS it, in either mode: `{"reduce": {"stdout": "",
 "stderr": "...", "exit": 101}}` answers every call of that subcommand so (`"signal": 9` then
 kills it by that signal, as the out-of-memory killer does; `"hang": true` never answers); the
@@ -330,8 +339,63 @@ def doctored(argv):
     return answer.get("exit", 0)
 
 
+UNRECOGNIZED = (
+    "error: unrecognized subcommand '{0}'\n\nUsage: pred [OPTIONS] <COMMAND>\n\n"
+    "For more information, try '--help'.\n"
+)
+OLD_CLI_OWN = ("--version", "-V", "--help", "-h", "list", "export-graph", "extract")
+
+
+def old_cli(folder, argv):
+    """The older CLI's recorded answer to this call (its exit status), or None for the calls it
+    leaves to the transcript or the stand-in (reduce, solve, evaluate, create)."""
+    if not argv or (argv[0] not in OLD_CLI_OWN and "--help" not in argv):
+        return None
+
+    def recorded(name):
+        return open(os.path.join(folder, name), encoding="utf-8").read()
+
+    def miss():
+        print(f"not recorded: {json.dumps(argv)}", file=sys.stderr)
+        return 97
+
+    command, args = argv[0], argv[1:]
+    if command in ("--version", "-V") and not args:
+        sys.stdout.write(recorded("version.txt"))
+        return 0
+    if command == "extract":
+        sys.stderr.write(UNRECOGNIZED.format("extract"))
+        return 2
+    if argv in (["--help"], ["-h"]):
+        sys.stdout.write(recorded("help.txt"))
+        return 0
+    if args == ["--help"]:
+        name = f"help-{command}.txt"
+        if not os.path.isfile(os.path.join(folder, name)):
+            return miss()
+        sys.stdout.write(recorded(name))
+        return 0
+    if command == "list" and "--rules" in args:
+        sys.stdout.write(recorded("list-rules.stdout"))
+        sys.stderr.write(recorded("list-rules.stderr"))
+        return int(recorded("list-rules.exit").split()[-1])
+    if command == "list" and args == ["--json"]:
+        sys.stdout.write(recorded("list.json"))
+        sys.stderr.write(recorded("list.stderr"))
+        return 0
+    if command == "export-graph" and len(args) == 2 and args[0] in OUTPUT_FLAGS:
+        with open(os.path.join(folder, "graph.json"), "rb") as f, open(args[1], "wb") as out:
+            out.write(f.read())
+        print(f"Wrote {args[1]}", file=sys.stderr)
+        return 0
+    return miss()
+
+
 def main(argv):
     if (status := doctored(argv)) is not None:
+        return status
+    old = os.environ.get("STAND_IN_PRED_OLD_CLI")
+    if old and (status := old_cli(old, argv)) is not None:
         return status
     if os.environ.get("STAND_IN_PRED_TRANSCRIPT"):
         return replay(os.environ["STAND_IN_PRED_TRANSCRIPT"], argv)

@@ -42,6 +42,32 @@ def replaying_pred(where: Path, build: str) -> Path:
     return pred
 
 
+#: pred 0.3.0's recorded answers (`--help`, `list`, `export-graph`: the folder's README).
+PRED_0_3 = "pred-0.3.0"
+
+
+def need_old_cli(name: str = PRED_0_3) -> Path:
+    folder = TRANSCRIPTS / name
+    if not (folder / "README.md").is_file():
+        pytest.skip(f"{name}'s recorded answers are not here ({folder}): a fresh clone has none")
+    return folder
+
+
+def old_cli_pred(where: Path, build: str, old: str = PRED_0_3) -> Path:
+    """A `pred` in `where` answering `--version`, `--help`, `list`, `list --rules`, `export-graph`
+    and `extract` as the older CLI `old` did, and `reduce`/`solve`/`evaluate`/`create` as `build`."""
+    folder = need_old_cli(old)
+    transcript = need_transcripts() / f"{build}.jsonl"
+    where.mkdir(parents=True, exist_ok=True)
+    pred = where / "pred"
+    pred.write_text(
+        f"#!/bin/sh\nSTAND_IN_PRED_OLD_CLI='{folder}' STAND_IN_PRED_TRANSCRIPT='{transcript}' "
+        f"exec '{sys.executable}' '{STAND_IN}' \"$@\"\n"
+    )
+    pred.chmod(0o755)
+    return pred
+
+
 def doctored_pred(where: Path, build: str, answers: dict[str, dict[str, Any]]) -> Path:
     """A `pred` in `where` replaying `build` except for the subcommands `answers` doctors
     (`{"reduce": {"stderr": "...", "exit": 101}}`; `"signal": 9` kills it; `"hang": true`)."""

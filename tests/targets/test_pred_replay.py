@@ -131,13 +131,14 @@ def test_the_zero_size_bin_packing_bug_is_confirmed_by_ilp_on_the_release_withou
     assert not misses.exists()
 
 
-def test_a_pred_without_extract_shows_its_error_line_not_clap_usage(tmp_path, misses):
+def test_a_pred_without_extract_says_so_in_the_reason_not_clap_usage(tmp_path, misses):
     verdict = verify(
         public_certificate("partition_subsetsum.correct.json"),
         pred=str(replaying_pred(tmp_path / "b", "v0.5.0")),
     )
     assert verdict.status == "rejected"
-    assert verdict.details["extract_error"] == "error: unrecognized subcommand 'extract'"
+    assert verdict.details["missing_routes"] == ["extract"] and "extract_error" not in verdict.details
+    assert "this pred has no `pred extract`" in verdict.reason and "Usage" not in verdict.reason
     assert not misses.exists()
 
 

@@ -137,3 +137,39 @@ def test_sessions_of_campaigns_without_logical_budgets_have_no_counters():
     view.apply(ev.SessionStarted(session="m-0000", model="m", index=0, task=None, attempt=1, runner="fake"))
     view.apply(ev.SessionProgress(session="m-0000", calls=1))
     assert view.sessions["m-0000"].counters == ()
+
+
+# -- a certificate's mark: ✓ only where a verifier confirmed it -----------------------------------
+def _ended(view: ViewModel, result: str) -> str:
+    from benchtui.ui.sessions import outcome_text
+
+    view.apply(ev.SessionStarted(session="m-0000", model="m", index=0, task=None, attempt=1, runner="fake"))
+    view.apply(
+        ev.SessionEnded(
+            session="m-0000", model="m", index=0, attempt=1, state="done", result=result, reason="",
+            cost_usd=D("0.03"), certificate=True,
+        )
+    )  # fmt: skip
+    return outcome_text(view.sessions["m-0000"])
+
+
+def test_a_runners_own_claim_never_reads_as_verified():
+    assert _ended(model(), "bug_found") == "bug_found ◇ cert"  # fake: no verifier judged it
+
+
+def test_a_verified_certificate_reads_with_a_tick_and_a_rejected_one_without():
+    verifying = frozenset({"fake"})  # as if the profile's kind ran the target's verifier
+    confirmed = ViewModel("c", "fake", 2, PLAN, {}, clock=lambda: 0.0, verifying=verifying)
+    assert _ended(confirmed, "bug_found") == "bug_found ✓ cert"
+    rejected = ViewModel("c", "fake", 2, PLAN, {}, clock=lambda: 0.0, verifying=verifying)
+    assert _ended(rejected, "rejected") == "rejected cert"
+
+
+def test_only_profiles_that_run_a_verifying_target_verify(tmp_path):
+    from support import write_campaign
+
+    from benchtui.engine.campaign.loading import load
+    from benchtui.ui.app import verifying_profiles
+
+    fake = load(write_campaign(tmp_path, name="f"))
+    assert verifying_profiles(fake) == frozenset()

@@ -116,6 +116,28 @@ class TestLogicalBudgets:
         assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+class TestSessionStory:
+    def test_a_finished_fake_session_says_what_it_has(self, app_in, snap_compare):
+        """Enter on a finished fake session: no trajectory (the fake runner records none), so the
+        story says what the session has — its outcome, its calls, its certificate, claimed."""
+        from benchtui.ui.screens.session import SessionScreen
+
+        app = app_in(sessions=3)
+
+        async def run_before(pilot) -> None:
+            await settle(pilot, lambda: isinstance(app.screen, SummaryScreen))
+            app.pop_screen()
+            app.main.table.select("fake_model-b-0001")
+            await settle(pilot, lambda: app.main.certificates.get("fake_model-b-0001"))
+            await pilot.press("enter")
+            await settle(
+                pilot,
+                lambda: isinstance(app.screen, SessionScreen) and app.screen._written[:1] == ["none"],
+            )
+
+        assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
 FIT_SIZES = [(120, 36), (80, 24)]
 MODELS = ("acme/coder-xl", "acme/coder-mini", "open/hunter-7b")
 

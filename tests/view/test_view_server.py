@@ -61,7 +61,7 @@ def test_bad_input_is_one_line_and_an_export_overwrites_nothing(tmp_path):
     assert_one_line_error(
         benchtui("view", run_dir, "--host", "0.0.0.0", cwd=tmp_path), "not a loopback address"
     )
-    assert_one_line_error(benchtui("view", tmp_path / "nowhere", cwd=tmp_path), "not a benchtui run dir")
+    assert_one_line_error(benchtui("view", tmp_path / "nowhere", cwd=tmp_path), "nowhere: does not exist")
     kept = tmp_path / "kept"
     kept.mkdir()
     (kept / "notes.txt").write_text("mine")

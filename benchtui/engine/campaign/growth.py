@@ -6,8 +6,9 @@ model raised (more repeats of the same tasks, or more whole-library sessions), s
 sessions keep their ids, tasks and results. Everything a session is given stays what it was:
 the environment, the runner profiles, the protocol, the logical budgets, each session's money.
 Money is explicit: the earlier models' caps never change when models join (a derived cap that
-would is refused, saying what to write), a cap rises only with the sessions it pays for, and
-`total_usd` must rise by at least what the added caps can spend.
+would is refused), a cap rises only with the sessions it pays for, and `total_usd` must rise by at
+least what the added caps can spend. A refusal names every problem and every line to write under
+`[budget]` at once (the derived amounts written out), so that one edit makes the growth pass.
 """
 
 from __future__ import annotations
@@ -122,31 +123,42 @@ def _money(
             f"cannot resume {where}: [budget] enforce or [budget.per_session] changed: every session gets "
             "the budget the earlier ones got"
         )
+    # Every fix at once (one refusal, every line to write): each amount as it must be, and every
+    # derived one written out, since writing one amount changes what the others derive from.
+    reasons: list[str] = []
+    fixes: dict[str, Decimal] = {}
     if new.per_session_usd != old.per_session_usd:
-        raise BadInput(
-            f"cannot resume {where}: each session's budget would change from {fmt_exact(old.per_session_usd)} "
-            f"to {fmt_exact(new.per_session_usd)}: write per_session_usd = {_plain(old.per_session_usd)} "
-            "under [budget]"
+        reasons.append(
+            f"each session's budget would change from {fmt_exact(old.per_session_usd)} to "
+            f"{fmt_exact(new.per_session_usd)}"
         )
     cap, cap_now = old.per_model_usd, new.per_model_usd
+    cap_fixed = cap_now
     if cap_now != cap and (sessions is None or cap_now < cap or b.per_model_usd is None):
         why = (
             "the earlier models' caps never change as models join"
             if sessions is None
             else "a cap rises only with its sessions, explicitly"
         )
-        raise BadInput(
-            f"cannot resume {where}: each model's cap would change from {fmt_exact(cap)} to "
-            f"{fmt_exact(cap_now)} ({why}): write per_model_usd = "
-            f"{_plain(cap if sessions is None or cap_now < cap else cap_now)} under [budget]"
-        )
-    needed = (cap_now - cap) * len(old.models) + cap_now * len(models)
+        reasons.append(f"each model's cap would change from {fmt_exact(cap)} to {fmt_exact(cap_now)} ({why})")
+        cap_fixed = cap if sessions is None or cap_now < cap else cap_now
+    needed = (cap_fixed - cap) * len(old.models) + cap_fixed * len(models)
+    total_fixed = b.total_usd
     if b.total_usd - a.total_usd < needed:
-        raise BadInput(
-            f"cannot resume {where}: total_usd must rise by at least {fmt_exact(needed)} (what the added "
-            f"caps can spend), from {fmt_exact(a.total_usd)}: write total_usd = {_plain(a.total_usd + needed)} "
-            "under [budget]"
+        total_fixed = a.total_usd + needed
+        reasons.append(
+            f"total_usd must rise by at least {fmt_exact(needed)} (what the added caps can spend), "
+            f"from {fmt_exact(a.total_usd)}"
         )
+    if reasons:
+        if b.per_session_usd is None or new.per_session_usd != old.per_session_usd:
+            fixes["per_session_usd"] = old.per_session_usd
+        if b.per_model_usd is None or cap_fixed != cap_now:
+            fixes["per_model_usd"] = cap_fixed
+        if total_fixed != b.total_usd:
+            fixes["total_usd"] = total_fixed
+        lines = "; ".join(f"{key} = {_plain(value)}" for key, value in fixes.items())
+        raise BadInput(f"cannot resume {where}: {'; '.join(reasons)}: write under [budget]: {lines}")
     changed = {"total_usd": (a.total_usd, b.total_usd), "per_model_usd": (cap, cap_now)}
     return {key: pair for key, pair in changed.items() if pair[0] != pair[1]}
 

@@ -20,7 +20,8 @@ def first_errors(exc: ValidationError, model: type[BaseModel] | None) -> str:
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key" + (_did_you_mean(model, err["loc"]) if model else "")
-        parts.append(f"{where}: {msg}" if where else msg)
+        said = not where or msg.startswith((f"{where}.", f"{where}:"))  # a nested table's own message
+        parts.append(msg if said else f"{where}: {msg}")
     return "; ".join(parts)
 
 

@@ -14,6 +14,7 @@ from itertools import pairwise
 from typing import Any
 
 from .certificate import Finding, PredCall, PredResult, Value, parse_value
+from .rules import Rule
 
 
 class Stop(Exception):
@@ -105,6 +106,44 @@ def reduce(
     return (yield from pred_json(("reduce", "source.json", "--to", spec, "--json"), files, "reduce"))
 
 
+def lacks(result: PredResult, what: str) -> bool:
+    """Whether this pred has no such subcommand or option: clap's usage error (exit 2) naming it.
+    pred 0.3.0 has no `list --rules` (`error: unexpected argument '--rules' found`); 0.3.0, 0.4.0
+    and 0.5.0 (the release) have no `extract` (`error: unrecognized subcommand 'extract'`)."""
+    return (
+        result.failure is None
+        and result.returncode == 2
+        and any(
+            f"{said} '{what}'" in result.stderr for said in ("unexpected argument", "unrecognized subcommand")
+        )
+    )
+
+
+def rule_inventory() -> Generator[PredCall, PredResult, list[Rule]]:
+    """Every (source, target) rule of this pred: `list --rules --json` where pred has it (0.4 on),
+    else the edges of `export-graph -o FILE` (pred 0.3: its nodes are `{name, variant}`, its edges
+    index them), named the same way (`TYPE/value/value`, the variant's values in pred's order)."""
+    listed = yield PredCall(("list", "--rules", "--json"))
+    if not lacks(listed, "--rules"):
+        data = json_of(listed, "list --rules")
+        try:
+            return [(str(r["source"]), str(r["target"])) for r in data["rules"]]
+        except (KeyError, TypeError):
+            raise stop(
+                "inconclusive", "pred list --rules --json printed no rule list", "pred_error"
+            ) from None
+    exported = yield PredCall(("export-graph", "-o", "graph.json"), reads=("graph.json",))
+    what = "export-graph (this pred has no `list --rules`)"
+    if exported.failure or exported.returncode != 0:
+        json_of(exported, what)  # its failure, as every other call's: inconclusive
+    try:
+        graph = json.loads(exported.outputs.get("graph.json", ""))
+        nodes = ["/".join([n["name"], *map(str, n["variant"].values())]) for n in graph["nodes"]]
+        return [(nodes[e["source"]], nodes[e["target"]]) for e in graph["edges"]]
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError):
+        raise stop("inconclusive", f"pred {what} wrote no reduction graph", "pred_error") from None
+
+
 def extract(
     bundle: dict[str, Any], config: list[int], details: dict[str, Any]
 ) -> Generator[PredCall, PredResult, dict[str, Any] | None]:
@@ -113,6 +152,9 @@ def extract(
     result = yield PredCall(
         ("extract", "bundle.json", "--config", ",".join(map(str, config)), "--json"), {"bundle.json": bundle}
     )
+    if lacks(result, "extract"):
+        details.setdefault("missing_routes", []).append("extract")
+        return None
     if not result.failure and result.returncode != 0:
         details["extract_error"] = error_line(result.stderr)
         return None

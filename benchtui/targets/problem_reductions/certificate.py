@@ -29,6 +29,8 @@ class PredCall:
     args: tuple[str, ...]
     files: dict[str, Any] = field(default_factory=dict)
     """Written as JSON into the call's working directory first."""
+    reads: tuple[str, ...] = ()
+    """Files the call writes (`-o FILE`) that are read back into `PredResult.outputs`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,8 @@ class PredResult:
     stdout: str = ""
     stderr: str = ""
     failure: Literal["timeout", "missing"] | None = None
+    outputs: dict[str, str] = field(default_factory=dict)
+    """The call's `reads` that exist afterwards, by name (text)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -209,7 +209,21 @@ def _check(cert: dict[str, Any]) -> Generator[PredCall, PredResult, Finding]:
         return _accept(found[0], f"{found[1]} (found by {details['found_by']})", cert["violation"], details)
     details.pop("found_by", None)
     raise stop(
-        "rejected", f"the round trip recovers the source optimum {optimum.text}", "no_violation", **details
+        "rejected",
+        f"the round trip recovers the source optimum {optimum.text}{missing_routes(details)}",
+        "no_violation",
+        **details,
+    )
+
+
+def missing_routes(details: dict[str, Any]) -> str:
+    """What a verdict's reason adds when this pred lacks a route the certificate asked for: the
+    verdict rests on the round trips this build has (pred 0.3.0-0.5.0 have no `extract`)."""
+    if "extract" not in details.get("missing_routes", ()):
+        return ""
+    return (
+        " (this pred has no `pred extract`: the certificate's target_config was not lifted; "
+        "the solver round trips, which need none, were run)"
     )
 
 

@@ -9,28 +9,42 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .certificate import Finding, PredCall, PredResult
 from .checks import check
 
+T = TypeVar("T")
+
 
 # -- drivers ---------------------------------------------------------------------------------------
-def _drive(
-    checks: Generator[PredCall, PredResult, Finding], run: Callable[[PredCall], PredResult]
-) -> Finding:
+def _drive(checks: Generator[PredCall, PredResult, T], run: Callable[[PredCall], PredResult]) -> T:
     try:
         call = next(checks)
         while True:
             call = checks.send(run(call))
     except StopIteration as stop:
-        verdict: Finding = stop.value
-        return verdict
+        done: T = stop.value
+        return done
 
 
 def _prepare(call: PredCall, workdir: Path) -> None:
     for name, content in call.files.items():
         (workdir / name).write_text(json.dumps(content))
+
+
+#: A file a call writes is read back up to this size (pred 0.3.0's `export-graph`: 32 KB).
+MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+
+
+def _outputs(call: PredCall, workdir: Path) -> dict[str, str]:
+    """The call's `reads` that pred wrote (its own temporary directory: no agent writes there)."""
+    found = {}
+    for name in call.reads:
+        path = workdir / name
+        if path.is_file() and path.stat().st_size <= MAX_OUTPUT_BYTES:
+            found[name] = path.read_text(errors="replace")
+    return found
 
 
 def pred_environment() -> dict[str, str]:
@@ -52,30 +66,36 @@ def resolve_pred(pred: str) -> str:
     return os.path.abspath(found) if found else pred
 
 
+def run_call(call: PredCall, *, pred: str, timeout: float) -> PredResult:
+    """One call, synchronously, in a fresh temporary directory (`pred` resolved already)."""
+    with tempfile.TemporaryDirectory(prefix="benchtui-verify-") as tmp:
+        _prepare(call, Path(tmp))
+        try:
+            done = subprocess.run(
+                [pred, *call.args],
+                cwd=tmp,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                env=pred_environment(),
+            )
+        except subprocess.TimeoutExpired:
+            return PredResult(failure="timeout")
+        except OSError as exc:
+            return PredResult(failure="missing", stderr=str(exc))
+        return PredResult(done.returncode, done.stdout, done.stderr, outputs=_outputs(call, Path(tmp)))
+
+
+def drive_sync(checks: Generator[PredCall, PredResult, T], *, pred: str, timeout: float) -> T:
+    """Run any of the sans-IO generators synchronously (the checks, the rule inventory)."""
+    pred = resolve_pred(pred)
+    return _drive(checks, lambda call: run_call(call, pred=pred, timeout=timeout))
+
+
 def verify(cert: Any, *, pred: str = "pred", timeout: float = 60.0) -> Finding:
     """Verify synchronously (the CLI); each pred call runs in a fresh temporary directory."""
-    pred = resolve_pred(pred)
-
-    def run(call: PredCall) -> PredResult:
-        with tempfile.TemporaryDirectory(prefix="benchtui-verify-") as tmp:
-            _prepare(call, Path(tmp))
-            try:
-                done = subprocess.run(
-                    [pred, *call.args],
-                    cwd=tmp,
-                    capture_output=True,
-                    text=True,
-                    timeout=timeout,
-                    stdin=subprocess.DEVNULL,
-                    env=pred_environment(),
-                )
-            except subprocess.TimeoutExpired:
-                return PredResult(failure="timeout")
-            except OSError as exc:
-                return PredResult(failure="missing", stderr=str(exc))
-            return PredResult(done.returncode, done.stdout, done.stderr)
-
-    return _drive(check(cert), run)
+    return drive_sync(check(cert), pred=pred, timeout=timeout)
 
 
 async def verify_async(cert: Any, *, pred: str = "pred", timeout: float = 60.0) -> Finding:
@@ -108,6 +128,7 @@ async def verify_async(cert: Any, *, pred: str = "pred", timeout: float = 60.0) 
                     done.returncode,
                     done.stdout.decode(errors="replace"),
                     done.stderr.decode(errors="replace"),
+                    outputs=_outputs(call, Path(tmp)),
                 )
             return PredResult(failure="timeout")
 

@@ -23,7 +23,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from .calls import error_line, json_of, pred_json, stop, value_of
+from .calls import error_line, json_of, rule_inventory, stop, value_of
 from .certificate import Finding, PredCall, PredResult, Value
 from .rules import Rule, of_instance, own_files, rules_named
 
@@ -154,14 +154,12 @@ def _rules_own_panic(result: PredResult, rule: Rule, details: dict[str, Any]) ->
 
 def _rule(name: str, source: dict[str, Any]) -> Generator[PredCall, PredResult, Rule]:
     """The rule of pred the certificate names, declared for the instance's source variant."""
-    listed = yield from pred_json(("list", "--rules", "--json"), {}, "list --rules")
-    try:
-        rules = [(str(r["source"]), str(r["target"])) for r in listed["rules"]]
-    except (KeyError, TypeError):
-        raise stop("inconclusive", "pred list --rules --json printed no rule list", "pred_error") from None
+    rules = yield from rule_inventory()
     named = rules_named(name, rules)
     if not named:
-        raise stop("rejected", f"pred has no rule {name[:200]!r} (pred list --rules)", "unknown_rule")
+        raise stop(
+            "rejected", f"pred has no rule {name[:200]!r} (among its {len(rules)} rules)", "unknown_rule"
+        )
     mine = [r for r in named if of_instance(r, source)]
     if not mine:
         declared = ", ".join(sorted({s for s, _ in named}))[:300]

@@ -3,7 +3,8 @@
 What the contract (core/target.py) asks of a target, over this package's checks: certificates in
 the benchmark's shape, verified by re-deriving them with the session machine's `pred`; a task is
 a rule file's stem (`spinglass_maxcut`), a certificate is on task when its rule or its instance
-names it; the rule inventory is `pred list --rules`.
+names it; the rule inventory is `pred list --rules` (pred 0.3, which has no `--rules`: the edges
+of `pred export-graph`).
 """
 
 from __future__ import annotations
@@ -136,7 +137,8 @@ class ProblemReductions(TargetKind):
         }
 
     def rule_inventory(self, environment: Path, tools: TargetTools) -> list[str]:
-        """Every rule of `pred list --rules`, named as certificates name them (`SOURCE -> TARGET`)."""
+        """Every rule of this pred (`pred list --rules`, or `export-graph`'s edges where pred has no
+        `--rules`), named as certificates name them (`SOURCE -> TARGET`)."""
         pred = tools.programs.get("pred")
         if pred is None:
             raise ValueError(NO_PRED)
@@ -175,7 +177,7 @@ class ProblemReductions(TargetKind):
         for task in tasks:
             rule = rule_of(task, rules)
             if rule is None:
-                checks.append(Check(f"task {task}", "no such rule in `pred list --rules`"))
+                checks.append(Check(f"task {task}", f"no such rule among this pred's {len(rules)} rules"))
                 continue
             started = time.monotonic()
             cert, problem = canonical_certificate(rule, pred, timeout=tools.timeout_s)

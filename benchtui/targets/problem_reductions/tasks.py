@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .calls import error_line
-from .drivers import pred_environment
+from .calls import Stop, error_line, rule_inventory
+from .drivers import drive_sync, pred_environment
 from .rules import TASK_RULES, problem
 from .rules import rule_of as rule_of  # where callers have always found it
 
@@ -51,14 +51,12 @@ def run_pred(pred: str, args: Iterable[str], *, timeout: float, cwd: str | None 
 
 
 def rule_list(pred: str, *, timeout: float = 30.0) -> tuple[list[tuple[str, str]], str]:
-    """(every (source, target) of `pred list --rules --json`, "") or ([], the problem)."""
-    done = run_pred(pred, ("list", "--rules", "--json"), timeout=timeout)
-    if done.error:
-        return [], f"pred list --rules: {done.error}"
+    """(every (source, target) rule of this pred, "") or ([], the problem): `pred list --rules
+    --json`, or where pred has no `--rules` (0.3.0) the edges of `pred export-graph`."""
     try:
-        return [(r["source"], r["target"]) for r in json.loads(done.stdout)["rules"]], ""
-    except (ValueError, KeyError, TypeError):
-        return [], "pred list --rules --json printed no rule list"
+        return drive_sync(rule_inventory(), pred=pred, timeout=timeout), ""
+    except Stop as stopped:
+        return [], stopped.verdict.reason
 
 
 def canonical_certificate(

@@ -22,9 +22,10 @@ class QuitScreen(ModalScreen[QuitChoice]):
         Binding("escape", "dismiss(None)", "Cancel", id="quit_cancel"),
     ]
 
-    def __init__(self, running: int) -> None:
+    def __init__(self, running: int, campaign: str = "") -> None:
         super().__init__()
         self.running = running
+        self.campaign = campaign
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
@@ -32,7 +33,8 @@ class QuitScreen(ModalScreen[QuitChoice]):
             yield Static(
                 f"No new session will start. {self.running} session(s) running. "
                 "Stopping now interrupts them (their spend stays counted; --resume retries "
-                "them). Either way the state is saved: `benchtui --resume` continues.",
+                "them). Either way the state is saved: "
+                f"`benchtui --resume{' ' + self.campaign if self.campaign else ''}` continues.",
                 id="hint",
             )
             with Horizontal(id="buttons"):

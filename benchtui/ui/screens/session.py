@@ -46,6 +46,8 @@ class Read:
     head: Text
     timeline: Timeline | None
     attempt: int
+    none: str = ""
+    """What stands in for the steps when there are none (`SessionStory.without_trajectory`)."""
 
 
 class SessionScreen(Screen[None]):
@@ -130,7 +132,7 @@ class SessionScreen(Screen[None]):
         attempts = story.attempts()
         number = attempts[-1].number if attempts else 0
         timeline = story.timeline(number, self.cursor) if attempts else None
-        return Read(header(story, attempts), timeline, number)
+        return Read(header(story, attempts), timeline, number, story.without_trajectory())
 
     def show(self, read: Read) -> None:
         self.head.update(read.head)
@@ -138,14 +140,13 @@ class SessionScreen(Screen[None]):
         self._next = timeline.page.next if timeline else None
         log = self.story_log
         if timeline is None:
-            if not self._written:
-                log.write(
-                    Text("No trajectory (yet): the steps appear here as the session takes them.", style="dim")
-                )
-                self._written = ["none"]
+            if self._written != ["none", read.none]:  # said once, again only when it changes (it ended)
+                log.clear()
+                log.write(Text(read.none, style="dim"))
+                self._written = ["none", read.none]
             return
         keys = [(s.entry.offset, s.call is not None or s.action is not None) for s in timeline.steps]
-        if keys[: len(self._written)] != self._written or self._written == ["none"]:
+        if keys[: len(self._written)] != self._written or self._written[:1] == ["none"]:
             log.clear()  # what was shown changed (a new attempt, a new page): write it again
             self._written = []
         at_end = log.scroll_offset.y >= log.max_scroll_y - 1

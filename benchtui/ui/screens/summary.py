@@ -66,6 +66,10 @@ def fitting(header: tuple[str, ...], wide: list[int], dropped: tuple[str, ...], 
     return shown
 
 
+TRY_KEYS_S = 20.0
+"""A campaign that finished sooner left no time to try the keys (the README's fair.toml: seconds)."""
+
+
 class SummaryScreen(ModalScreen[None]):
     BINDINGS = [
         Binding("escape,s", "dismiss", "Back", id="summary_close"),
@@ -173,7 +177,13 @@ class SummaryScreen(ModalScreen[None]):
         where = f"Results: {view.run_dir}/results/. " if view.run_dir else ""
         if view.ended is not None and not view.ended.finished:
             return where + "Not every session ran: `benchtui --no-ui --resume` continues."
-        return where + "Esc: back to the sessions. q: quit."
+        tried = ""
+        if view.elapsed < TRY_KEYS_S:  # fair.toml is over in seconds: say where the keys can be tried
+            tried = (
+                " Over too soon to try pause (p), kill (k), q and --resume? "
+                "`benchtui campaigns/play.toml` runs for minutes."
+            )
+        return where + "Esc: back to the sessions. q: quit." + tried
 
     @staticmethod
     def _row(m: ModelAccount) -> tuple[str, ...]:
