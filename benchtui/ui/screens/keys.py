@@ -27,7 +27,10 @@ LEGENDS = (
         "done · run: running · skip: skipped for budget · err: errors · kill: killed · certs: certificates",
     ),
     ("sessions", "state: pending, running, done, skipped (the budget no longer fits), error, killed"),
-    ("outcome", "✓ cert: a certificate its verifier confirmed · ◇ cert: its runner's claim (fake, demo), never verified"),
+    (
+        "outcome",
+        "✓ cert: a certificate its verifier confirmed · ◇ cert: its runner's claim (fake, demo), never verified",
+    ),
     ("ending", f"why it ended: {by_group()}"),
     (
         "narrow",
