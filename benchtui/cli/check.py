@@ -89,7 +89,9 @@ def table(campaign: Campaign, checks: list[Check]) -> str:
 def main_check(argv: list[str]) -> int:
     """Check a campaign before spending money; exit 0, or 2 with one line per problem."""
     p = OneLineParser(prog="benchtui check", description=main_check.__doc__)
-    p.add_argument("campaign", type=Path, help="campaign TOML file")
+    p.add_argument(
+        "campaign", type=Path, metavar="CAMPAIGN", help="the campaign file to check (campaigns/fair.toml)"
+    )
     p.add_argument("--ping", action="store_true", help="one tiny metered call per model (costs a little)")
     p.add_argument(
         "--prior",
