@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -140,12 +141,15 @@ class Missing:
 class Top50Runs:
     runs: list[Top50Run] = field(default_factory=list)
     missing: list[Missing] = field(default_factory=list)
-    wasted_attempts: int = 0
-    """Earlier attempts of sessions that ran again (cut off, then re-run on --resume)."""
+    wasted: dict[str, int] = field(default_factory=dict)
+    """Per model, earlier attempts of its sessions that ran again (cut off, re-run on --resume)."""
 
     @property
-    def any(self) -> bool:
-        return bool(self.runs)
+    def wasted_attempts(self) -> int:
+        return sum(self.wasted.values())
+
+    def wasted_attempts_of(self, model: str) -> int:
+        return self.wasted.get(model, 0)
 
 
 def read(run_dirs: Iterable[Path], *, journals: dict[Path, list[JournalRecord]] | None = None) -> Top50Runs:
@@ -161,8 +165,12 @@ def read(run_dirs: Iterable[Path], *, journals: dict[Path, list[JournalRecord]] 
             last[rec.session] = rec
         unfiled: list[JournalRecord] = []
         top50 = {name for name, kind in kinds.items() if kind in KINDS}
+        folders = _session_folders(run_dir)
         for rec in last.values():
             if rec.state not in RAN:
+                continue
+            if rec.session not in folders:  # the runner wrote nothing for it (fake, demo, ...)
+                unfiled.append(rec)
                 continue
             data = _read_beneath(run_dir, submission_path(rec.session, rec.attempt), submission.MAX_BYTES)
             if data is None:
@@ -173,9 +181,10 @@ def read(run_dirs: Iterable[Path], *, journals: dict[Path, list[JournalRecord]] 
             sub = submission.parse(data, where=where)
             if sub.model != rec.model:
                 raise BadInput(f"{where}: a submission of {sub.model[:80]!r} in a session of {rec.model!r}")
-            found.wasted_attempts += sum(
+            earlier = sum(
                 1 for n in range(1, rec.attempt) if _exists(run_dir, submission_path(rec.session, n))
             )
+            found.wasted[rec.model] = found.wasted.get(rec.model, 0) + earlier
             agreed, rechecked = _recheck(run_dir, rec, sub)
             found.runs.append(
                 Top50Run(
@@ -204,6 +213,32 @@ def read(run_dirs: Iterable[Path], *, journals: dict[Path, list[JournalRecord]] 
 def _read_beneath(run_dir: Path, relative: str, limit: int) -> bytes | None:
     try:
         return beneath.read_beneath(run_dir, relative, limit)
+    except beneath.Refused as exc:
+        raise BadInput(f"{run_dir}: {exc}") from None
+
+
+def _session_folders(run_dir: Path) -> set[str]:
+    """The names in `sessions/` (one listing, so that a 100,000-session fake run costs one call)."""
+    top = _open_root(run_dir)
+    if top is None:
+        return set()
+    try:
+        folder = beneath.open_folder(top, ["sessions"], shown="sessions")
+    except beneath.Refused as exc:
+        raise BadInput(f"{run_dir}: {exc}") from None
+    finally:
+        os.close(top)
+    if folder is None:
+        return set()
+    try:
+        return set(os.listdir(folder))
+    finally:
+        os.close(folder)
+
+
+def _open_root(run_dir: Path) -> int | None:
+    try:
+        return beneath.open_root(run_dir)
     except beneath.Refused as exc:
         raise BadInput(f"{run_dir}: {exc}") from None
 

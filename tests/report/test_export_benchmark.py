@@ -169,3 +169,23 @@ def test_the_board_export_passes_the_egress_guard_and_builds_a_board_ranking_bot
     assert ran.returncode == 0, ran.stdout
     board = json.loads(built.read_text())
     assert [(e["model"], e["bugs_found"]) for e in board] == [("vendor/model-a", 3), ("vendor/model-b", 1)]
+
+
+def test_the_report_counts_what_the_scorer_counts(scored: dict[str, object], tmp_path: Path) -> None:
+    """Per run, `benchtui report`'s Top50 rows equal `verify_submission`'s scored result."""
+    out = Path(str(scored["tmp"])) / "out"
+    assert main(["report", str(scored["run_dir"]), "--format", "json", "-o", str(tmp_path / "r.json")]) == 0
+    rows = {
+        r["sha256"]: r for m in json.loads((tmp_path / "r.json").read_text())["top50"] for r in m["run_rows"]
+    }
+    assert len(rows) == 4
+    for entry in manifest(scored):
+        result = tmp_path / f"{entry['session']}.json"
+        ran = bench(scored, "-m", "benchmark.verify_submission", str(out / str(entry["file"])),
+                    "--repo-dir", str(scored["repo"]), "--out", str(result))  # fmt: skip
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        theirs, ours = json.loads(result.read_text()), rows[str(entry["sha256"])]
+        assert ours["label"] == entry["label"]
+        for key in ("verified_bugs", "bugs_at_10", "bugs_at_25", "bugs_at_50", "first_attempt_accepts",
+                    "second_attempt_accepts", "pred_calls_per_bug", "cap_hits", "usage_totals"):  # fmt: skip
+            assert ours[key] == theirs[key], key

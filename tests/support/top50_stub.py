@@ -34,6 +34,7 @@ class SubmissionRunner(RunnerKind):
 
     def __init__(self, profile: StubProfile, *, run_dir: Path, target=None, executor=None) -> None:
         self.profile = profile
+        self.run_dir = run_dir
 
     async def run(self, session, meter) -> SessionOutcome:
         usage = Usage(flat_usd=Decimal("0.01"))
@@ -51,7 +52,11 @@ class SubmissionRunner(RunnerKind):
             if file := spec.get("certificates", {}).get(position):
                 cert = json.loads(Path(file).read_text())
             plans[int(position)] = S.Plan(
-                accepted=attempt, rejected=attempt - 1, certificate=cert, pred_calls=spec.get("pred_calls", 4)
+                accepted=attempt,
+                rejected=attempt - 1,
+                certificate=cert,
+                pred_calls=spec.get("pred_calls", 4),
+                generations=spec.get("generations", 3),
             )
         for position in range(1, 51):
             plans.setdefault(
@@ -66,7 +71,7 @@ class SubmissionRunner(RunnerKind):
             pred_version=spec.get("pred_version", S.PUBLISHED_PRED),
             rankable=spec.get("rankable", True),
             prompt=self.profile.prompt or None,
-            seed=f"{session.id}:{session.attempt}",
+            seed=f"{self.run_dir.name}:{session.id}:{session.attempt}",  # two runs never the same bytes
         )
         session.session_dir.mkdir(parents=True, exist_ok=True)
         (session.session_dir / f"attempt-{session.attempt}.submission.json").write_bytes(S.dumps(sub))
