@@ -7,10 +7,11 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
-from benchtui.cli.args import OneLineParser
+from benchtui.cli.args import OneLineParser, add_state_dir
 from benchtui.core.contract import Check
 from benchtui.core.money import fmt
 from benchtui.engine import campaign as campaign_file
+from benchtui.engine import rundir
 from benchtui.engine.campaign import Campaign
 from benchtui.engine.preflight import (
     endpoint_checks,
@@ -84,15 +85,28 @@ def table(campaign: Campaign, checks: list[Check]) -> str:
     return "\n".join(lines)
 
 
+def top50_preview(campaign: Campaign, state_dir: Path) -> list[str]:
+    """A campaign of the benchmark's own runner: a run's worst case and typical cost, per model."""
+    from benchtui.report import top50_cost, top50_runs
+
+    if campaign.runners[campaign.runner].kind not in top50_runs.KINDS:
+        return []
+    models = [(m.name, m.input_usd_per_mtok, m.output_usd_per_mtok) for m in campaign.models]
+    return top50_cost.lines(models, campaign.per_session_usd, state_dir)
+
+
 def main_check(argv: list[str]) -> int:
     """Check a campaign before spending money; exit 0, or 2 with one line per problem."""
     p = OneLineParser(prog="benchtui check", description=main_check.__doc__)
     p.add_argument("campaign", type=Path, help="campaign TOML file")
     p.add_argument("--ping", action="store_true", help="one tiny metered call per model (costs a little)")
+    add_state_dir(p)  # a top50 campaign's typical cost: from the runs already there
     args = p.parse_args(argv)
     campaign = campaign_file.load(args.campaign, require_target=False)  # BadInput: one line, exit 2
     checks = run_checks(campaign, ping=args.ping)
     print(table(campaign, checks))
+    for line in top50_preview(campaign, rundir.state_dir(args.state_dir)):
+        print(line)
     active = campaign.profiles[campaign.runner]
     for warning in [
         *campaign.warnings(),
