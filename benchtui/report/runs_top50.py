@@ -248,11 +248,14 @@ def row(r: ModelRuns) -> tuple[str, ...]:
     )
 
 
-def text(rows: list[ModelRuns]) -> list[str]:
-    from benchtui.report.text import table
+def _table(lines: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines]
 
+
+def text(rows: list[ModelRuns]) -> list[str]:
     out = ["Top50 runs (the benchmark's own runner; counted by its scorer's rule):"]
-    out += table([COLUMNS, *(row(r) for r in rows)])
+    out += _table([COLUMNS, *(row(r) for r in rows)])
     out += [f"{c}: {LEGEND[c]}" for c in COLUMNS if c in LEGEND]
     for r in rows:
         out += [f"  ! {d}: benchtui's verifier did not confirm it" for d in r.disagreements]
