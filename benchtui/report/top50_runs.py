@@ -152,20 +152,22 @@ class Top50Runs:
         return self.wasted.get(model, 0)
 
 
-def read(run_dirs: Iterable[Path], *, journals: dict[Path, list[JournalRecord]] | None = None) -> Top50Runs:
+def read(run_dirs: Iterable[Path]) -> Top50Runs:
     """Every Top50 run of the run dirs. A submission that is corrupted, a link, a FIFO, too large
     or of an unknown format is a one-line BadInput naming it (nothing is written)."""
     found = Top50Runs()
     for run_dir in run_dirs:
         saved = RunDir(run_dir)
-        records = journals[run_dir] if journals and run_dir in journals else saved.journal
         kinds = {name: profile.kind for name, profile in saved.campaign.runners.items()}
+        folders = _session_folders(run_dir)
+        if not folders and not any(kind in KINDS for kind in kinds.values()):
+            continue  # no runner wrote a session's files (fake, demo): its journal is not read again
+        records = saved.journal
         last: dict[str, JournalRecord] = {}
         for rec in records:
             last[rec.session] = rec
         unfiled: list[JournalRecord] = []
         top50 = {name for name, kind in kinds.items() if kind in KINDS}
-        folders = _session_folders(run_dir)
         for rec in last.values():
             if rec.state not in RAN:
                 continue
