@@ -189,3 +189,53 @@ def test_the_report_counts_what_the_scorer_counts(scored: dict[str, object], tmp
         for key in ("verified_bugs", "bugs_at_10", "bugs_at_25", "bugs_at_50", "first_attempt_accepts",
                     "second_attempt_accepts", "pred_calls_per_bug", "cap_hits", "usage_totals"):  # fmt: skip
             assert ours[key] == theirs[key], key
+
+
+def test_a_file_the_benchmark_s_runner_wrote_is_exported_as_it_is(tmp_path: Path) -> None:
+    """`python -m benchmark.run_top50 --fake` (its stub executor: no model call) writes a real
+    submission; exported byte for byte, labelled local (the stub is never rankable), and what
+    the benchmark's own tools then say of it: submit --dry-run refuses it for that reason."""
+    checkout = S.need_checkout()
+    library = tmp_path / "library"
+    (library / "src" / "rules").mkdir(parents=True)
+    for rule in S.rules(55, "stub"):
+        (library / "src" / "rules" / f"{rule}.rs").write_text("")
+    pred = tmp_path / "pred"
+    pred.write_text('#!/bin/sh\necho "pred 0.6.0"\n')
+    pred.chmod(0o755)
+    made = tmp_path / "made.json"
+    env = {**os.environ, "PRED_BINARY": str(pred), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "MSWEA_SILENT_STARTUP": "1", "MSWEA_GLOBAL_CONFIG_DIR": str(tmp_path / "mswea")}  # fmt: skip
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmark.run_top50",
+            "--fake",
+            "--model",
+            "vendor/model-a",
+            "--repo-dir",
+            str(library),
+            "--output",
+            str(made),
+        ],  # fmt: skip
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    run_dir = top50_stub.run(tmp_path, {"vendor/model-a#0": {"file": str(made)}}, n=1)
+    assert main(["export", str(run_dir), "--submissions", str(tmp_path / "out")]) == 0
+    (entry,) = [
+        e
+        for e in json.loads((tmp_path / "out" / "manifest.json").read_text())
+        if e["model"] == "vendor/model-a"
+    ]
+    exported = tmp_path / "out" / entry["file"]
+    assert exported.read_bytes() == made.read_bytes()
+    assert entry["label"] == f"local:{S.PUBLISHED_COMMIT}/0.6.0"
+    said = subprocess.run([sys.executable, "-m", "benchmark.submit", "--predictions", str(exported), "--dry-run"],
+                          cwd=checkout, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert said.returncode == 1 and "runner did not certify the standardized rankable path" in said.stderr

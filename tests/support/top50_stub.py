@@ -25,7 +25,8 @@ class StubProfile(RunnerProfile):
     {position: file} (default: a minimal certificate), `pred_calls`, `generations`, `episodes`,
     `library_commit`, `pred_version`, `rankable`, `shortlist`, `crash_attempts` (attempts that
     end in an infrastructure error after writing a cut-off file), `no_file` (write nothing),
-    `recheck` {rule: status} (benchtui's verifier's verdicts, in attempt-N.certificates.json)."""
+    `recheck` {rule: status} (benchtui's verifier's verdicts, in attempt-N.certificates.json),
+    `file` (a submission.json to keep as it is, e.g. one the benchmark's runner wrote)."""
     prompt: str = ""
 
 
@@ -45,6 +46,11 @@ class SubmissionRunner(RunnerKind):
         spec = self.profile.runs.get(f"{name}#{session.index}", self.profile.runs.get(name, {}))
         if spec.get("no_file"):
             return SessionOutcome("error", reason="the runner wrote no submission", infra_error=False)
+        if made := spec.get("file"):  # a file the benchmark's runner wrote, kept as it is
+            session.session_dir.mkdir(parents=True, exist_ok=True)
+            data = Path(made).read_bytes()
+            (session.session_dir / f"attempt-{session.attempt}.submission.json").write_bytes(data)
+            return SessionOutcome("no_certificate", steps=1)
         crash = session.attempt in spec.get("crash_attempts", [])
         plans = {}
         for position, attempt in spec.get("accepted", {}).items():
