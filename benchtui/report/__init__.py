@@ -152,7 +152,7 @@ def build(run_dirs: list[Path], *, pool_anyway: bool = False) -> CampaignReport:
         triage = findings(runs) if runs[0].campaign.protocol is not None else []
         from benchtui.report import runs_top50
 
-        top50 = runs_top50.read([run.path for run in runs], [m.model for m in models])
+        top50 = runs_top50.read(runs, [m.model for m in models])
         fairness = dataclasses.replace(
             fairness,
             findings=[*pooled_anyway, *fairness.findings, *triage, *runs_top50.findings(top50 or [])],

@@ -17,13 +17,13 @@ import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 from html import escape
-from pathlib import Path
 from typing import Any
 
 from benchtui.core import pins
 from benchtui.core.submission import PLANNED_EPISODES as PLANNED
 from benchtui.core.submission import Usage
 from benchtui.report import top50_runs
+from benchtui.report.runs import RecordedRun
 from benchtui.report.stats import BestOfN, Clustered, best_of_n, mean_interval
 from benchtui.report.top50_runs import Top50Run, Top50Runs
 
@@ -164,9 +164,18 @@ def by_model(found: Top50Runs, models: list[str]) -> list[ModelRuns]:
     return rows
 
 
-def read(run_dirs: list[Path], models: list[str]) -> list[ModelRuns] | None:
-    """The Top50 section of the report of these run dirs; None when none holds a Top50 run."""
-    found = top50_runs.read(run_dirs)
+def read(runs: list[RecordedRun], models: list[str]) -> list[ModelRuns] | None:
+    """The Top50 section of the report of these runs; None when none holds a Top50 run."""
+    ended = {
+        run.path: [
+            top50_runs.Ended(
+                v.planned.id, v.planned.model, v.planned.index, v.attempt, v.state, v.runner or ""
+            )
+            for v in run.sessions
+        ]
+        for run in runs
+    }
+    found = top50_runs.read([run.path for run in runs], ended)
     if not found.runs and not found.missing:
         return None
     return by_model(found, models)

@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,23 +152,40 @@ class Top50Runs:
         return self.wasted.get(model, 0)
 
 
-def read(run_dirs: Iterable[Path]) -> Top50Runs:
-    """Every Top50 run of the run dirs. A submission that is corrupted, a link, a FIFO, too large
-    or of an unknown format is a one-line BadInput naming it (nothing is written)."""
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """A session's latest attempt, as the journal says it (what `read` needs of it)."""
+
+    session: str
+    model: str
+    index: int
+    attempt: int
+    state: str
+    runner: str
+
+
+def ended_of(records: Iterable[JournalRecord]) -> list[Ended]:
+    last: dict[str, JournalRecord] = {}
+    for rec in records:
+        last[rec.session] = rec
+    return [Ended(r.session, r.model, r.index, r.attempt, r.state, r.runner) for r in last.values()]
+
+
+def read(run_dirs: Iterable[Path], ended: Mapping[Path, list[Ended]] | None = None) -> Top50Runs:
+    """Every Top50 run of the run dirs (`ended`: their sessions, where the caller has read the
+    journals already). A submission that is corrupted, a link, a FIFO, too large or of an unknown
+    format is a one-line BadInput naming it (nothing is written)."""
     found = Top50Runs()
     for run_dir in run_dirs:
         saved = RunDir(run_dir)
         kinds = {name: profile.kind for name, profile in saved.campaign.runners.items()}
         folders = _session_folders(run_dir)
         if not folders and not any(kind in KINDS for kind in kinds.values()):
-            continue  # no runner wrote a session's files (fake, demo): its journal is not read again
-        records = saved.journal
-        last: dict[str, JournalRecord] = {}
-        for rec in records:
-            last[rec.session] = rec
-        unfiled: list[JournalRecord] = []
+            continue  # no runner wrote a session's files (fake, demo): nothing to read
+        sessions = ended[run_dir] if ended is not None and run_dir in ended else ended_of(saved.journal)
+        unfiled: list[Ended] = []
         top50 = {name for name, kind in kinds.items() if kind in KINDS}
-        for rec in last.values():
+        for rec in sessions:
             if rec.state not in RAN:
                 continue
             if rec.session not in folders:  # the runner wrote nothing for it (fake, demo, ...)
@@ -246,13 +263,14 @@ def _open_root(run_dir: Path) -> int | None:
 
 
 def _exists(run_dir: Path, relative: str) -> bool:
+    """Whether the name is there (never read: a limit of 0 refuses any content)."""
     try:
-        return beneath.read_beneath(run_dir, relative, submission.MAX_BYTES) is not None
+        return beneath.read_beneath(run_dir, relative, 0) is not None
     except beneath.Refused:
         return True
 
 
-def _recheck(run_dir: Path, rec: JournalRecord, sub: submission.Submission) -> tuple[tuple[str, ...], int]:
+def _recheck(run_dir: Path, rec: Ended, sub: submission.Submission) -> tuple[tuple[str, ...], int]:
     """benchtui's verifier's verdicts on the accepted certificates, where the runner kept them."""
     relative = f"sessions/{rec.session}/attempt-{rec.attempt}.certificates.json"
     raw = _read_beneath(run_dir, relative, CERTIFICATES_MAX_BYTES)
