@@ -6,8 +6,8 @@ bugs@10/25/50 (means a run), first- and second-attempt accepts, pred calls per b
 the runs' ledgers), tokens; and the benchmark's board rule, which keeps each model's best run,
 with what picking the best of N adds by luck alone: the exact expected maximum of N draws from
 the runs' own distribution, minus their mean (report/stats.best_of_n). Counts are the scorer's
-(report/top50_runs.py). Only finished runs count (done, 50 episodes, no run_error); the others
-are said, and each run's label (`rankable`, or `local:<commit>/<pred>`) is shown. Runs of
+(report/top50_runs.py). Only finished runs its runner certified count (done, 50 episodes, no
+run_error, its `rankable` flag: the scorer counts nothing of an uncertified one); the others are said, and each run's label (`rankable`, or `local:<commit>/<pred>`) is shown. Runs of
 several campaigns pool as the rest of the report does.
 """
 
@@ -154,9 +154,9 @@ def by_model(found: Top50Runs, models: list[str]) -> list[ModelRuns]:
     """Per model (in `models` order, then any other model a submission names), its runs."""
     order = list(dict.fromkeys([*models, *(r.model for r in found.runs), *(m.model for m in found.missing)]))
     left: Counter[str] = Counter(m.model for m in found.missing)
-    left.update(r.model for r in found.runs if not r.finished)
+    left.update(r.model for r in found.runs if not r.counted)
     rows = []
-    once = {r.sha256: r for r in found.runs if r.finished}  # a run dir pooled with its copy: once
+    once = {r.sha256: r for r in found.runs if r.counted}  # a run dir pooled with its copy: once
     for model in order:
         runs = tuple(r for r in once.values() if r.model == model)
         if runs or left[model]:
@@ -216,7 +216,7 @@ COLUMNS = (
     "inflation",
 )
 LEGEND = {
-    "runs": "finished runs counted (+N: runs that did not finish, not counted)",
+    "runs": "finished runs counted (+N: runs that did not finish or that the runner did not certify, not counted)",
     "label": "rankable: the runner's flag and the benchmark's published pins; else local:<commit>/<pred>",
     "bugs/run [95% CI]": "verified distinct-rule bugs among a run's Top50, mean over runs, t interval (runs as units)",
     "per run": "each run's bugs, lowest first (the distribution)",

@@ -74,6 +74,10 @@ class Score:
 
 
 def score(sub: submission.Submission) -> Score:
+    """The scorer's numbers. A run its runner did not certify fails the scorer's validation, which
+    then counts nothing of it (no bug, no pred call, no cap hit; its usage still summed)."""
+    if not sub.rankable:
+        return Score((), 0, 0, 0, {}, sub.usage)
     positions = sorted({e.index for e in sub.accepts})
     firsts = sum(1 for e in sub.accepts if e.accepted is not None and e.accepted.attempt == 1)
     return Score(
@@ -116,6 +120,12 @@ class Top50Run:
     def finished(self) -> bool:
         """Exported and ranked: the session ended `done` and its file says the run completed."""
         return self.state == "done" and self.sub.complete
+
+    @property
+    def counted(self) -> bool:
+        """Finished and certified by its runner: what the scorer counts and its board shows (an
+        uncertified run fails its validation: the report leaves it out rather than count a 0)."""
+        return self.finished and self.sub.rankable
 
     @property
     def label(self) -> str:

@@ -191,6 +191,48 @@ def test_the_report_counts_what_the_scorer_counts(scored: dict[str, object], tmp
             assert ours[key] == theirs[key], key
 
 
+def test_an_uncertified_run_counts_nothing_for_the_scorer_nor_for_us(tmp_path: Path) -> None:
+    """The runner's flag false: the scorer's validation fails it and it counts none of its
+    accepts; our score says the same, and the run is not on our board."""
+    checkout = S.need_checkout()
+    run_dir = top50_stub.run(
+        tmp_path, {"vendor/model-a#0": {"accepted": {"3": 1, "9": 2}, "rankable": False}}, n=1
+    )
+    assert main(["export", str(run_dir), "--submissions", str(tmp_path / "out")]) == 0
+    (entry,) = [
+        e
+        for e in json.loads((tmp_path / "out" / "manifest.json").read_text())
+        if e["model"] == "vendor/model-a"
+    ]
+    repo = tmp_path / "library"
+    (repo / "src" / "rules").mkdir(parents=True)
+    for rule in S.rules(50):
+        (repo / "src" / "rules" / f"{rule}.rs").write_text("")
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmark.verify_submission",
+            str(tmp_path / "out" / entry["file"]),
+            "--repo-dir",
+            str(repo),
+            "--out",
+            str(tmp_path / "scored.json"),
+        ],  # fmt: skip
+        cwd=checkout,
+        env={**os.environ, "EXPECTED_PRED_VERSION": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    theirs = json.loads((tmp_path / "scored.json").read_text())
+    (run,) = [r for r in top50_runs.read([run_dir]).runs if r.model == "vendor/model-a"]
+    assert theirs["rankable"] is False and theirs["verified_bugs"] == run.score.bugs == 0
+    assert theirs["first_attempt_accepts"] == run.score.first_attempt == 0
+    assert not run.counted and run.finished
+
+
 def test_a_file_the_benchmark_s_runner_wrote_is_exported_as_it_is(tmp_path: Path) -> None:
     """`python -m benchmark.run_top50 --fake` (its stub executor: no model call) writes a real
     submission; exported byte for byte, labelled local (the stub is never rankable), and what

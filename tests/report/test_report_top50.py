@@ -142,6 +142,17 @@ def test_an_accept_benchtui_s_verifier_rejects_is_an_audit_finding(tmp_path: Pat
     assert sum(r.rechecked for r in a.runs) == 2
 
 
+def test_a_run_its_runner_did_not_certify_is_left_out_not_counted_as_nothing(tmp_path: Path) -> None:
+    """The scorer's validation fails such a run and counts nothing of it: counting it as a run of
+    0 bugs would pull the model's mean down, so it is left out and said."""
+    runs = {
+        "vendor/model-a#0": {"accepted": {"3": 1}},
+        "vendor/model-a#1": {"accepted": {"4": 1, "5": 1}, "rankable": False},
+    }
+    a = rows(top50_stub.run(tmp_path, runs))["vendor/model-a"]
+    assert (a.bugs, a.left_out) == ([1], 1)
+
+
 def test_a_cut_run_s_wasted_attempt_is_said_not_counted(tmp_path: Path) -> None:
     runs = {"vendor/model-a#0": {"crash_attempts": [1], "accepted": {"5": 1}}}
     top50_stub.run(tmp_path, runs, n=1, finished=False)
