@@ -26,3 +26,28 @@ def add_state_dir(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="where run dirs live, to find the latest run (default: runs, or BENCHTUI_STATE_DIR)",
     )
+
+
+def difference_points(text: str) -> float:
+    """`--difference POINTS`: a difference in bug rate, in points (10 = ten percentage points),
+    returned as a fraction; more than 0, at most 100."""
+    import math
+
+    try:
+        points = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of points: {text!r}") from None
+    if not (math.isfinite(points) and 0 < points <= 100):
+        raise argparse.ArgumentTypeError(f"a difference in points, more than 0 and at most 100: {text!r}")
+    return points / 100
+
+
+def add_difference(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--difference",
+        type=difference_points,
+        default=0.10,
+        metavar="POINTS",
+        help="the difference in bug rate the power answer asks about, in points (default 10): how many "
+        "sessions separate it at 80%% power",
+    )

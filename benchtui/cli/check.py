@@ -7,7 +7,7 @@ import sys
 from decimal import Decimal
 from pathlib import Path
 
-from benchtui.cli.args import OneLineParser, add_state_dir
+from benchtui.cli.args import OneLineParser, add_difference, add_state_dir
 from benchtui.core.contract import Check
 from benchtui.core.money import fmt
 from benchtui.engine import campaign as campaign_file
@@ -100,13 +100,26 @@ def main_check(argv: list[str]) -> int:
     p = OneLineParser(prog="benchtui check", description=main_check.__doc__)
     p.add_argument("campaign", type=Path, help="campaign TOML file")
     p.add_argument("--ping", action="store_true", help="one tiny metered call per model (costs a little)")
-    add_state_dir(p)  # a top50 campaign's typical cost: from the runs already there
+    p.add_argument(
+        "--prior",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="RUN_DIR",
+        help="earlier runs whose data the power preview uses (with the campaign's own run dir, if any)",
+    )
+    add_difference(p)
+    add_state_dir(p)  # also a top50 campaign's typical cost: from the runs already there
     args = p.parse_args(argv)
     campaign = campaign_file.load(args.campaign, require_target=False)  # BadInput: one line, exit 2
     checks = run_checks(campaign, ping=args.ping)
     print(table(campaign, checks))
     for line in top50_preview(campaign, rundir.state_dir(args.state_dir)):
         print(line)
+    from benchtui.cli import power_preview
+
+    answer = power_preview.preview(campaign, rundir.state_dir(args.state_dir), args.prior, args.difference)
+    print("\n" + "\n".join(power_preview.lines(campaign, answer)))
     active = campaign.profiles[campaign.runner]
     for warning in [
         *campaign.warnings(),

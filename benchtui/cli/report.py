@@ -8,7 +8,7 @@ import stat
 import sys
 from pathlib import Path
 
-from benchtui.cli.args import OneLineParser, add_state_dir
+from benchtui.cli.args import OneLineParser, add_difference, add_state_dir
 from benchtui.core.atomic import atomic_write
 from benchtui.core.errors import BadInput
 from benchtui.engine import rundir
@@ -47,6 +47,7 @@ def parser() -> OneLineParser:
         help="check a public board file (json or html) before publishing it: exit 0 when it holds "
         "aggregates only, 2 naming what it should not hold (with RUN_DIRs: their rules and texts too)",
     )
+    add_difference(p)
     add_state_dir(p)
     return p
 
@@ -79,7 +80,7 @@ def main(argv: list[str]) -> int:
         raise BadInput("report: --public writes json or html, not text")
     if out is not None:
         check_output(out, run_dirs)
-    report = build(run_dirs, pool_anyway=args.pool_anyway)
+    report = build(run_dirs, pool_anyway=args.pool_anyway, difference=args.difference)
     if args.public:
         from benchtui.cli.public import public_text
 

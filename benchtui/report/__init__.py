@@ -14,6 +14,7 @@ from benchtui.core.errors import BadInput
 from benchtui.core.money import ZERO
 from benchtui.engine.counting import bug_rule, judged_by
 from benchtui.report.audit import Audit, audit
+from benchtui.report.board_power import DIFFERENCE, BoardPower, board_power
 from benchtui.report.leaderboard import (
     Comparison,
     ModelStats,
@@ -63,6 +64,8 @@ class CampaignReport:
 
     shortlists: list[ModelShortlist] | None = None
     """A shortlist campaign (`[protocol]`): per model, its shortlist and bugs@K."""
+    power: BoardPower | None = None
+    """What the board separates at 80% power, and what a difference asked of it needs."""
     top50: list[Any] | None = None
     """Runs of the benchmark's own Top50 runner: per model, `runs_top50.ModelRuns` (None: none)."""
 
@@ -83,6 +86,7 @@ class CampaignReport:
             **({"shortlist": [s.to_json() for s in self.shortlists]} if self.shortlists is not None else {}),
             **({"top50": [m.to_json() for m in self.top50]} if self.top50 is not None else {}),
             "run_details": [run_details(run) for run in self.runs],
+            "power": self.power.to_json() if self.power is not None else None,
         }
 
     def curves(self) -> dict[str, list[Point]]:
@@ -132,10 +136,13 @@ def run_details(run: RecordedRun) -> dict[str, Any]:
     }
 
 
-def build(run_dirs: list[Path], *, pool_anyway: bool = False) -> CampaignReport:
+def build(
+    run_dirs: list[Path], *, pool_anyway: bool = False, difference: float = DIFFERENCE
+) -> CampaignReport:
     """The report of one run, or of several pooled: runs of one campaign, or of different ones
     whose sessions were given the same (report/pooling.py); BadInput naming what differs, unless
-    `pool_anyway` (then each difference is a finding of the audit)."""
+    `pool_anyway` (then each difference is a finding of the audit). `difference`: what the power
+    answer asks about (a fraction: 0.10 is 10 points of bug rate)."""
     unique = {path.resolve(): path for path in reversed(run_dirs)}  # a run given twice counts once
     # Many small containers and no cycles: the cyclic GC's passes would cost a third of the time.
     with gc_paused():
@@ -158,4 +165,7 @@ def build(run_dirs: list[Path], *, pool_anyway: bool = False) -> CampaignReport:
             findings=[*pooled_anyway, *fairness.findings, *triage, *runs_top50.findings(top50 or [])],
             notes=[*once.notes, *pooled.notes, *fairness.notes, *runs_top50.notes(top50 or [])],
         )
-        return CampaignReport(runs, models, comparisons, fairness, ranks, matrix, shortlists(runs), top50)
+        power = board_power([c.plan for c in comparisons], difference)
+        return CampaignReport(
+            runs, models, comparisons, fairness, ranks, matrix, shortlists(runs), power=power, top50=top50
+        )

@@ -10,7 +10,8 @@ and how many clusters it had.
   cluster residuals, over trials squared), turned into an effective sample size and a
   Clopper-Pearson interval with t(G-1) degrees of freedom (Korn & Graubard 1998; R survey's
   svyciprop "beta"). The effective size is capped at the number of trials: never narrower than
-  independent trials, which is what keeps it near 0 (no hit: no variance to cluster).
+  independent trials, which is what keeps it near 0 (no hit: no variance to cluster). Clusters
+  of one trial each (sessions that share nothing) get Wilson's interval: nothing to cluster.
 - A paired difference between two models on the clusters both ran: Newcombe's square-and-add
   (MOVER) of the two models' clustered intervals with their clustered correlation (clipped to
   [0, 1]) for the pairing; unpaired: correlation 0.
@@ -100,6 +101,11 @@ def rate_intervals(hits: Array, trials: Array) -> Rates:
         x = p * n_eff
         low = np.where(x > 0, beta.ppf(0.025, x, n_eff - x + 1), 0.0)
         high = np.where(x < n_eff, beta.ppf(0.975, x + 1, n_eff - x), 1.0)
+        # Every cluster one trial: nothing shared, the trials are independent (Wilson's interval).
+        single = (trials <= 1).all(-1)
+        centre = (p + Z975**2 / (2 * n)) / (1 + Z975**2 / n)
+        half = Z975 / (1 + Z975**2 / n) * np.sqrt(p * (1 - p) / n + Z975**2 / (4 * n**2))
+        low, high = np.where(single, centre - half, low), np.where(single, centre + half, high)
     return Rates(p, n, variance, g, np.minimum(low, p), np.maximum(high, p))
 
 
@@ -135,13 +141,14 @@ def _one(values: Sequence[Cluster]) -> tuple[Array, Array]:
 
 
 def clustered_rate(clusters: Sequence[Cluster], unit: Unit) -> Clustered:
-    """hits / trials over the clusters, with its Korn-Graubard interval (unit "session": one
-    trial per cluster: the exact Clopper-Pearson interval, at t(n-1))."""
+    """hits / trials over the clusters, with its Korn-Graubard interval (one trial per cluster:
+    independent trials, Wilson's interval)."""
     hits, trials = _one(clusters)
+    method = "wilson" if (trials <= 1).all() else "korn_graubard"
     if trials.sum() == 0:
-        return Clustered(None, None, unit, 0, "korn_graubard")
+        return Clustered(None, None, unit, 0, method)
     r = rate_intervals(hits, trials)
-    return Clustered(float(r.p), (float(r.low), float(r.high)), unit, int(r.clusters), "korn_graubard")
+    return Clustered(float(r.p), (float(r.low), float(r.high)), unit, int(r.clusters), method)
 
 
 def paired_difference(a: Sequence[Cluster], b: Sequence[Cluster], unit: Unit) -> Clustered:

@@ -14,6 +14,8 @@ from benchtui.core import registry
 from benchtui.core.target import JudgedBy
 from benchtui.engine.counting import Counted, basis, distinct_bug_rules, judged_by
 from benchtui.report import stats
+from benchtui.report.clustered import Cluster, Clustered, Unit, paired_difference, unpaired_difference
+from benchtui.report.clusters import cluster_key, unit_of
 from benchtui.report.logical import LogicalStats, has_logical, logical_stats
 from benchtui.report.runs import RecordedRun, SessionHistory, sessions_by_model, total
 
@@ -56,6 +58,11 @@ class ModelStats:
     could_not_act: int = 0
     """Sessions that ended without a single executed action, for a reason that says the model
     could not act (no tool call, empty answers, over its context window on its first call)."""
+    clusters: dict[str, Cluster] = field(default_factory=dict)
+    """Its trials by cluster (`bug_rate.unit`): (hits, trials) per task, or per session / run."""
+    best_of_n: stats.BestOfN | None = None
+    """Its bugs per run (`runs_of`), the best run (the benchmark's board keeps it) and the
+    expected best of its N runs: what the benchmark's rule adds over the mean at this N."""
 
     @property
     def ran(self) -> int:
@@ -113,6 +120,7 @@ class ModelStats:
             "tokens": self.tokens,
             "wall_s": self.wall_s,
             **({"logical": self.logical.to_json()} if self.logical is not None else {}),
+            **({"best_of_n": self.best_of_n.to_json()} if self.best_of_n is not None else {}),
         }
 
 
@@ -130,6 +138,10 @@ class Comparison:
     pairs: int = 0
     discordant: tuple[int, int] = (0, 0)
     """McNemar: (pairs where only a found a bug, pairs where only b did)."""
+    interval: Clustered | None = None
+    """The difference's cluster-robust 95% interval (paired per task where both ran tasks)."""
+    plan: stats.Plan | None = None
+    """What the pair's data say about power (report/power.py): the difference it resolves."""
 
     @property
     def separable(self) -> bool:
@@ -162,7 +174,15 @@ class Comparison:
             ),
             "separable": self.separable,
             "verdict": self.verdict,
+            **({"difference_clustered": self.interval.to_json()} if self.interval is not None else {}),
+            **({"power": power_json(self.plan)} if self.plan is not None else {}),
         }
+
+
+def power_json(plan: stats.Plan) -> dict[str, Any]:
+    """The pair's power: the smallest difference its data separate at 80% (rate points as a
+    fraction), and the plan it comes from."""
+    return {"detectable_80": plan.detectable(), **plan.to_json()}
 
 
 def certificate_kinds(view: SessionHistory) -> Counter[str]:
@@ -202,10 +222,40 @@ def rule_of(view: SessionHistory) -> str:
     return rule if isinstance(rule, str) else view.planned.task or "library"
 
 
+def by_cluster(trials: list[SessionHistory], unit: Unit) -> dict[str, Cluster]:
+    """(hits, trials) per cluster, in the order the clusters first appear."""
+    out: dict[str, Cluster] = {}
+    for view in trials:
+        key = cluster_key(view, unit)
+        hits, n = out.get(key, (0, 0))
+        out[key] = (hits + found_bug(view), n + 1)
+    return out
+
+
+def runs_of(trials: list[SessionHistory], runs: list[RecordedRun]) -> list[int]:
+    """Bugs per run in the benchmark's sense (one hunt over the whole inventory): a session that
+    hunts the whole library, or a run of the Top50 runner, is one; in a campaign with tasks, the
+    k-th repeat of every task (in each pooled run) is one. Its bugs: distinct rules found."""
+    tasks = {str(run.path): len(run.campaign.tasks or []) for run in runs}
+    found: dict[tuple[str, int], set[str]] = {}
+    for view in trials:
+        width = tasks.get(view.run, 0)
+        key = (view.run, view.planned.index // width if width else view.planned.index)
+        found.setdefault(key, set())
+        if found_bug(view):
+            found[key].add(rule_of(view))
+    return [len(rules) for rules in found.values()]
+
+
 def model_stats(
-    model: str, views: list[SessionHistory], runs: list[RecordedRun], by: JudgedBy | None = None
+    model: str,
+    views: list[SessionHistory],
+    runs: list[RecordedRun],
+    by: JudgedBy | None = None,
+    unit: Unit | None = None,
 ) -> ModelStats:
-    """One model's numbers; `by` is what the campaign's ranking counts (default: this model's)."""
+    """One model's numbers; `by` is what the campaign's ranking counts (default: this model's);
+    `unit` what its interval clusters (default: as the runs say, report/clusters.py)."""
     ran = [v for v in views if v.ran]
     certs: Counter[str] = Counter()
     for view in ran:
@@ -215,6 +265,8 @@ def model_stats(
     rules = distinct_bug_rules(sessions, by=by)
     trials = [v for v in ran if is_trial(v)]
     ended = [v.ending for v in ran if v.ending is not None]
+    unit = unit or unit_of(runs)
+    clusters = by_cluster(trials, unit)
     return ModelStats(
         model=model,
         planned=len(views),
@@ -222,7 +274,7 @@ def model_stats(
         certificates={k: certs[k] for k in CERTIFICATE_KINDS},
         verified_bugs=len(distinct_bug_rules(sessions, by="verifier")),
         rules=rules,
-        bug_rate=stats.rate(sum(found_bug(v) for v in trials), len(trials)),
+        bug_rate=stats.clustered(list(clusters.values()), unit),
         bugs=len(distinct_bug_rules(sessions, by=None)),
         judged_by=by,
         infra_errors=len(ran) - len(trials),
@@ -233,6 +285,8 @@ def model_stats(
         logical=logical_stats(views, runs) if has_logical(runs) else None,
         endings=Counter(e.name for e in ended),
         could_not_act=sum(e.could_not_act for e in ended),
+        clusters=clusters,
+        best_of_n=stats.best_of_n([float(n) for n in runs_of(trials, runs)]),
     )
 
 
@@ -253,6 +307,32 @@ def compare(a: ModelStats, b: ModelStats) -> Comparison:
     ra, rb = a.bug_rate, b.bug_rate
     difference = ra.value - rb.value if ra.value is not None and rb.value is not None else None
     return Comparison(a.model, b.model, difference, stats.fisher_p(ra.hits, ra.trials, rb.hits, rb.trials))
+
+
+def clustered_comparison(c: Comparison, a: ModelStats, b: ModelStats) -> Comparison:
+    """The pair's difference with its cluster-robust interval, and its power plan: paired on
+    the tasks both ran (unit task), else each model on its own clusters."""
+    unit = a.bug_rate.unit
+    common = [k for k in a.clusters if k in b.clusters] if unit == "task" else []
+    if common:
+        xa, xb = [a.clusters[k] for k in common], [b.clusters[k] for k in common]
+        interval = paired_difference(xa, xb, unit)
+        plan = stats.paired_plan(xa, xb, unit)
+    else:
+        interval = unpaired_difference(list(a.clusters.values()), list(b.clusters.values()), unit)
+        plan = unpaired_plan(a.bug_rate, b.bug_rate, unit)
+    if plan is not None and plan.se() == 0:  # every session alike: the data say nothing of spread
+        plan = stats.prior_plan(plan.clusters, plan.repeats, unit)
+    return replace(c, interval=interval, plan=plan)
+
+
+def unpaired_plan(ra: stats.Rate, rb: stats.Rate, unit: Unit) -> stats.Plan | None:
+    """Units of their own: the per-unit variance of the difference from the two rates."""
+    if ra.value is None or rb.value is None or min(ra.trials, rb.trials) < 2:
+        return None
+    variance = ra.value * (1 - ra.value) + rb.value * (1 - rb.value)
+    units = min(ra.trials, rb.trials)
+    return stats.unit_plan(variance, units, unit, f"data: {ra.trials} and {rb.trials} {unit}s")
 
 
 PairKey = tuple[str, int]
@@ -349,15 +429,17 @@ def leaderboard(runs: list[RecordedRun]) -> tuple[list[ModelStats], list[Compari
     grouped = sessions_by_model(runs)
     judged = basis([counted(v) for views in grouped.values() for v in views if v.ran])
     by: JudgedBy = "verifier" if has_verifier(runs) else judged
-    ranked = sorted((model_stats(m, views, runs, by) for m, views in grouped.items()), key=rank_key)
+    unit = unit_of(runs)
+    ranked = sorted((model_stats(m, views, runs, by, unit) for m, views in grouped.items()), key=rank_key)
     paired = all(run.campaign.tasks for run in runs)
     outcomes = {m: trial_outcomes(views) for m, views in grouped.items()}
     comparisons = []
     for a, b in combinations(ranked, 2):
         common = outcomes[a.model].keys() & outcomes[b.model].keys()
         if paired and common:
-            comparisons.append(compare_paired(a.model, b.model, outcomes[a.model], outcomes[b.model]))
+            c = compare_paired(a.model, b.model, outcomes[a.model], outcomes[b.model])
         else:
-            comparisons.append(compare(a, b))
+            c = compare(a, b)
+        comparisons.append(clustered_comparison(c, a, b))
     adjusted = stats.holm([c.p_value for c in comparisons])
     return ranked, [replace(c, p_adjusted=p) for c, p in zip(comparisons, adjusted, strict=True)]

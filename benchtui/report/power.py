@@ -74,17 +74,19 @@ class Plan:
         lam = abs(delta) / se
         return float(nct.sf(crit, df, lam) + nct.cdf(-crit, df, lam))
 
-    def needed(self, delta: float, power: float = POWER) -> int | None:
-        """The smallest repeats per task (or clusters) that separate `delta` with `power`; None
-        when none up to MAX_GROWTH does (for repeats: the tasks differ among themselves by more
-        than repeats can average away; more tasks are needed)."""
+    def needed(self, delta: float, power: float = POWER, along: Grows | None = None) -> int | None:
+        """The smallest repeats per task (or clusters; `along` says which, default how the
+        campaign grows) that separate `delta` with `power`; None when none up to MAX_GROWTH
+        does (for repeats: the tasks differ among themselves by more than repeats can average
+        away; more tasks are needed)."""
+        along = along or self.grows
 
         def at(k: int) -> float:
-            return self.power(delta, repeats=k) if self.grows == "repeats" else self.power(delta, clusters=k)
+            return self.power(delta, repeats=k) if along == "repeats" else self.power(delta, clusters=k)
 
         if at(MAX_GROWTH) < power:
             return None
-        low, high = 1 if self.grows == "repeats" else 2, MAX_GROWTH
+        low, high = 1 if along == "repeats" else 2, MAX_GROWTH
         while low < high:
             mid = (low + high) // 2
             low, high = (mid + 1, high) if at(mid) < power else (low, mid)
@@ -96,10 +98,10 @@ class Plan:
 
     def detectable(self, power: float = POWER) -> float | None:
         """The smallest difference the data in hand separates with `power` (None: under two
-        clusters)."""
-        if self.clusters < 2:
+        clusters, or not even a difference of 100 points)."""
+        if self.clusters < 2 or self.power(1.0) < power:
             return None
-        low, high = 0.0, 2.0
+        low, high = 0.0, 1.0
         for _ in range(60):
             mid = (low + high) / 2
             low, high = (mid, high) if self.power(mid) < power else (low, mid)

@@ -42,6 +42,13 @@ class Rate(Strict):
     trials: int = Field(ge=0)
     value: float | None = Field(ge=0, le=1)
     ci95: tuple[float, float] | None
+    """Clustered by `unit` (Korn-Graubard) where `method` says so."""
+    unit: Literal["task", "run", "session"] = "session"
+    """What the interval clustered: sessions of a task, runs, or none (each session)."""
+    clusters: int = Field(default=0, ge=0)
+    method: Literal["wilson", "korn_graubard"] = "wilson"
+    ci95_unclustered: tuple[float, float] | None = None
+    """The Wilson interval over the same trials as if they were independent."""
 
 
 class CapHits(Strict):

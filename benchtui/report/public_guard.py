@@ -10,7 +10,9 @@ and (4) a page is exactly what its embedded board renders (a hand edit anywhere 
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, get_args
@@ -137,7 +139,8 @@ def check_json(text: str, secrets: Secrets | None = None) -> list[str]:
             where = ".".join(str(p) for p in err["loc"])
             problems.append(f"not the board's schema at {where}: {err['msg']}")
     if secrets is not None:
-        for value in dict.fromkeys(_strings(data, keys=True)):
+        values = dict.fromkeys(_strings(data, keys=True))
+        for value in dict.fromkeys([*values, *(html.unescape(v) for v in values)]):
             word = secrets.found_in(value)
             if word is not None:
                 problems.append(
@@ -147,8 +150,53 @@ def check_json(text: str, secrets: Secrets | None = None) -> list[str]:
 
 
 def _forbidden(text: str) -> list[str]:
-    lowered = text.lower()
-    return [f"holds {token!r}: a field of the answer key" for token in FORBIDDEN if token in lowered]
+    """The answer key's words in the text as written and as a reader decodes it (JSON escapes,
+    HTML entities, each other inside: `\\u0063ertificate`, `&#99;ertificate`, `&amp;#99;…`)."""
+    views = decoded(text)
+    return [
+        f"holds {token!r}: a field of the answer key"
+        for token in FORBIDDEN
+        if any(token in view for view in views)
+    ]
+
+
+DECODING_ROUNDS = 4
+"""Encodings undone one inside the other, at most (an entity of an entity of an escape...)."""
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def decoded(text: str) -> list[str]:
+    """The text, lower case, and every form of it a reader may see: HTML entities unescaped,
+    JSON (and JavaScript) `\\uXXXX` escapes decoded, a JSON document re-written with its strings
+    decoded (its keys keep their quotes), each applied to the others' results."""
+    seen: dict[str, None] = {text.lower(): None}
+    frontier = [text]
+    for _ in range(DECODING_ROUNDS):
+        found = []
+        for view in frontier:
+            for form in (html.unescape(view), _unescape_u(view), _json_view(view)):
+                if form is not None and form.lower() not in seen:
+                    seen[form.lower()] = None
+                    found.append(form)
+        if not found:
+            break
+        frontier = found
+    return list(seen)
+
+
+def _unescape_u(text: str) -> str:
+    """`\\u0063` -> `c` (a surrogate pair's halves joined; a lone half reads as U+FFFD)."""
+    joined = _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text)
+    return joined.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _json_view(text: str) -> str | None:
+    """A JSON document with its strings decoded, written back (None: not JSON)."""
+    try:
+        data = json.loads(text, parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return None
+    return json.dumps(data, ensure_ascii=False)
 
 
 def _no_constant(name: str) -> Any:

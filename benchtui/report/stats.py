@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from benchtui.report.clustered import Unit
 
 ALPHA = 0.05
 """A difference is called real below this p-value (two-sided, Holm-adjusted over the pairs)."""
@@ -16,13 +20,26 @@ class Rate:
     trials: int
     value: float | None
     ci95: tuple[float, float] | None
+    """The interval the report shows: clustered (`unit`, `clusters`) where it says so."""
+    unit: Unit = "session"
+    """What its interval clustered: `task` (sessions of a task), `run`, or `session` (none)."""
+    clusters: int = 0
+    method: str = "wilson"
+    """`wilson` (sessions as independent trials) or `korn_graubard` (report/clustered.py)."""
+    ci95_unclustered: tuple[float, float] | None = None
+    """The Wilson interval over the same trials as if independent (beside a clustered one)."""
 
     def to_json(self) -> dict[str, object]:
+        unclustered = self.ci95_unclustered if self.method != "wilson" else self.ci95
         return {
             "hits": self.hits,
             "trials": self.trials,
             "value": self.value,
             "ci95": list(self.ci95) if self.ci95 else None,
+            "unit": self.unit,
+            "clusters": self.clusters,
+            "method": self.method,
+            "ci95_unclustered": list(unclustered) if unclustered else None,
         }
 
 
@@ -35,7 +52,22 @@ def rate(hits: int, trials: int) -> Rate:
     ci = binomtest(hits, trials).proportion_ci(confidence_level=0.95, method="wilson")
     # Wilson's bounds can land a float ulp outside [0, 1] or beside the estimate at 0 or 1.
     value = hits / trials
-    return Rate(hits, trials, value, (min(float(ci.low), value), max(float(ci.high), value)))
+    return Rate(hits, trials, value, (min(float(ci.low), value), max(float(ci.high), value)), clusters=trials)
+
+
+def clustered(by_cluster: Sequence[tuple[int, int]], unit: Unit) -> Rate:
+    """hits / trials over (hits, trials) per cluster, its interval clustered by `unit`
+    (Korn-Graubard, report/clustered.py), the Wilson interval beside it."""
+    from benchtui.report.clustered import clustered_rate
+
+    hits, trials = sum(h for h, _ in by_cluster), sum(t for _, t in by_cluster)
+    plain = rate(hits, trials)
+    if trials == 0:
+        return Rate(hits, trials, None, None, unit, 0)
+    robust = clustered_rate(by_cluster, unit)
+    if robust.method == "wilson":  # one trial per cluster: the trials are independent
+        return Rate(hits, trials, plain.value, plain.ci95, unit, robust.clusters)
+    return Rate(hits, trials, plain.value, robust.ci95, unit, robust.clusters, robust.method, plain.ci95)
 
 
 def fisher_p(a_hits: int, a_trials: int, b_hits: int, b_trials: int) -> float | None:

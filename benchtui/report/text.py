@@ -44,7 +44,7 @@ LEGEND: dict[str, str] = {
     "bug rules": "distinct rules with a bug (a rule counts once, however many sessions or "
     "certificates found it); `claimed`: judged only by a runner without a verifier",
     "bug rate [95% CI]": "sessions with a bug / trials (sessions that ran and got a model answer), "
-    "with its 95% Wilson interval",
+    "with its 95% interval: clustered by task where sessions share one (Korn-Graubard), else Wilson's",
     "not hunting": "trials the model ended without hunting (format errors, empty answers, its "
     "context window, an agent that failed: see Endings)",
     "certs c/cl/r/o/i/u": "certificates by verdict: confirmed (a verifier), claimed (the runner "
@@ -181,6 +181,37 @@ def table(rows: list[tuple[str, ...]]) -> list[str]:
 TESTS = {"mcnemar_exact": "exact McNemar", "fisher_exact": "Fisher's exact"}
 
 
+def clustering_line(report: CampaignReport) -> list[str]:
+    """Which unit the intervals clustered, and how many clusters each model had."""
+    rated = [m for m in report.models if m.bug_rate.trials]
+    if not rated:
+        return []
+    unit = rated[0].bug_rate.unit
+    clusters = ", ".join(f"{m.model} {m.bug_rate.clusters}" for m in rated)
+    if all(m.bug_rate.method == "wilson" for m in rated):
+        return [f"intervals: each {unit} its own cluster (nothing shared: Wilson); {unit}s: {clusters}"]
+    return [
+        f"intervals: clustered by {unit} (its sessions share it: Korn-Graubard, t on clusters - 1 df; the "
+        f"Wilson interval as if independent is in the JSON); {unit}s: {clusters}"
+    ]
+
+
+def best_of_n_lines(report: CampaignReport) -> list[str]:
+    """Per model its mean bugs per run, its best run (the benchmark's board keeps it) and what a
+    best-of-N pick adds at its N by luck alone."""
+    rows = [(m.model, b) for m in report.models if (b := m.best_of_n) is not None and b.runs]
+    if not rows:
+        return []
+    out = ["", "Best run per model (the benchmark's rule) beside the mean (bugs per run):"]
+    for model, b in rows:
+        out.append(
+            f"  {model}: mean {b.mean:.2f} over {b.runs} run(s); best {b.best:.0f}; expected best of "
+            f"{b.n}: {b.expected_best:.2f} (+{b.inflation:.2f} by the pick alone)"
+        )
+    out.append("  a run: a session over the whole library, a Top50 run, or one repeat of every task")
+    return out
+
+
 def comparison_lines(report: CampaignReport) -> list[str]:
     lines = []
     for c in report.comparisons:
@@ -191,6 +222,13 @@ def comparison_lines(report: CampaignReport) -> list[str]:
             else ""
         )
         lines.append(f"  {c.a} vs {c.b} [{TESTS.get(c.test, c.test)}{pairs}]: bug rate {diff}; {c.verdict}")
+        i = c.interval
+        if i is not None and i.ci95 is not None and i.value is not None:
+            paired = "paired by task" if i.method.endswith("_paired") else f"each {i.unit} its own"
+            lines.append(
+                f"    difference {i.value * 100:+.0f} pp [{i.ci95[0] * 100:+.0f}, {i.ci95[1] * 100:+.0f}] "
+                f"(95%, {paired}, {i.clusters} {i.unit}s)"
+            )
     return lines
 
 
@@ -226,7 +264,7 @@ def render(report: CampaignReport) -> str:
     runs = ", ".join(str(run.path) for run in report.runs)
     out = [f"{campaigns_text(report)} (identity {report.identity}); runs: {runs}", ""]
     out += table([COLUMNS, *(leaderboard_row(report.rank(n), m) for n, m in enumerate(report.models))])
-    out += ["", ranked_by_note(report), *legend_lines()]
+    out += ["", ranked_by_note(report), *clustering_line(report), *legend_lines()]
     out += ending_lines(report)
     out += logical_lines(report)
     out += matrix_lines(report)
@@ -246,6 +284,9 @@ def render(report: CampaignReport) -> str:
             "exact; p Holm-adjusted over the pairs):",
             *comparison_lines(report),
         ]
+    if report.power is not None:
+        out += ["", *report.power.lines()]
+    out += best_of_n_lines(report)
     audit = report.fairness
     out += ["", f"Fairness audit: {audit.verdict}"]
     out += [f"  - {finding}" for finding in audit.findings]

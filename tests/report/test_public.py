@@ -254,3 +254,34 @@ def test_the_public_page_opens_offline_in_headless_chromium(fake_run, tmp_path, 
     with Image.open(png) as image:
         histogram = image.convert("L").histogram()
     assert sum(histogram[:235]) / sum(histogram) > 0.01, "the page rendered blank"
+
+
+ESCAPED = {
+    "plain": "fake/certificate-bundle",
+    "JSON escapes": "fake/\\u0063ertificate-\\u0062undle",
+    "upper-case escapes": "fake/\\u0043ERTIFICATE-\\u0042UNDLE",
+    "an HTML entity inside": "fake/&#99;ertificate-&#x62;undle",
+    "an escaped entity": "fake/\\u0026#99;ertificate-b&#117;ndle",
+}
+
+
+@pytest.mark.parametrize("case", list(ESCAPED))
+def test_the_guard_decodes_what_it_checks_before_looking_for_the_answer_keys_words(
+    fake_run, tmp_path, capsys, case
+):
+    """A forbidden word is refused however it is spelled: JSON escapes, HTML entities, one
+    inside the other; the issue's own example is the second case."""
+    board = json.loads(board_text(fake_run, "json", capsys))
+    text = json.dumps(board).replace('"fake/model-a"', f'"{ESCAPED[case]}"', 1)
+    assert ESCAPED[case] in text
+    path = tmp_path / "board.json"
+    path.write_text(text)
+    assert cli.main(["report", "--check-public", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "holds 'certificate'" in err and "holds 'bundle'" in err
+
+
+def test_an_escaped_word_in_a_page_is_refused_as_the_word():
+    for spelled in ("&#99;ertificate", "&amp;#99;ertificate", "\\u0063ertificate", "&#92;u0063ertificate"):
+        problems = public_guard.check_html(f"<html><body><p>{spelled}</p></body></html>")
+        assert "holds 'certificate': a field of the answer key" in problems, spelled
