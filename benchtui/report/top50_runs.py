@@ -290,17 +290,27 @@ def _recheck(run_dir: Path, rec: Ended, sub: submission.Submission) -> tuple[tup
         entries = json.loads(raw)
     except (ValueError, RecursionError):
         raise BadInput(f"{run_dir}/{relative}: not JSON") from None
-    verdicts: dict[str, str] = {}
+    by_content: dict[str, str] = {}
+    by_rule: dict[str, str] = {}
     for item in entries if isinstance(entries, list) else []:
         looked = Looked.from_json(item)
         if looked is None or looked.verdict is None or not isinstance(looked.certificate, dict):
             continue
-        rule = looked.certificate.get("rule")
-        if isinstance(rule, str):
-            verdicts[rule] = looked.verdict.status
-    accepted = [e.rule for e in sub.accepts]
-    rechecked = [r for r in accepted if r in verdicts]
-    return tuple(f"{r}: {verdicts[r]}" for r in rechecked if verdicts[r] != "accepted"), len(rechecked)
+        by_content[_canonical(looked.certificate)] = looked.verdict.status
+        if isinstance(rule := looked.certificate.get("rule"), str):
+            by_rule[rule] = looked.verdict.status
+    found: list[tuple[str, str]] = []
+    for episode in sub.accepts:
+        assert episode.accepted is not None
+        # the certificate itself (what the runner re-checked), else the rule it names
+        status = by_content.get(_canonical(episode.accepted.certificate), by_rule.get(episode.rule))
+        if status is not None:
+            found.append((episode.rule, status))
+    return tuple(f"{rule}: {status}" for rule, status in found if status != "accepted"), len(found)
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 # --- the benchmark's board shape -----------------------------------------------------------------
