@@ -128,7 +128,7 @@ def lines(models: list[tuple[str, Decimal, Decimal]], per_session_usd: Decimal, 
         if worst.usd(price_in, price_out) > per_session_usd:
             out.append(
                 f"  {name}: per_session_usd {fmt(per_session_usd)} is below its worst case: a run that "
-                "reaches it is refused its next call and ends unfinished (not rankable, its spend kept)"
+                "reaches it is cut (its next call refused at the gateway) and runs again as a new attempt on --resume"
             )
     out.append(
         f"worst case: {worst.generations} generations, {worst.input_tokens:,} input and {worst.output_tokens:,} "
