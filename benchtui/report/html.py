@@ -20,9 +20,12 @@ from benchtui.report.text import (
     LEGEND,
     TESTS,
     audit_text,
+    best_of_n_lines,
     campaigns_text,
+    clustering_line,
     counts,
     dates_text,
+    difference_text,
     leaderboard_row,
     prompt_text,
     ranked_by_note,
@@ -179,8 +182,27 @@ def render(report: CampaignReport, links: Links | None = None) -> str:
     comparisons = "".join(
         f"<li><b>{escape(c.a)}</b> vs <b>{escape(c.b)}</b>: "
         f"[{escape(TESTS.get(c.test, c.test))}] "
-        f"{'n/a' if c.difference is None else f'{c.difference * 100:+.0f} pp'}; {escape(c.verdict)}</li>"
+        f"{'n/a' if c.difference is None else f'{c.difference * 100:+.0f} pp'}; {escape(c.verdict)}"
+        f"{'' if (d := difference_text(c)) is None else f'<br>{escape(d)}'}</li>"
         for c in report.comparisons
+    )
+    power = (
+        '<p class="note" id="power">'
+        + "<br>".join(escape(line.strip()) for line in report.power.lines())
+        + "</p>"
+        if report.power is not None
+        else ""
+    )
+    best = best_of_n_lines(report)[2:]  # without the blank line and the heading
+    best_list = (
+        '<h2>Best run per model beside the mean</h2>\n<ul id="best-of-n">'
+        + "".join(f"<li>{escape(line.strip())}</li>" for line in best)
+        + "</ul>"
+        if best
+        else ""
+    )
+    clustering = "".join(
+        f'<p class="note" id="clustering">{escape(line)}.</p>' for line in clustering_line(report)
     )
     legend = "".join(f"<li><b>{escape(c)}</b>: {escape(LEGEND[c])}</li>" for c in COLUMNS)
     figures = "".join(
@@ -197,11 +219,13 @@ def render(report: CampaignReport, links: Links | None = None) -> str:
 <h2>Leaderboard</h2>
 {leaderboard}
 <p class="note">{escape(ranked_by_note(report))}.</p>
+{clustering}
 <ul class="note" id="legend">{legend}</ul>
 {_endings(report)}{_logical(report)}{_top50(report)}{matrix}<h2>Is the difference real?</h2>
 <p class="note">Exact McNemar test on the task pairs where both models ran the same tasks, Fisher's exact
 test otherwise (two-sided); p-values Holm-adjusted over all pairs.</p>
 <ul id="comparisons">{comparisons or "<li>one model: nothing to compare</li>"}</ul>
+{power}{best_list}
 <h2>Fairness audit</h2>
 {_fairness(report)}
 <h2>Plots</h2>

@@ -235,12 +235,17 @@ def by_cluster(trials: list[SessionHistory], unit: Unit) -> dict[str, Cluster]:
 def runs_of(trials: list[SessionHistory], runs: list[RecordedRun]) -> list[int]:
     """Bugs per run in the benchmark's sense (one hunt over the whole inventory): a session that
     hunts the whole library, or a run of the Top50 runner, is one; in a campaign with tasks, the
-    k-th repeat of every task (in each pooled run) is one. Its bugs: distinct rules found."""
+    k-th repeat of every task (in each pooled run) is one; in a shortlist campaign, a model's
+    triage and its episodes. Its bugs: distinct rules found."""
     tasks = {str(run.path): len(run.campaign.tasks or []) for run in runs}
+    shortlisted = {str(run.path) for run in runs if run.campaign.protocol is not None}
     found: dict[tuple[str, int], set[str]] = {}
     for view in trials:
         width = tasks.get(view.run, 0)
-        key = (view.run, view.planned.index // width if width else view.planned.index)
+        if view.run in shortlisted:  # a triage and its episodes: one hunt over its shortlist
+            key = (view.run, 0)
+        else:
+            key = (view.run, view.planned.index // width if width else view.planned.index)
         found.setdefault(key, set())
         if found_bug(view):
             found[key].add(rule_of(view))

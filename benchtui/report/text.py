@@ -9,7 +9,7 @@ from benchtui.core.endings import ENDINGS, MEANING
 from benchtui.core.money import fmt
 from benchtui.report import CampaignReport
 from benchtui.report.audit import ModelAudit
-from benchtui.report.leaderboard import CERTIFICATE_KINDS, ModelStats
+from benchtui.report.leaderboard import CERTIFICATE_KINDS, Comparison, ModelStats
 from benchtui.report.logical import LogicalAudit, limits_line, table_rows
 from benchtui.report.stats import Rate
 
@@ -208,7 +208,10 @@ def best_of_n_lines(report: CampaignReport) -> list[str]:
             f"  {model}: mean {b.mean:.2f} over {b.runs} run(s); best {b.best:.0f}; expected best of "
             f"{b.n}: {b.expected_best:.2f} (+{b.inflation:.2f} by the pick alone)"
         )
-    out.append("  a run: a session over the whole library, a Top50 run, or one repeat of every task")
+    out.append(
+        "  a run: a session over the whole library, a Top50 run, one repeat of every task, or a triage "
+        "and its episodes"
+    )
     return out
 
 
@@ -222,14 +225,21 @@ def comparison_lines(report: CampaignReport) -> list[str]:
             else ""
         )
         lines.append(f"  {c.a} vs {c.b} [{TESTS.get(c.test, c.test)}{pairs}]: bug rate {diff}; {c.verdict}")
-        i = c.interval
-        if i is not None and i.ci95 is not None and i.value is not None:
-            paired = "paired by task" if i.method.endswith("_paired") else f"each {i.unit} its own"
-            lines.append(
-                f"    difference {i.value * 100:+.0f} pp [{i.ci95[0] * 100:+.0f}, {i.ci95[1] * 100:+.0f}] "
-                f"(95%, {paired}, {i.clusters} {i.unit}s)"
-            )
+        if (clustered := difference_text(c)) is not None:
+            lines.append(f"    {clustered}")
     return lines
+
+
+def difference_text(c: Comparison) -> str | None:
+    """`difference +17 pp [-4, +31] (95%, paired by task, 10 tasks)`: the clustered interval."""
+    i = c.interval
+    if i is None or i.ci95 is None or i.value is None:
+        return None
+    paired = "paired by task" if i.method.endswith("_paired") else f"each {i.unit} its own"
+    return (
+        f"difference {i.value * 100:+.0f} pp [{i.ci95[0] * 100:+.0f}, {i.ci95[1] * 100:+.0f}] "
+        f"(95%, {paired}, {i.clusters} {i.unit}{'s' if i.clusters != 1 else ''})"
+    )
 
 
 def audit_text(la: LogicalAudit) -> str:

@@ -101,3 +101,13 @@ def test_a_difference_that_is_not_points_is_refused_in_one_line(tmp_path, capsys
     assert cli.main(["check", str(path), "--difference", points]) == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "--difference" in err
+
+
+def test_the_html_report_says_it_too(tmp_path, capsys):
+    run_dir = run(campaign_file(tmp_path / "c", "fair", ["vendor/a", "vendor/b"], sessions=SIX, runner=BUGS))
+    assert cli.main(["report", str(run_dir), "--format", "html"]) == 0
+    page = capsys.readouterr().out
+    assert '<p class="note" id="clustering">intervals: clustered by task' in page
+    assert 'id="power">power (80%, two-sided 95%, clustered by task, 6 tasks × 2 sessions)' in page
+    assert re.search(r'<ul id="best-of-n"><li>vendor/[ab]: mean [0-9.]+ over 2 run\(s\); best', page)
+    assert "(95%, paired by task, 6 tasks)" in page
