@@ -11,6 +11,7 @@ from benchtui.cli.args import OneLineParser, add_difference, add_state_dir
 from benchtui.core.contract import Check
 from benchtui.core.money import fmt
 from benchtui.engine import campaign as campaign_file
+from benchtui.engine import rundir
 from benchtui.engine.campaign import Campaign
 from benchtui.engine.preflight import (
     endpoint_checks,
@@ -86,6 +87,16 @@ def table(campaign: Campaign, checks: list[Check]) -> str:
     return "\n".join(lines)
 
 
+def top50_preview(campaign: Campaign, state_dir: Path) -> list[str]:
+    """A campaign of the benchmark's own runner: a run's worst case and typical cost, per model."""
+    from benchtui.report import top50_cost, top50_runs
+
+    if campaign.runners[campaign.runner].kind not in top50_runs.KINDS:
+        return []
+    models = [(m.name, m.input_usd_per_mtok, m.output_usd_per_mtok) for m in campaign.models]
+    return top50_cost.lines(models, campaign.per_session_usd, state_dir)
+
+
 def main_check(argv: list[str]) -> int:
     """Check a campaign before spending money; exit 0, or 2 with one line per problem."""
     p = OneLineParser(prog="benchtui check", description=main_check.__doc__)
@@ -102,7 +113,7 @@ def main_check(argv: list[str]) -> int:
         help="earlier runs whose data the power preview uses (with the campaign's own run dir, if any)",
     )
     add_difference(p)
-    add_state_dir(p)
+    add_state_dir(p)  # also a top50 campaign's typical cost: from the runs already there
     args = p.parse_args(argv)
     from benchtui.runners.mini import prices  # litellm's map, for a model the file gives no price
 
@@ -116,8 +127,9 @@ def main_check(argv: list[str]) -> int:
     print("\nshipped runner profiles (`use = NAME`; `benchtui runners`):")
     for line in here_lines(shipped()):
         print(f"  {line}")
+    for line in top50_preview(campaign, rundir.state_dir(args.state_dir)):
+        print(line)
     from benchtui.cli import power_preview
-    from benchtui.engine import rundir
 
     answer = power_preview.preview(campaign, rundir.state_dir(args.state_dir), args.prior, args.difference)
     print("\n" + "\n".join(power_preview.lines(campaign, answer)))

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from benchtui.core.endings import Cause, Ending
 from benchtui.core.target import Status, Verdict
 
-#: Per-session results, as in the target benchmark's results schema.
+#: Per-session results, as in our results format's rows (engine/results_format.py).
 Result = Literal["bug_found", "known_issue", "no_certificate", "rejected", "no_bug", "error"]
 
 

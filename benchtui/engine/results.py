@@ -1,4 +1,5 @@
-"""Per-model results files in the target benchmark's schema, derived from the journal.
+"""Per-model results files in benchtui's own results format (engine/results_format.py: the
+benchmark's early format, which it dropped), derived from the journal.
 
 Rows are the current attempt of every session that ran (done, error, killed), keyed by session
 id, so a row can never appear twice; bulky details (certificates) come from the journal's details
@@ -6,7 +7,7 @@ lines, read one model at a time to keep memory flat. The files are written from 
 (immutable records and copied numbers, and the journal position they reflect), so a worker
 thread can write them while the campaign goes on.
 
-The benchmark's format admits no key of ours at the top of a results file, so what the files were
+The format admits no key of ours at the top of a results file, so what the files were
 derived from is said beside them: `results.position` holds the journal position the snapshot
 reflected and each file's sha256. They are up to date when that position is the journal's size
 and every file is the one written then; never by modification times (a refresh that took its

@@ -1,9 +1,11 @@
 """The results format (`results/<model>.json`) as our own models: `benchtui schema --results`
 prints their JSON Schema, and the tests check every results file benchtui writes against it.
 
-It follows the target benchmark's per-model results format (its issue #3) so leaderboards built
-on that format read our files; the keys benchtui adds to a row (`session`, `attempt`, `state`,
-`reason`, `ending`) are allowed there. The writer (engine/results.py) builds plain dicts for speed (100,000
+benchtui's own results format. It is the target benchmark's per-model format of its first weeks
+(its issue #3, June 2026), which the benchmark dropped in July for its Top50 contract (a
+`submission.json` made by its own runner: see report/export.py); the keys benchtui adds to a row
+(`session`, `attempt`, `state`, `reason`, `ending`) are allowed there. It is never described as,
+nor offered to, the benchmark's current tools. The writer (engine/results.py) builds plain dicts for speed (100,000
 rows are rewritten while a campaign runs); these models say what those dicts must be.
 """
 
@@ -16,11 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchtui.core.contract import Result
 from benchtui.core.endings import Ending
 
-#: The results format's own: the violations the benchmark's results schema enumerates for a row's
+#: The results format's own: the violations its (early) schema enumerates for a row's
 #: `certificate` (a round trip that fails, with its bundle).
 VIOLATIONS = ("unsound_extraction", "incomplete_reduction", "suboptimal_extraction")
 #: Certificates of a rule that fails on a valid instance: a rule and a source, no bundle. The
-#: benchmark's `certificate` requires a bundle and names only VIOLATIONS, so a row keeps these as
+#: early format's `certificate` requires a bundle and names only VIOLATIONS, so a row keeps these as
 #: its `instance_certificate` (its schema allows more keys in a row), and the file still follows it.
 INSTANCE_VIOLATIONS = ("panics_on_valid_instance", "rejects_valid_instance")
 

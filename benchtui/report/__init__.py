@@ -66,6 +66,8 @@ class CampaignReport:
     """A shortlist campaign (`[protocol]`): per model, its shortlist and bugs@K."""
     power: BoardPower | None = None
     """What the board separates at 80% power, and what a difference asked of it needs."""
+    top50: list[Any] | None = None
+    """Runs of the benchmark's own Top50 runner: per model, `runs_top50.ModelRuns` (None: none)."""
 
     @property
     def identity(self) -> str:
@@ -82,6 +84,7 @@ class CampaignReport:
             "matrix": self.matrix,
             "fairness": self.fairness.to_json(),
             **({"shortlist": [s.to_json() for s in self.shortlists]} if self.shortlists is not None else {}),
+            **({"top50": [m.to_json() for m in self.top50]} if self.top50 is not None else {}),
             "run_details": [run_details(run) for run in self.runs],
             "power": self.power.to_json() if self.power is not None else None,
         }
@@ -154,10 +157,15 @@ def build(
         fairness = audit(runs)
         pooled_anyway = [f"pooled anyway: {d}" for d in pooled.differences]
         triage = findings(runs) if runs[0].campaign.protocol is not None else []
+        from benchtui.report import runs_top50
+
+        top50 = runs_top50.read(runs, [m.model for m in models])
         fairness = dataclasses.replace(
             fairness,
-            findings=[*pooled_anyway, *fairness.findings, *triage],
-            notes=[*once.notes, *pooled.notes, *fairness.notes],
+            findings=[*pooled_anyway, *fairness.findings, *triage, *runs_top50.findings(top50 or [])],
+            notes=[*once.notes, *pooled.notes, *fairness.notes, *runs_top50.notes(top50 or [])],
         )
         power = board_power([c.plan for c in comparisons], difference)
-        return CampaignReport(runs, models, comparisons, fairness, ranks, matrix, shortlists(runs), power)
+        return CampaignReport(
+            runs, models, comparisons, fairness, ranks, matrix, shortlists(runs), power=power, top50=top50
+        )

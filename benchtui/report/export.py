@@ -4,8 +4,8 @@
 `DIR/submissions/<file>.json` (the scorer, `backend_score --local DIR/submissions OUT`, reads
 every `*.json` beneath the folder it is given; `benchmark.submit --predictions FILE` takes one),
 and `DIR/manifest.json` beside it, outside that folder: `[{model, session, attempt, label,
-sha256, file}]`, `file` relative to DIR. `--board DIR`: one public entry per finished run in the
-benchmark's board shape, `DIR/<slug>.json` (what `check_aggregate.py` guards and
+sha256, file}]`, `file` relative to DIR. `--board DIR`: one public entry per finished run its
+runner certified (the scorer's board skips the others) in the benchmark's board shape, `DIR/<slug>.json` (what `check_aggregate.py` guards and
 `backend_score --build-board DIR board.json` ranks).
 
 A folder is written whole or not at all: built under a temporary name beside it, every file
@@ -52,6 +52,8 @@ def export(run_dir: Path, *, submissions: Path | None = None, board: Path | None
     if not finished:
         why = "; ".join(lines[:3]) or "no session of the top50 runner kind ran"
         raise BadInput(f"export: {run_dir} has no finished Top50 run to export ({why})")
+    if board is not None and not any(r.counted for r in finished):
+        raise BadInput(f"export: {run_dir} has no finished run its runner certified: no board entry to write")
     targets = [d for d in (submissions, board) if d is not None]
     for target in targets:
         check_target(target, run_dir)
@@ -64,8 +66,15 @@ def export(run_dir: Path, *, submissions: Path | None = None, board: Path | None
         ]
         lines.append(f"{submissions / MANIFEST}: {len(finished)} runs")
     if board is not None:
-        write_folder(board, board_files(finished))
-        lines.append(f"{board}: {len(finished)} public entries (board shape)")
+        certified = [r for r in finished if r.counted]
+        lines += [
+            f"left off the board {r.session} (attempt {r.attempt}): the runner did not certify it "
+            "(the scorer counts none of it, its board shows none)"
+            for r in finished
+            if not r.counted
+        ]
+        write_folder(board, board_files(certified))
+        lines.append(f"{board}: {len(certified)} public entries (board shape)")
     return Exported(lines, finished)
 
 

@@ -159,6 +159,14 @@ def _usage(report: CampaignReport) -> str:
     return f'<h2>Tokens by bucket</h2>\n<p class="note">{escape(lines[1])}</p>\n<ul>{items}</ul>\n'
 
 
+def _top50(report: CampaignReport) -> str:
+    if not report.top50:
+        return ""
+    from benchtui.report.runs_top50 import html
+
+    return html(report.top50)
+
+
 def render(report: CampaignReport, links: Links | None = None) -> str:
     campaign = campaigns_text(report)
     runs = ", ".join(str(run.path) for run in report.runs)
@@ -224,7 +232,7 @@ def render(report: CampaignReport, links: Links | None = None) -> str:
 <p class="note">{escape(ranked_by_note(report))}.</p>
 {clustering}
 <ul class="note" id="legend">{legend}</ul>
-{_endings(report)}{_usage(report)}{_logical(report)}{matrix}<h2>Is the difference real?</h2>
+{_endings(report)}{_usage(report)}{_logical(report)}{_top50(report)}{matrix}<h2>Is the difference real?</h2>
 <p class="note">Exact McNemar test on the task pairs where both models ran the same tasks, Fisher's exact
 test otherwise (two-sided); p-values Holm-adjusted over all pairs.</p>
 <ul id="comparisons">{comparisons or "<li>one model: nothing to compare</li>"}</ul>

@@ -11,6 +11,7 @@ names, and the runs' own rules and texts are searched for in it.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Annotated, Any, Literal, get_args
 
@@ -109,6 +110,31 @@ class Fairness(Strict):
     """How many findings the audit has (their text names tasks: the full report has them)."""
 
 
+Label = Annotated[str, Field(pattern=r"^(rankable|local:[0-9a-f]{7,64}/[0-9A-Za-z.+-]{1,40})$")]
+LedgerCounter = Annotated[str, Field(pattern=r"^(model_generations|shell_actions|pred_calls|solve_calls)$")]
+
+
+class Top50Row(Strict):
+    """A model's runs of the benchmark's own Top50 runner, counted by its scorer's rule."""
+
+    model: Name
+    runs: int = Field(ge=0)
+    left_out: int = Field(ge=0)
+    labels: dict[Label, int]
+    mean: float | None = Field(ge=0, le=50)
+    ci95: tuple[float, float] | None
+    per_run: list[Annotated[int, Field(ge=0, le=50)]]
+    bugs_at: dict[Cut, float | None]
+    first_attempt_accepts: int = Field(ge=0)
+    second_attempt_accepts: int = Field(ge=0)
+    pred_calls_per_bug: float | None = Field(ge=0)
+    cap_hits: dict[LedgerCounter, int]
+    best: float | None = Field(ge=0, le=50)
+    """The benchmark's board rule: the model's best run."""
+    expected_best: float | None = Field(ge=0, le=50)
+    inflation: float | None
+
+
 class Board(Strict):
     board: Literal["benchtui public board"] = "benchtui public board"
     format: Literal[1] = 1
@@ -117,6 +143,8 @@ class Board(Strict):
     fairness: Fairness
     models: list[ModelRow]
     comparisons: list[Comparison]
+    top50: list[Top50Row] | None = None
+    """Campaigns of the `top50` runner kind: per model its runs, their mean beside the best."""
 
 
 def board(report: CampaignReport) -> Board:
@@ -172,6 +200,41 @@ def board(report: CampaignReport) -> Board:
             Comparison.model_validate({k: v for k, v in c.to_json().items() if k in Comparison.model_fields})
             for c in report.comparisons
         ],
+        top50=[_top50(row) for row in report.top50] if report.top50 is not None else None,
+    )
+
+
+_LABEL = re.compile(r"^(rankable|local:[0-9a-f]{7,64}/[0-9A-Za-z.+-]{1,40})$")
+
+
+def _labels(labels: dict[str, int]) -> dict[str, int]:
+    """A label as the board admits it: a commit that is no hex, a pred version that is no version
+    (what a submission says is data from outside) is `local:unrecorded`."""
+    out: Counter[str] = Counter()
+    for label, n in labels.items():
+        out["local:0000000/unrecorded" if not _LABEL.match(label) else label] += n
+    return dict(out)
+
+
+def _top50(row: Any) -> Top50Row:
+    """A report's `runs_top50.ModelRuns` as its public row: counts, no rule, no certificate."""
+    mean, best = row.mean, row.best
+    return Top50Row(
+        model=row.model,
+        runs=len(row.runs),
+        left_out=row.left_out,
+        labels=_labels(row.labels),
+        mean=mean.value,
+        ci95=mean.ci95,
+        per_run=row.bugs,
+        bugs_at={f"bugs@{k}": row.at(k) for k in (10, 25, 50)},
+        first_attempt_accepts=row.first_attempt,
+        second_attempt_accepts=row.second_attempt,
+        pred_calls_per_bug=row.pred_calls_per_bug,
+        cap_hits=row.cap_hits,
+        best=best.best,
+        expected_best=best.expected_best,
+        inflation=best.inflation,
     )
 
 

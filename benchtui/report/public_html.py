@@ -84,6 +84,50 @@ def _cells(row: ModelRow) -> tuple[str, ...]:
     )
 
 
+TOP50 = ("model", "runs", "label", "bugs a run [95% CI]", "per run", "@10/@25/@50", "accepted 1st / 2nd",
+         "pred calls per bug", "best run", "E[best of N]", "inflation")  # fmt: skip
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _top50(board: Board) -> str:
+    """Runs of the benchmark's own runner: the mean a run beside the best run its board keeps."""
+    if not board.top50:
+        return ""
+    rows = "".join(
+        "<tr>"
+        + "".join(
+            f"<td>{escape(c)}</td>"
+            for c in (
+                r.model,
+                f"{r.runs}" + (f" +{r.left_out}" if r.left_out else ""),
+                ", ".join(r.labels),
+                _num(r.mean) + (f" [{r.ci95[0]:.1f}, {r.ci95[1]:.1f}]" if r.ci95 else ""),
+                " ".join(str(b) for b in sorted(r.per_run)) or "-",
+                "/".join(_num(v) for v in r.bugs_at.values()),
+                f"{r.first_attempt_accepts} / {r.second_attempt_accepts}",
+                _num(r.pred_calls_per_bug),
+                _num(r.best, 0),
+                _num(r.expected_best, 2),
+                _num(r.inflation, 2),
+            )
+        )
+        + "</tr>"
+        for r in board.top50
+    )
+    head = "".join(f"<th>{escape(c)}</th>" for c in TOP50)
+    return (
+        f'<h2>Top50 runs</h2>\n<div class="scroll"><table id="top50-table"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{rows}</tbody></table></div>\n"
+        "<p class=\"small\">The benchmark's own runner, counted by its scorer's rule: verified distinct-rule "
+        "bugs a run, the mean over runs (each run its own unit); best run: what the benchmark's board keeps; "
+        "E[best of N]: the best of N runs expected from the model's own runs; inflation: what that pick adds "
+        "by luck alone. label: rankable (the round's pins), else local:&lt;commit&gt;/&lt;pred&gt;.</p>\n"
+    )
+
+
 def render(board: Board) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in COLUMNS)
     body = "".join(
@@ -118,7 +162,7 @@ bug rate: sessions with a bug / trials, with its 95% Wilson interval; bugs@K: bu
 of a shortlist; accepted 1st / 2nd: sessions whose first (second) submission was confirmed (claimed,
 where the runner has no verifier); cap hits:
 sessions skipped for money, and sessions a logical limit stopped.</p>
-<h2>Is the difference real?</h2>
+{_top50(board)}<h2>Is the difference real?</h2>
 <ul id="comparisons">{comparisons or "<li>one model: nothing to compare</li>"}</ul>
 {DATA_OPEN}{data_text(board)}{DATA_CLOSE}
 </body></html>

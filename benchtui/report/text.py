@@ -307,6 +307,10 @@ def render(report: CampaignReport) -> str:
 
         out += ["", shortlist_text(report.shortlists)]
         out.append("bugs@K: distinct rules with a bug among the first K shortlisted (K scaled to the size)")
+    if report.top50:
+        from benchtui.report.runs_top50 import text as top50_text
+
+        out += ["", *top50_text(report.top50)]
     if report.comparisons:
         out += [
             "",

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,10 @@ class Score:
 
 
 def score(sub: submission.Submission) -> Score:
+    """The scorer's numbers. A run its runner did not certify fails the scorer's validation, which
+    then counts nothing of it (no bug, no pred call, no cap hit; its usage still summed)."""
+    if not sub.rankable:
+        return Score((), 0, 0, 0, {}, sub.usage)
     positions = sorted({e.index for e in sub.accepts})
     firsts = sum(1 for e in sub.accepts if e.accepted is not None and e.accepted.attempt == 1)
     return Score(
@@ -117,6 +122,12 @@ class Top50Run:
         return self.state == "done" and self.sub.complete
 
     @property
+    def counted(self) -> bool:
+        """Finished and certified by its runner: what the scorer counts and its board shows (an
+        uncertified run fails its validation: the report leaves it out rather than count a 0)."""
+        return self.finished and self.sub.rankable
+
+    @property
     def label(self) -> str:
         return pins.label(self.sub)
 
@@ -140,29 +151,55 @@ class Missing:
 class Top50Runs:
     runs: list[Top50Run] = field(default_factory=list)
     missing: list[Missing] = field(default_factory=list)
-    wasted_attempts: int = 0
-    """Earlier attempts of sessions that ran again (cut off, then re-run on --resume)."""
+    wasted: dict[str, int] = field(default_factory=dict)
+    """Per model, earlier attempts of its sessions that ran again (cut off, re-run on --resume)."""
 
     @property
-    def any(self) -> bool:
-        return bool(self.runs)
+    def wasted_attempts(self) -> int:
+        return sum(self.wasted.values())
+
+    def wasted_attempts_of(self, model: str) -> int:
+        return self.wasted.get(model, 0)
 
 
-def read(run_dirs: Iterable[Path], *, journals: dict[Path, list[JournalRecord]] | None = None) -> Top50Runs:
-    """Every Top50 run of the run dirs. A submission that is corrupted, a link, a FIFO, too large
-    or of an unknown format is a one-line BadInput naming it (nothing is written)."""
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """A session's latest attempt, as the journal says it (what `read` needs of it)."""
+
+    session: str
+    model: str
+    index: int
+    attempt: int
+    state: str
+    runner: str
+
+
+def ended_of(records: Iterable[JournalRecord]) -> list[Ended]:
+    last: dict[str, JournalRecord] = {}
+    for rec in records:
+        last[rec.session] = rec
+    return [Ended(r.session, r.model, r.index, r.attempt, r.state, r.runner) for r in last.values()]
+
+
+def read(run_dirs: Iterable[Path], ended: Mapping[Path, list[Ended]] | None = None) -> Top50Runs:
+    """Every Top50 run of the run dirs (`ended`: their sessions, where the caller has read the
+    journals already). A submission that is corrupted, a link, a FIFO, too large or of an unknown
+    format is a one-line BadInput naming it (nothing is written)."""
     found = Top50Runs()
     for run_dir in run_dirs:
         saved = RunDir(run_dir)
-        records = journals[run_dir] if journals and run_dir in journals else saved.journal
         kinds = {name: profile.kind for name, profile in saved.campaign.runners.items()}
-        last: dict[str, JournalRecord] = {}
-        for rec in records:
-            last[rec.session] = rec
-        unfiled: list[JournalRecord] = []
+        folders = _session_folders(run_dir)
+        if not folders and not any(kind in KINDS for kind in kinds.values()):
+            continue  # no runner wrote a session's files (fake, demo): nothing to read
+        sessions = ended[run_dir] if ended is not None and run_dir in ended else ended_of(saved.journal)
+        unfiled: list[Ended] = []
         top50 = {name for name, kind in kinds.items() if kind in KINDS}
-        for rec in last.values():
+        for rec in sessions:
             if rec.state not in RAN:
+                continue
+            if rec.session not in folders:  # the runner wrote nothing for it (fake, demo, ...)
+                unfiled.append(rec)
                 continue
             data = _read_beneath(run_dir, submission_path(rec.session, rec.attempt), submission.MAX_BYTES)
             if data is None:
@@ -173,9 +210,10 @@ def read(run_dirs: Iterable[Path], *, journals: dict[Path, list[JournalRecord]] 
             sub = submission.parse(data, where=where)
             if sub.model != rec.model:
                 raise BadInput(f"{where}: a submission of {sub.model[:80]!r} in a session of {rec.model!r}")
-            found.wasted_attempts += sum(
+            earlier = sum(
                 1 for n in range(1, rec.attempt) if _exists(run_dir, submission_path(rec.session, n))
             )
+            found.wasted[rec.model] = found.wasted.get(rec.model, 0) + earlier
             agreed, rechecked = _recheck(run_dir, rec, sub)
             found.runs.append(
                 Top50Run(
@@ -208,14 +246,41 @@ def _read_beneath(run_dir: Path, relative: str, limit: int) -> bytes | None:
         raise BadInput(f"{run_dir}: {exc}") from None
 
 
-def _exists(run_dir: Path, relative: str) -> bool:
+def _session_folders(run_dir: Path) -> set[str]:
+    """The names in `sessions/` (one listing, so that a 100,000-session fake run costs one call)."""
+    top = _open_root(run_dir)
+    if top is None:
+        return set()
     try:
-        return beneath.read_beneath(run_dir, relative, submission.MAX_BYTES) is not None
+        folder = beneath.open_folder(top, ["sessions"], shown="sessions")
+    except beneath.Refused as exc:
+        raise BadInput(f"{run_dir}: {exc}") from None
+    finally:
+        os.close(top)
+    if folder is None:
+        return set()
+    try:
+        return set(os.listdir(folder))
+    finally:
+        os.close(folder)
+
+
+def _open_root(run_dir: Path) -> int | None:
+    try:
+        return beneath.open_root(run_dir)
+    except beneath.Refused as exc:
+        raise BadInput(f"{run_dir}: {exc}") from None
+
+
+def _exists(run_dir: Path, relative: str) -> bool:
+    """Whether the name is there (never read: a limit of 0 refuses any content)."""
+    try:
+        return beneath.read_beneath(run_dir, relative, 0) is not None
     except beneath.Refused:
         return True
 
 
-def _recheck(run_dir: Path, rec: JournalRecord, sub: submission.Submission) -> tuple[tuple[str, ...], int]:
+def _recheck(run_dir: Path, rec: Ended, sub: submission.Submission) -> tuple[tuple[str, ...], int]:
     """benchtui's verifier's verdicts on the accepted certificates, where the runner kept them."""
     relative = f"sessions/{rec.session}/attempt-{rec.attempt}.certificates.json"
     raw = _read_beneath(run_dir, relative, CERTIFICATES_MAX_BYTES)
@@ -225,17 +290,27 @@ def _recheck(run_dir: Path, rec: JournalRecord, sub: submission.Submission) -> t
         entries = json.loads(raw)
     except (ValueError, RecursionError):
         raise BadInput(f"{run_dir}/{relative}: not JSON") from None
-    verdicts: dict[str, str] = {}
+    by_content: dict[str, str] = {}
+    by_rule: dict[str, str] = {}
     for item in entries if isinstance(entries, list) else []:
         looked = Looked.from_json(item)
         if looked is None or looked.verdict is None or not isinstance(looked.certificate, dict):
             continue
-        rule = looked.certificate.get("rule")
-        if isinstance(rule, str):
-            verdicts[rule] = looked.verdict.status
-    accepted = [e.rule for e in sub.accepts]
-    rechecked = [r for r in accepted if r in verdicts]
-    return tuple(f"{r}: {verdicts[r]}" for r in rechecked if verdicts[r] != "accepted"), len(rechecked)
+        by_content[_canonical(looked.certificate)] = looked.verdict.status
+        if isinstance(rule := looked.certificate.get("rule"), str):
+            by_rule[rule] = looked.verdict.status
+    found: list[tuple[str, str]] = []
+    for episode in sub.accepts:
+        assert episode.accepted is not None
+        # the certificate itself (what the runner re-checked), else the rule it names
+        status = by_content.get(_canonical(episode.accepted.certificate), by_rule.get(episode.rule))
+        if status is not None:
+            found.append((episode.rule, status))
+    return tuple(f"{rule}: {status}" for rule, status in found if status != "accepted"), len(found)
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 # --- the benchmark's board shape -----------------------------------------------------------------

@@ -39,6 +39,14 @@ def test_a_run_the_runner_does_not_certify_is_local_at_the_published_pins() -> N
     assert pins.why_not(stub)[0].startswith("the runner did not certify it")
 
 
+def test_another_prompt_makes_a_local_variant() -> None:
+    edited = read(prompt="e" * 64)  # a checkout whose agent_config.yaml was edited
+    assert pins.label(edited) == f"local:{S.PUBLISHED_COMMIT}/0.6.0"
+    assert pins.why_not(edited) == [
+        f"prompt id {'e' * 12} is not the round's frozen prompt {S.PUBLISHED_PROMPT[:12]}"
+    ]
+
+
 def test_a_cut_off_run_is_never_rankable() -> None:
     assert pins.label(read(episodes=9)).startswith("local:")
 
@@ -56,7 +64,7 @@ def test_an_image_s_baked_pins_win(tmp_path: Path) -> None:
     (tmp_path / "benchmark").mkdir()
     (tmp_path / "benchmark" / "PINNED_COMMIT").write_text("b" * 40 + "\n")
     (tmp_path / "benchmark" / "PINNED_VERSION").write_text("0.7.0\n")
-    assert pins.of_checkout(tmp_path) == pins.Pins("b" * 40, "0.7.0", "v9.9.9")
+    assert pins.of_checkout(tmp_path) == pins.Pins("b" * 40, "0.7.0", "v9.9.9", "")
 
 
 def test_the_recorded_round_is_what_the_benchmark_s_checkout_publishes() -> None:
@@ -79,6 +87,12 @@ def test_the_recorded_round_is_what_the_benchmark_s_checkout_publishes() -> None
     ).stdout.split()
     published = pins.of_checkout(checkout)
     assert said == [published.library_commit, published.pred_version]
+    prompt = subprocess.run(
+        [sys.executable, "-c", "from benchmark.top50_contract import expected_prompt_id as p; print(p())"],
+        cwd=checkout, env=env, capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert prompt == published.prompt_id == pins.CURRENT.prompt_id == S.PUBLISHED_PROMPT
+    assert pins.of_checkout(checkout) == pins.CURRENT
     dockerfile = (checkout / "docker" / "Dockerfile").read_text()
     found = re.search(r"^ARG PR_REF=(\S+)$", dockerfile, re.M)
     assert found and found.group(1) == published.round == pins.CURRENT.round

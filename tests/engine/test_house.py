@@ -231,6 +231,8 @@ if __name__ == "__main__":  # pragma: no cover
 
 # -- our results schema ---------------------------------------------------------------------------
 def test_results_files_follow_our_schema_and_the_benchmarks_where_it_is_here(tmp_path, capsys):
+    """Our own results format, which is the benchmark's early per-model format (June 2026, dropped
+    by it in July; ../shared/contracts keeps it as data): not what the benchmark accepts today."""
     import jsonschema
     from support import SHARED, results_schema
 

@@ -232,6 +232,37 @@ def test_only_finished_runs_are_exported_and_the_rest_said(
     assert sorted(e["session"] for e in entries) == ["vendor_model-a-0001", "vendor_model-b-0000"]
 
 
+def test_a_run_its_runner_did_not_certify_is_exported_but_not_on_the_board(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = {"vendor/model-a#0": {"accepted": {"3": 1}, "rankable": False}}
+    run = top50_stub.run(tmp_path, runs)
+    assert (
+        main(["export", str(run), "--submissions", str(tmp_path / "out"), "--board", str(tmp_path / "b")])
+        == 0
+    )
+    assert (
+        "left off the board vendor_model-a-0000 (attempt 1): the runner did not certify it"
+        in capsys.readouterr().err
+    )
+    entries = {e["session"]: e for e in json.loads((tmp_path / "out" / "manifest.json").read_text())}
+    assert len(entries) == 4 and entries["vendor_model-a-0000"]["label"].startswith("local:")
+    assert len(list((tmp_path / "b").glob("*.json"))) == 3
+
+
+def test_a_board_of_no_certified_run_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = top50_stub.run(
+        tmp_path, {"vendor/model-a": {"rankable": False}, "vendor/model-b": {"rankable": False}}, n=1
+    )
+    refused(
+        capsys,
+        ["export", str(run), "--submissions", str(tmp_path / "s"), "--board", str(tmp_path / "b")],
+        "no finished run its runner certified",
+    )
+    nothing_in(tmp_path / "b")
+    nothing_in(tmp_path / "s")
+
+
 def test_a_run_dir_without_a_finished_run_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -169,3 +169,115 @@ def test_the_board_export_passes_the_egress_guard_and_builds_a_board_ranking_bot
     assert ran.returncode == 0, ran.stdout
     board = json.loads(built.read_text())
     assert [(e["model"], e["bugs_found"]) for e in board] == [("vendor/model-a", 3), ("vendor/model-b", 1)]
+
+
+def test_the_report_counts_what_the_scorer_counts(scored: dict[str, object], tmp_path: Path) -> None:
+    """Per run, `benchtui report`'s Top50 rows equal `verify_submission`'s scored result."""
+    out = Path(str(scored["tmp"])) / "out"
+    assert main(["report", str(scored["run_dir"]), "--format", "json", "-o", str(tmp_path / "r.json")]) == 0
+    rows = {
+        r["sha256"]: r for m in json.loads((tmp_path / "r.json").read_text())["top50"] for r in m["run_rows"]
+    }
+    assert len(rows) == 4
+    for entry in manifest(scored):
+        result = tmp_path / f"{entry['session']}.json"
+        ran = bench(scored, "-m", "benchmark.verify_submission", str(out / str(entry["file"])),
+                    "--repo-dir", str(scored["repo"]), "--out", str(result))  # fmt: skip
+        assert ran.returncode == 0, ran.stderr[-3000:]
+        theirs, ours = json.loads(result.read_text()), rows[str(entry["sha256"])]
+        assert ours["label"] == entry["label"]
+        for key in ("verified_bugs", "bugs_at_10", "bugs_at_25", "bugs_at_50", "first_attempt_accepts",
+                    "second_attempt_accepts", "pred_calls_per_bug", "cap_hits", "usage_totals"):  # fmt: skip
+            assert ours[key] == theirs[key], key
+
+
+def test_an_uncertified_run_counts_nothing_for_the_scorer_nor_for_us(tmp_path: Path) -> None:
+    """The runner's flag false: the scorer's validation fails it and it counts none of its
+    accepts; our score says the same, and the run is not on our board."""
+    checkout = S.need_checkout()
+    run_dir = top50_stub.run(
+        tmp_path, {"vendor/model-a#0": {"accepted": {"3": 1, "9": 2}, "rankable": False}}, n=1
+    )
+    assert main(["export", str(run_dir), "--submissions", str(tmp_path / "out")]) == 0
+    (entry,) = [
+        e
+        for e in json.loads((tmp_path / "out" / "manifest.json").read_text())
+        if e["model"] == "vendor/model-a"
+    ]
+    repo = tmp_path / "library"
+    (repo / "src" / "rules").mkdir(parents=True)
+    for rule in S.rules(50):
+        (repo / "src" / "rules" / f"{rule}.rs").write_text("")
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmark.verify_submission",
+            str(tmp_path / "out" / entry["file"]),
+            "--repo-dir",
+            str(repo),
+            "--out",
+            str(tmp_path / "scored.json"),
+        ],  # fmt: skip
+        cwd=checkout,
+        env={**os.environ, "EXPECTED_PRED_VERSION": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    theirs = json.loads((tmp_path / "scored.json").read_text())
+    (run,) = [r for r in top50_runs.read([run_dir]).runs if r.model == "vendor/model-a"]
+    assert theirs["rankable"] is False and theirs["verified_bugs"] == run.score.bugs == 0
+    assert theirs["first_attempt_accepts"] == run.score.first_attempt == 0
+    assert not run.counted and run.finished
+
+
+def test_a_file_the_benchmark_s_runner_wrote_is_exported_as_it_is(tmp_path: Path) -> None:
+    """`python -m benchmark.run_top50 --fake` (its stub executor: no model call) writes a real
+    submission; exported byte for byte, labelled local (the stub is never rankable), and what
+    the benchmark's own tools then say of it: submit --dry-run refuses it for that reason."""
+    checkout = S.need_checkout()
+    library = tmp_path / "library"
+    (library / "src" / "rules").mkdir(parents=True)
+    for rule in S.rules(55, "stub"):
+        (library / "src" / "rules" / f"{rule}.rs").write_text("")
+    pred = tmp_path / "pred"
+    pred.write_text('#!/bin/sh\necho "pred 0.6.0"\n')
+    pred.chmod(0o755)
+    made = tmp_path / "made.json"
+    env = {**os.environ, "PRED_BINARY": str(pred), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "MSWEA_SILENT_STARTUP": "1", "MSWEA_GLOBAL_CONFIG_DIR": str(tmp_path / "mswea")}  # fmt: skip
+    ran = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmark.run_top50",
+            "--fake",
+            "--model",
+            "vendor/model-a",
+            "--repo-dir",
+            str(library),
+            "--output",
+            str(made),
+        ],  # fmt: skip
+        cwd=checkout,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    run_dir = top50_stub.run(tmp_path, {"vendor/model-a#0": {"file": str(made)}}, n=1)
+    assert main(["export", str(run_dir), "--submissions", str(tmp_path / "out")]) == 0
+    (entry,) = [
+        e
+        for e in json.loads((tmp_path / "out" / "manifest.json").read_text())
+        if e["model"] == "vendor/model-a"
+    ]
+    exported = tmp_path / "out" / entry["file"]
+    assert exported.read_bytes() == made.read_bytes()
+    assert entry["label"] == f"local:{S.PUBLISHED_COMMIT}/0.6.0"
+    said = subprocess.run([sys.executable, "-m", "benchmark.submit", "--predictions", str(exported), "--dry-run"],
+                          cwd=checkout, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert said.returncode == 1 and "runner did not certify the standardized rankable path" in said.stderr

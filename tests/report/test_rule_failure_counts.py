@@ -1,5 +1,5 @@
 """A rule that panics on a valid instance counts like any bug, everywhere a verdict lands: the
-session's outcome, the results files (which still follow the benchmark's schema: the certificate,
+session's outcome, the results files (our own format, which still follows the benchmark's early one: the certificate,
 without a bundle, is the row's `instance_certificate`), the report's distinct rules, and
 `benchtui verify` on those files. Judged by the real path (runners.kit.verdict.judge) against
 the 8df8ac04 build's recorded answers (the live SteinerTree -> ILP panic)."""
@@ -63,7 +63,7 @@ def test_a_panic_is_a_bug_in_the_results_the_report_and_verify(tmp_path, capsys)
     for path in (run_dir / "results").glob("*.json"):
         doc = json.loads(path.read_text())
         jsonschema.validate(doc, results_schema())
-        jsonschema.validate(doc, benchmark_schema)  # the benchmark's own format still holds
+        jsonschema.validate(doc, benchmark_schema)  # the benchmark's early format still holds
         ResultsFile.model_validate(doc)
         results[doc["model"]] = doc
     assert {m: r["bugs_found"] for m, r in results.items()} == {"fake/model-a": 1, "fake/model-b": 1}

@@ -41,6 +41,8 @@ SAFETY = {"model_timeout_seconds": 300, "model_retries": 2}
 INFERENCE = {"max_tokens": 8192, "timeout": 300, "num_retries": 2}
 PUBLISHED_COMMIT = "aa2d1a10cffa434871d12a4d6f411147fb7e08a8"
 PUBLISHED_PRED = "0.6.0"
+PUBLISHED_PROMPT = "4694b1f0f4970554976a02fb3134e107eabac166f511f5d4d5ae1cb953fdbd67"
+"""sha256 of agent_config.yaml at 672b214 (the test with the checkout checks it)."""
 
 
 def rules(n: int = 50, prefix: str = "rule") -> list[str]:
@@ -63,15 +65,6 @@ class Plan:
     usage: Mapping[str, int] = field(
         default_factory=lambda: {"input": 1000, "output": 100, "cache_read": 0, "cache_write": 0}
     )
-
-
-def prompt_id(checkout: Path | None = None) -> str:
-    """The frozen prompt's id: the sha256 of the checkout's agent_config.yaml (its rule), else a
-    stand-in of the right length."""
-    config = checkout / "benchmark" / "agent_config.yaml" if checkout else None
-    if config is not None and config.is_file():
-        return hashlib.sha256(config.read_bytes()).hexdigest()
-    return "0" * 64
 
 
 class _Ids:
@@ -226,7 +219,7 @@ def build(
         "library_commit": library_commit,
         "runner_version": runner_version,
         "pred_version": pred_version,
-        "prompt_id": prompt or prompt_id(checkout()),
+        "prompt_id": prompt or PUBLISHED_PROMPT,
         "safety_controls": dict(SAFETY),
         "created_at": "2026-12-03T12:00:00+00:00",
         "inference_parameters": dict(INFERENCE),

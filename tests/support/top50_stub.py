@@ -25,7 +25,8 @@ class StubProfile(RunnerProfile):
     {position: file} (default: a minimal certificate), `pred_calls`, `generations`, `episodes`,
     `library_commit`, `pred_version`, `rankable`, `shortlist`, `crash_attempts` (attempts that
     end in an infrastructure error after writing a cut-off file), `no_file` (write nothing),
-    `recheck` {rule: status} (benchtui's verifier's verdicts, in attempt-N.certificates.json)."""
+    `recheck` {rule: status} (benchtui's verifier's verdicts, in attempt-N.certificates.json),
+    `file` (a submission.json to keep as it is, e.g. one the benchmark's runner wrote)."""
     prompt: str = ""
 
 
@@ -34,6 +35,7 @@ class SubmissionRunner(RunnerKind):
 
     def __init__(self, profile: StubProfile, *, run_dir: Path, target=None, executor=None) -> None:
         self.profile = profile
+        self.run_dir = run_dir
 
     async def run(self, session, meter) -> SessionOutcome:
         usage = Usage(flat_usd=Decimal("0.01"))
@@ -44,6 +46,11 @@ class SubmissionRunner(RunnerKind):
         spec = self.profile.runs.get(f"{name}#{session.index}", self.profile.runs.get(name, {}))
         if spec.get("no_file"):
             return SessionOutcome("error", reason="the runner wrote no submission", infra_error=False)
+        if made := spec.get("file"):  # a file the benchmark's runner wrote, kept as it is
+            session.session_dir.mkdir(parents=True, exist_ok=True)
+            data = Path(made).read_bytes()
+            (session.session_dir / f"attempt-{session.attempt}.submission.json").write_bytes(data)
+            return SessionOutcome("no_certificate", steps=1)
         crash = session.attempt in spec.get("crash_attempts", [])
         plans = {}
         for position, attempt in spec.get("accepted", {}).items():
@@ -51,7 +58,11 @@ class SubmissionRunner(RunnerKind):
             if file := spec.get("certificates", {}).get(position):
                 cert = json.loads(Path(file).read_text())
             plans[int(position)] = S.Plan(
-                accepted=attempt, rejected=attempt - 1, certificate=cert, pred_calls=spec.get("pred_calls", 4)
+                accepted=attempt,
+                rejected=attempt - 1,
+                certificate=cert,
+                pred_calls=spec.get("pred_calls", 4),
+                generations=spec.get("generations", 3),
             )
         for position in range(1, 51):
             plans.setdefault(
@@ -66,7 +77,7 @@ class SubmissionRunner(RunnerKind):
             pred_version=spec.get("pred_version", S.PUBLISHED_PRED),
             rankable=spec.get("rankable", True),
             prompt=self.profile.prompt or None,
-            seed=f"{session.id}:{session.attempt}",
+            seed=f"{self.run_dir.name}:{session.id}:{session.attempt}",  # two runs never the same bytes
         )
         session.session_dir.mkdir(parents=True, exist_ok=True)
         (session.session_dir / f"attempt-{session.attempt}.submission.json").write_bytes(S.dumps(sub))

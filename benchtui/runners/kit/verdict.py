@@ -246,7 +246,7 @@ def classify(checked: Submitted, done: WorkerDone, facts: SessionFacts) -> Sessi
             # The verifier's program is missing: not the model's doing (retried on --resume).
             why = f"cannot verify: {checked[0][1].reason}"
             return replace(outcome, result="error", reason=why, infra_error=True, ending="setup_error")
-        # A malformed certificate is not handed on as one: the results schema admits only the
+        # A malformed certificate is not handed on as one: our results schema admits only the
         # target's certificate shape (its own text stays in certificates.json).
         well_formed = [(c, v) for c, v in checked if v.cause != "malformed"]
         off = [(c, v) for c, v in well_formed if v.cause == "off_task"]

@@ -13,7 +13,7 @@ from benchtui.core.certificates import MAX_CERTIFICATE_DEPTH as MAX_CERTIFICATE_
 from benchtui.core.certificates import find_blocks as find_blocks
 from benchtui.core.certificates import parse_block as parse_block
 
-#: The violation names of the target benchmark's certificates (its results schema enumerates them):
+#: The violation names of the target benchmark's certificates (our results format's rows name them too):
 #: the round trip fails.
 VIOLATIONS = ("unsound_extraction", "incomplete_reduction", "suboptimal_extraction")
 #: The rest of the benchmark's definition of a bug: the rule fails on a valid source instance. Such
