@@ -197,4 +197,5 @@ async def test_two_models_two_runs_each_accepted_by_the_benchmarks_scorer_and_a_
         cwd=bench, env=benchmark_env(pred, version), check=True, capture_output=True,
     )  # fmt: skip
     entries = [json.loads(p.read_text()) for p in (scored_dir / "board").glob("*.json")]
-    assert sorted(e["verified_bugs"] for e in entries) == [2, 2, 2, 2], entries
+    assert sorted(e["bugs_found"] for e in entries) == [2, 2, 2, 2], entries  # the board's name
+    assert {e["model"] for e in entries} == {"openai/model-a", "openai/model-b"}
