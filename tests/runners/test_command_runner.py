@@ -8,9 +8,13 @@ from __future__ import annotations
 import os
 import signal
 import time
+import tomllib
+from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
+import tomli_w
 import trio
 from support import popen
 from support.command import MAKE_CERTIFICATE, agent_available, had_tool_result, hunt, write_campaign
@@ -74,6 +78,45 @@ async def test_an_agent_cli_finds_a_bug_through_the_gateway_in_bubblewrap(tmp_pa
     files = [p for p in prep.run_dir.rglob("*") if p.is_file()]
     assert any(p.name == "attempt-1.agent.log" for p in files)
     assert not [p for p in files if REAL_KEY.encode() in p.read_bytes()]
+
+
+def cached(answer: Answer, api: str) -> Answer:
+    """The same answer, three quarters of its prompt reported as read from the provider's cache,
+    in the API's own shape."""
+    read = answer.input_tokens * 3 // 4
+    if api == "messages":  # Anthropic: input_tokens excludes the cache buckets
+        usage = {"input_tokens": answer.input_tokens - read, "cache_read_input_tokens": read,
+                 "output_tokens": answer.output_tokens}  # fmt: skip
+    elif api == "responses":
+        usage = {"input_tokens": answer.input_tokens, "output_tokens": answer.output_tokens,
+                 "input_tokens_details": {"cached_tokens": read}}  # fmt: skip
+    else:
+        usage = {"prompt_tokens": answer.input_tokens, "completion_tokens": answer.output_tokens,
+                 "prompt_tokens_details": {"cached_tokens": read}}  # fmt: skip
+    return replace(answer, usage_block=usage)
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("profile", ["codex", "claude", "mini"])
+async def test_an_agent_clis_cached_prompt_tokens_are_charged_at_the_cache_price(tmp_path, profile):
+    with ScriptedUpstream(lambda call: cached(hunt(call), call.api)) as up:
+        path = write_campaign(tmp_path, up.url, profile)
+        doc = tomllib.loads(path.read_text())
+        doc["models"][0]["cache_read_usd_per_mtok"] = 0.3
+        path.write_text(tomli_w.dumps(doc))
+        with trio.fail_after(240):
+            prep, _ = await run_campaign(path, tmp_path / "state")
+    (record,) = journal(prep.run_dir).values()
+    assert record["state"] == "done", record["reason"]
+    answers = [hunt(c) for c in up.calls]
+    reads = [a.input_tokens * 3 // 4 for a in answers]
+    expected = sum(
+        (Decimal(a.input_tokens - r) * 3 + Decimal(r) * Decimal("0.3") + Decimal(a.output_tokens) * 15)
+        / 1_000_000
+        for a, r in zip(answers, reads, strict=True)
+    )
+    assert Decimal(repr(record["cost_usd"])) == expected  # Σ bucket tokens × bucket price, exactly
+    assert record["usage"]["cache_read"] == sum(reads)
 
 
 @pytest.mark.trio

@@ -179,20 +179,32 @@ async def test_charges_are_exact_with_two_relays_and_many_sessions_at_once():
 
 
 @pytest.mark.trio
-@pytest.mark.parametrize("counts", [(-1000, 5), (10, None), ("10", 5), (1.5, 2), (True, 1)])
-async def test_a_charge_a_relay_got_wrong_is_charged_the_worst_case_never_less(counts):
+@pytest.mark.parametrize(
+    "buckets",
+    [
+        {"input": -1000, "output": 5},
+        {"input": 10, "output": None},
+        {"input": "10", "output": 5},
+        {"input": 1.5, "output": 2},
+        {"input": True, "output": 1},
+        {"input": 10, "cache_read": -3, "output": 1},
+        [10, 5],
+        "10",
+    ],
+)
+async def test_a_charge_a_relay_got_wrong_is_charged_the_worst_case_never_less(buckets):
     # A relay is ours, but it reads what a provider sends: whatever reaches the engine as a
-    # charge that is not two non-negative integers settles the hold at its worst case.
+    # charge that is not non-negative integers by bucket settles the hold at its worst case.
     from benchtui.core.contract import Usage
 
     meter, ledger, _ = open_meter(Decimal("1"))
     async with open_gateway() as gateway, gateway.session(meter, meter._model, REAL_KEY) as binding:
         [relay] = gateway._relays
-        worst = Usage(5000, 100)
+        worst = Usage(5000, 100, worst_case=True)
         hold = meter.price(worst)
         assert await meter.authorise(hold)
         relay.holds[7] = (binding, hold, worst)
-        gateway._charge(relay, 7, *counts, True)
+        gateway._charge(relay, 7, buckets, True, "0.5")
     flight = ledger.running["m-0"]
     assert flight.held == 0 and flight.spent == cost(5000, 100)
 

@@ -116,5 +116,6 @@ def test_an_unreadable_usage_report_is_charged_the_worst_case_it_was_authorised_
     ):
         served.settle(decode(message))
     served.settle(decode({"t": "usage", "input_tokens": 7, "output_tokens": 3}))
-    assert meter.charged == [Usage(812, 1000)] * 5 + [Usage(7, 3)]  # never clamped, never under
+    # never clamped, never under: the hold, its prompt at the dearest prompt price
+    assert meter.charged == [Usage(812, 1000, worst_case=True)] * 5 + [Usage(7, 3)]
     assert len(report.worst_case) == 5 and all("unreadable usage" in why for why in report.worst_case)
