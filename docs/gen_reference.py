@@ -148,7 +148,9 @@ def _ref(node: dict[str, Any]) -> str | None:
 
 def _is_map(node: dict[str, Any]) -> bool:
     """A table of tables by name (`[providers."<api_base>"]`)."""
-    return any(b.get("type") == "object" and isinstance(b.get("additionalProperties"), dict) for b in _branches(node))
+    return any(
+        b.get("type") == "object" and isinstance(b.get("additionalProperties"), dict) for b in _branches(node)
+    )
 
 
 def _sections(schema: dict[str, Any], defs: dict[str, Any], path: str, heading: str) -> Iterator[list[str]]:
@@ -196,7 +198,10 @@ def campaign_reference() -> str:
     ]
     for section in _sections(schema, defs, "", "The top level"):
         out += section + [""]
-    kind_doc = schema["properties"]["runners"]["additionalProperties"]["properties"]["kind"]["description"]
+    runners = schema["properties"]["runners"]["additionalProperties"]
+    use, kinds = runners["then"], runners["else"]
+    kind_doc = kinds["properties"]["kind"]["description"]
+    use_doc = use["properties"]["use"]["description"]
     out += [
         "### `[runners.<name>]`",
         "",
@@ -204,8 +209,10 @@ def campaign_reference() -> str:
         "",
         _cell(f"Every profile has `kind`: {kind_doc} The other keys depend on the kind:"),
         "",
+        _cell(f"Or `use`: {use_doc}"),
+        "",
     ]
-    out += _kinds(schema["properties"]["runners"]["additionalProperties"], defs)
+    out += _kinds(kinds, defs)
     target = schema["properties"]["target"]
     out += [
         "### `[target]`",
@@ -412,7 +419,9 @@ def main(argv: list[str] | None = None) -> int:
     marked = figures()
     values = marked.load()
     for path in marked.pages():
-        page = str(path.relative_to(DOCS)) if path.is_relative_to(DOCS) else str(path.relative_to(DOCS.parent))
+        page = (
+            str(path.relative_to(DOCS)) if path.is_relative_to(DOCS) else str(path.relative_to(DOCS.parent))
+        )
         old = path.read_text(encoding="utf-8")
         new = marked.fill(render(page, old) if page in GENERATED else old, values)
         if new != old:

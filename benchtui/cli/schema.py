@@ -38,8 +38,25 @@ def _profiles(family: Family[Any]) -> dict[str, type[BaseModel]]:
 
 
 def runner_table_schema(defs: dict[str, Any]) -> dict[str, Any]:
-    """A `[runners.*]` table: a `kind`, then the keys of that kind's profile (added to `defs`)."""
-    return kind_table_schema(registry.RUNNERS, RunnerProfile, defs)
+    """A `[runners.*]` table: a `kind`, then the keys of that kind's profile (added to `defs`); or
+    `use`, a shipped profile or a profile file, and keys of its kind over it (checked once the
+    profile is in place: `benchtui check`)."""
+    from benchtui.engine.campaign.shipped import shipped
+
+    use = {
+        "type": "object",
+        "required": ["use"],
+        "properties": {
+            "use": {
+                "type": "string",
+                "description": "A shipped runner profile (`benchtui runners`) or a profile file, "
+                "relative to the campaign file; the table's other keys replace the profile's.",
+                "examples": sorted(shipped()),
+            }
+        },
+    }
+    kinds = kind_table_schema(registry.RUNNERS, RunnerProfile, defs)
+    return {"type": "object", "if": {"required": ["use"]}, "then": use, "else": kinds}
 
 
 def kind_table_schema(family: Family[Any], base: type[BaseModel], defs: dict[str, Any]) -> dict[str, Any]:

@@ -158,7 +158,11 @@ def missing_keys(text: str, schema: dict[str, Any]) -> list[str]:
                 check(defs[target].get("properties", {}), heading, name)
 
     check(schema["properties"], "The top level", "")
-    runners = schema["properties"]["runners"]["additionalProperties"]
+    table = schema["properties"]["runners"]["additionalProperties"]
+    use, runners = table["then"], table["else"]
+    assert use["required"] == ["use"]  # or a shipped profile, named
+    if "Or `use`:" not in text:
+        missing.append("runners: use")
     kinds = runners["allOf"]
     assert kinds, "benchtui schema lists no runner kind"
     if "Every profile has `kind`" not in text:

@@ -82,7 +82,9 @@ def test_schema_command_prints_the_campaign_json_schema(tmp_path):
     import tomllib
 
     for name in ("fair.toml", "play.toml", "problem-reductions.toml", "problem-reductions-logical.toml"):
-        validator.validate(tomllib.loads((ROOT / "campaigns" / name).read_text()))
+        validator.validate(tomllib.loads((ROOT / "campaigns" / name).read_text()))  # `use` tables too
+    use = doc["properties"]["runners"]["additionalProperties"]["then"]["properties"]["use"]
+    assert "codex" in use["examples"]
 
     def first_error(change) -> str:
         bad = tomllib.loads((ROOT / "campaigns/fair.toml").read_text())

@@ -10,12 +10,19 @@ from typing import Any
 
 import tomli_w
 
+from benchtui.engine.campaign import shipped
 from benchtui.runners.command import sandbox
 from benchtui.targets.problem_reductions import find_blocks
 from support.mini import PRICES, RULE, make_target
 from support.scripted_upstream import Answer, Call
 
-AGENTS = tomllib.loads((Path(__file__).resolve().parents[2] / "campaigns" / "agents.toml").read_text())
+AGENTS_FILE = Path(__file__).resolve().parents[2] / "campaigns" / "agents.toml"
+AGENTS = tomllib.loads(AGENTS_FILE.read_text())
+# Its profiles name shipped ones (`use = "codex"`): their tables as a campaign gets them.
+AGENTS["runners"] = {
+    name: shipped.resolve(name, table, AGENTS_FILE.parent) if "use" in table else table
+    for name, table in AGENTS["runners"].items()
+}
 # Which tool each CLI runs shell commands with, and how it names the command.
 SHELL_TOOLS = {"exec_command": "cmd", "Bash": "command", "bash": "command", "shell": "command"}
 MAKE_CERTIFICATE = (

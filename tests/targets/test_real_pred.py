@@ -17,6 +17,7 @@ import pytest
 from support import certificates
 from support.real_parts import ROOT, require_pred
 
+from benchtui.engine.campaign import shipped
 from benchtui.targets.problem_reductions import verify
 from benchtui.targets.problem_reductions.tasks import (
     TASK_RULES,
@@ -27,7 +28,7 @@ from benchtui.targets.problem_reductions.tasks import (
 )
 
 CAMPAIGN = tomllib.loads((ROOT / "campaigns" / "problem-reductions.toml").read_text())
-TIMEOUT = CAMPAIGN["runners"]["mini"]["verify_timeout_s"]
+TIMEOUT = shipped.resolve("mini", CAMPAIGN["runners"]["mini"], ROOT / "campaigns")["verify_timeout_s"]
 
 
 @pytest.fixture(scope="module")

@@ -280,7 +280,7 @@ class Campaign(BaseSettings):
             data.pop("target")  # the default: frozen copies stay as they were
         else:
             data["target"] = self.target.model_dump(exclude_none=True)
-        data["runners"] = {n: p.model_dump(exclude_none=True) for n, p in self.runners.items()}
+        data["runners"] = {n: _frozen_profile(p) for n, p in self.runners.items()}
         return tomli_w.dumps(_plain(data))
 
     def identity(self, environment_fingerprint: str) -> dict[str, str]:
@@ -302,6 +302,15 @@ class Campaign(BaseSettings):
             target=None if self.target == default_target() else self.target.model_dump(),
             protocol=self.protocol,
         )
+
+
+def _frozen_profile(profile: RunnerProfile) -> dict[str, Any]:
+    """A profile as the frozen copy keeps it: `programs` left out when it names none (the
+    copies of campaigns that set none stay as they were)."""
+    data = profile.model_dump(exclude_none=True)
+    if data.get("programs") == {}:
+        del data["programs"]
+    return data
 
 
 def _plain(value: Any) -> Any:
