@@ -36,6 +36,8 @@ def run_checks(campaign: Campaign, *, ping: bool) -> list[Check]:
     for check in [c for p in calling for c in key_checks(models, p)]:
         if check not in checks:
             checks.append(check)
+    for runner in campaign.profiles.values():
+        checks += [c for c in runner.kind.model_checks(runner.profile, models) if c not in checks]
     if calling:
         checks += endpoint_checks(models, calling[0])
     if ping:
@@ -90,7 +92,10 @@ def main_check(argv: list[str]) -> int:
     p.add_argument("campaign", type=Path, help="campaign TOML file")
     p.add_argument("--ping", action="store_true", help="one tiny metered call per model (costs a little)")
     args = p.parse_args(argv)
-    campaign = campaign_file.load(args.campaign, require_target=False)  # BadInput: one line, exit 2
+    from benchtui.runners.mini import prices  # litellm's map, for a model the file gives no price
+
+    # BadInput: one line, exit 2
+    campaign = campaign_file.load(args.campaign, require_target=False, prices=prices.lookup)
     checks = run_checks(campaign, ping=args.ping)
     print(table(campaign, checks))
     active = campaign.profiles[campaign.runner]

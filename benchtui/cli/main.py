@@ -95,6 +95,7 @@ def tune_gc() -> None:
 def main_run(argv: list[str], stops: StopSignals) -> int:
     args = run_parser().parse_args(argv)
     from benchtui.engine import run as engine  # after parsing: `--help` and usage errors stay instant
+    from benchtui.runners.mini import prices as price_map  # litellm's map, asked in a child if needed
 
     if args.parallelism is not None and args.parallelism < 1:
         raise_bad("--parallelism must be at least 1")
@@ -115,6 +116,7 @@ def main_run(argv: list[str], stops: StopSignals) -> int:
         preflight=not args.no_preflight,
         limit=args.limit,
         models=models,
+        prices=price_map.lookup,
     )
     tune_gc()
     with engine.prepare(opts) as prep:

@@ -42,7 +42,7 @@ def throwaway_campaign(campaign: Campaign, ping_table: dict[str, Any], target: P
         for m in campaign.models
     ]
     worst = max(
-        token_cost(PING_PROMPT_TOKENS, m.input_usd_per_mtok)
+        token_cost(PING_PROMPT_TOKENS, m.spec().dearest_prompt_price)  # as the meter holds it
         + token_cost(min(PING_MAX_TOKENS, m.max_output_tokens), m.output_usd_per_mtok)
         for m in campaign.models
     )

@@ -16,6 +16,7 @@ nothing of the engine or of any target's package: it is the whole contract betwe
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -26,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from benchtui.core.checks import Check
 from benchtui.core.outcome import Result, SessionOutcome
 from benchtui.core.target import TargetKind, TargetTools
+from benchtui.core.usage import Usage
 
 __all__ = [
     "AgentRunner",
@@ -81,6 +83,29 @@ class ModelSpec:
     api_base: str | None = None
     api_key_env: str | None = None
     litellm: dict[str, Any] = field(default_factory=dict)
+    cache_read_usd_per_mtok: Decimal | None = None
+    """None: the input price (a cache read costs what a fresh prompt token does)."""
+    cache_write_usd_per_mtok: Decimal | None = None
+    """None: the input price."""
+
+    @property
+    def cache_read_price(self) -> Decimal:
+        return (
+            self.input_usd_per_mtok if self.cache_read_usd_per_mtok is None else self.cache_read_usd_per_mtok
+        )
+
+    @property
+    def cache_write_price(self) -> Decimal:
+        return (
+            self.input_usd_per_mtok
+            if self.cache_write_usd_per_mtok is None
+            else self.cache_write_usd_per_mtok
+        )
+
+    @property
+    def dearest_prompt_price(self) -> Decimal:
+        """What a prompt token of unknown bucket may cost: the worst case holds prompts at it."""
+        return max(self.input_usd_per_mtok, self.cache_read_price, self.cache_write_price)
 
 
 MODEL_CALLS = "model_calls"
@@ -175,15 +200,6 @@ class SessionSpec:
     """An episode of a shortlist campaign: the triage's one-line hypothesis for its rule."""
 
 
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Token usage of one model call; `flat_usd` prices simulated calls (the FakeRunner)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    flat_usd: Decimal = Decimal(0)
-
-
 @runtime_checkable
 class Meter(Protocol):
     """The session's budget, as the engine exposes it to a runner."""
@@ -201,8 +217,9 @@ class Meter(Protocol):
         """Reservation left for this session (budget − spent − held)."""
         ...
 
-    def worst_case_usd(self, prompt_tokens: int) -> Decimal:
-        """prompt_tokens × input price + max_output_tokens × output price."""
+    def worst_case_usd(self, prompt_tokens: int, output_tokens: int | None = None) -> Decimal:
+        """prompt_tokens × the dearest prompt price (input, cache read or write: never a
+        discount) + output_tokens (default max_output_tokens) × output price."""
         ...
 
     def price(self, usage: Usage) -> Decimal:
@@ -321,6 +338,12 @@ class RunnerKind:
     @classmethod
     def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
         return None
+
+    @classmethod
+    def model_checks(cls, profile: Any, models: Sequence[ModelSpec]) -> list[Check]:
+        """Problems with the campaign's models as its sessions would call them (the mini kind: a
+        name litellm routes to no provider), found before a campaign starts; none by default."""
+        return []
 
     @classmethod
     def notes(cls, profile: Any) -> list[str]:

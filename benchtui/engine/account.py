@@ -9,7 +9,7 @@ account keeps the keys every release wrote (`sessions_done`, …: `TOML_KEYS`); 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -53,27 +53,39 @@ class ModelAccount:
     """Tokens of ended attempts (not in ledger.toml: rebuilt from the journal's end lines)."""
     planned: int = 0
     """Sessions the plan has for the model (not in ledger.toml: the plan says it)."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """`tokens` by bucket (input, cache_read, cache_write, output, reasoning: core/usage.py);
+    rebuilt from the journal's end lines like `tokens`, written to ledger.toml for its readers."""
 
     def copy(self) -> ModelAccount:
-        return replace(self)
+        return replace(self, usage=dict(self.usage))
 
     def to_toml(self) -> dict[str, Any]:
-        return {
+        data = {
             key: to_float(getattr(self, name)) if name in AMOUNTS else getattr(self, name)
             for name, key in TOML_KEYS.items()
         }
+        if self.usage:  # read by people and other tools; a reader rebuilds it from the journal
+            data["tokens"] = dict(self.usage)
+        return data
 
     @classmethod
     def from_toml(cls, name: str, data: Any) -> ModelAccount:
         """ValueError saying what is wrong (a missing key: KeyError)."""
         if not isinstance(data, dict):
             raise ValueError("an account is not a table")
-        return cls(name, **{field: _checked(field, data[key], key) for field, key in TOML_KEYS.items()})
+        account = cls(name, **{field: _checked(field, data[key], key) for field, key in TOML_KEYS.items()})
+        tokens = data.get("tokens")  # by bucket, for readers (the journal rebuilds it on resume)
+        if isinstance(tokens, dict) and all(type(v) is int and v >= 0 for v in tokens.values()):
+            account.usage = {str(k): v for k, v in tokens.items()}
+        return account
 
     def to_json(self) -> dict[str, Any]:
         """Amounts as exact strings (JSON numbers would go through floats)."""
         return {
-            f.name: str(v) if f.name in AMOUNTS else v for f in fields(self) for v in [getattr(self, f.name)]
+            f.name: str(v) if f.name in AMOUNTS else dict(v) if isinstance(v, dict) else v
+            for f in fields(self)
+            for v in [getattr(self, f.name)]
         }
 
     @classmethod
@@ -85,15 +97,22 @@ class ModelAccount:
         if data.keys() - known - {"name"}:
             raise ValueError(f"unknown account keys {sorted(data.keys() - known - {'name'})}")
         values: dict[str, Any] = {}
-        for field in known:
-            if field in data:
-                value = data[field]
-                if field in AMOUNTS:
+        for key_ in known:
+            if key_ == "usage" and key_ in data:
+                found = data[key_]
+                if not isinstance(found, dict) or not all(
+                    type(v) is int and v >= 0 and isinstance(k, str) for k, v in found.items()
+                ):
+                    raise ValueError(f"usage {found!r:.60} is not counts by bucket")
+                values[key_] = dict(found)
+            elif key_ in data:
+                value = data[key_]
+                if key_ in AMOUNTS:
                     try:
                         value = Decimal(value) if isinstance(value, str) else value
                     except InvalidOperation:
-                        raise ValueError(f"{field} {value!r:.40} is not an amount") from None
-                values[field] = _checked(field, value, field)
+                        raise ValueError(f"{key_} {value!r:.40} is not an amount") from None
+                values[key_] = _checked(key_, value, key_)
         if "cap_usd" not in values:
             raise ValueError("an account without cap_usd")
         return cls(data["name"], **values)

@@ -54,9 +54,19 @@ class Accounts:
         self._ledger.charge(flight.session, cost, settles=settles)
         self._store.mark_dirty_soon()
 
-    def close(self, flight: InFlight, state: SessionState, *, certificate: bool, tokens: int) -> Decimal:
+    def close(
+        self,
+        flight: InFlight,
+        state: SessionState,
+        *,
+        certificate: bool,
+        tokens: int,
+        usage: dict[str, int] | None = None,
+    ) -> Decimal:
         """End an attempt's reservation; open holds are charged at their worst case (docs/design/invariants.md#f6)."""
-        return self._ledger.close(flight.session, state, certificates=int(certificate), tokens=tokens)
+        return self._ledger.close(
+            flight.session, state, certificates=int(certificate), tokens=tokens, usage=usage
+        )
 
     def skip(self, session: PlannedSession) -> None:
         previous = self.journal.get(session.id)

@@ -188,7 +188,9 @@ class Attempt:
     async def _end(self, ending: AttemptEnd) -> JournalRecord:
         outcome, meter = ending.outcome, self.meter
         certificate = bool(outcome and outcome.certificate)
-        cost = self.accounts.close(self.flight, ending.state, certificate=certificate, tokens=meter.tokens)
+        cost = self.accounts.close(
+            self.flight, ending.state, certificate=certificate, tokens=meter.tokens, usage=meter.usage
+        )
         details = OutcomeDetails.of(self.spec.id, self.flight.attempt, outcome) if outcome else None
         if details is not None and details.worth_keeping:
             self.accounts.record_details(self.spec.model.name, details.to_json())
@@ -201,6 +203,8 @@ class Attempt:
             steps=outcome.steps if outcome else 0,
             calls=meter.calls,
             tokens=meter.tokens,
+            usage=dict(meter.usage) if meter.usage else None,
+            provider_cost=meter.reconciled if meter.reconciled.calls else None,
             certificate=certificate,
             counters=counters.nest(self.flight.counters, self.spec.limits.counters)
             if self.spec.limits

@@ -31,6 +31,10 @@ NO_ACTION_AFTER = 3
 
 # (kind, pattern), first match wins: DNS before "connection", as a DNS failure is also one.
 KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (  # first: litellm words a refusal before sending as a server error ("InternalServerError")
+        "the client refused to send the call (a key or the model name, not the server)",
+        re.compile(r"the client refused to send the call"),
+    ),
     # Before "5xx": llama.cpp refuses tools without --jinja with a 500.
     (f"{CAUSE_WORDS['server']} (it refused the bash tool); fix: {SERVER_FIX}", SERVER_WITHOUT_TOOLS),
     (

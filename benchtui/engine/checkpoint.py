@@ -128,7 +128,12 @@ def rebuild(
         current[rec.session] = rec
         if rec.ended:
             ledger.record_end(
-                rec.model, rec.state, rec.cost_usd, certificates=int(rec.certificate), tokens=rec.tokens
+                rec.model,
+                rec.state,
+                rec.cost_usd,
+                certificates=int(rec.certificate),
+                tokens=rec.tokens,
+                usage=rec.usage,
             )
     for sid, rec in current.items():
         if rec.state != "running":

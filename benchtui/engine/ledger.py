@@ -176,7 +176,15 @@ class Ledger:
         flight.spent, flight.held, flight.counters = spent, held, dict(counters)
         account.reserved_usd += flight.unspent - before
 
-    def close(self, session: str, state: str, *, certificates: int = 0, tokens: int = 0) -> Decimal:
+    def close(
+        self,
+        session: str,
+        state: str,
+        *,
+        certificates: int = 0,
+        tokens: int = 0,
+        usage: dict[str, int] | None = None,
+    ) -> Decimal:
         """End an attempt: unsettled holds are charged at their worst case; returns its cost."""
         flight = self.running[session]
         if flight.held:
@@ -186,7 +194,13 @@ class Ledger:
         account.reserved_usd -= flight.unspent
         account.running -= 1
         self.record_end(
-            flight.model, state, flight.spent, already_spent=True, certificates=certificates, tokens=tokens
+            flight.model,
+            state,
+            flight.spent,
+            already_spent=True,
+            certificates=certificates,
+            tokens=tokens,
+            usage=usage,
         )
         return flight.spent
 
@@ -199,6 +213,7 @@ class Ledger:
         already_spent: bool = False,
         certificates: int = 0,
         tokens: int = 0,
+        usage: dict[str, int] | None = None,
     ) -> None:
         """Count an ended attempt (also used to rebuild the accounts from the journal)."""
         account = self.models[model]
@@ -216,6 +231,8 @@ class Ledger:
             account.errors += 1
         account.certificates += certificates
         account.tokens += tokens
+        for bucket, count in (usage or {}).items():
+            account.usage[bucket] = account.usage.get(bucket, 0) + count
 
     def supersede(self, model: str, state: str) -> None:
         """A session that ended in `state` runs again (a retried error): count it once, by its

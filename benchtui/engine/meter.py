@@ -7,11 +7,12 @@ from decimal import Decimal
 
 from benchtui.core.contract import MODEL_CALLS, LogicalLimits, ModelSpec, Usage
 from benchtui.core.money import token_cost, usd
+from benchtui.core.usage import add_buckets
 from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.ledger import InFlight
 from benchtui.engine.providers import Backoff
-from benchtui.engine.records import Throttling
+from benchtui.engine.records import ProviderCost, Throttling
 
 UNLIMITED = LogicalLimits()
 MAX_QUIET_WAIT_S = 10.0
@@ -47,6 +48,10 @@ class SessionMeter:
         self._exhausted: list[str] = []
         self.calls = 0
         self.tokens = 0
+        self.usage: dict[str, int] = {}
+        """Tokens by bucket (core/usage.py), over every charge of the attempt."""
+        self.reconciled = ProviderCost()
+        """The calls whose provider said what they cost: its sum and ours."""
         self._backoff = backoff or Backoff(model.name)
         """Its provider's, shared by every session of that provider (engine/providers.py)."""
         self.throttled_answers = 0
@@ -60,17 +65,22 @@ class SessionMeter:
     def remaining_usd(self) -> Decimal:
         return self._budget - self._flight.spent - self._flight.held
 
-    def worst_case_usd(self, prompt_tokens: int) -> Decimal:
-        return token_cost(prompt_tokens, self._model.input_usd_per_mtok) + token_cost(
-            self._model.max_output_tokens, self._model.output_usd_per_mtok
-        )
+    def worst_case_usd(self, prompt_tokens: int, output_tokens: int | None = None) -> Decimal:
+        out = self._model.max_output_tokens if output_tokens is None else output_tokens
+        return self.price(Usage(prompt_tokens, out, worst_case=True))
 
     def price(self, usage: Usage) -> Decimal:
-        return (
-            token_cost(usage.input_tokens, self._model.input_usd_per_mtok)
-            + token_cost(usage.output_tokens, self._model.output_usd_per_mtok)
-            + usd(usage.flat_usd)
-        )
+        """Each bucket at its price; a worst case's prompt at the dearest prompt price (docs/design/invariants.md#f5)."""
+        m = self._model
+        if usage.worst_case:
+            prompt = token_cost(usage.prompt_tokens, m.dearest_prompt_price)
+        else:
+            prompt = (
+                token_cost(usage.input_tokens, m.input_usd_per_mtok)
+                + token_cost(usage.cache_read_tokens, m.cache_read_price)
+                + token_cost(usage.cache_write_tokens, m.cache_write_price)
+            )
+        return prompt + token_cost(usage.output_tokens, m.output_usd_per_mtok) + usd(usage.flat_usd)
 
     async def authorise(self, worst_case_usd: Decimal) -> bool:
         """Hold the worst case and take a `model_calls` unit; returns once both are on disk, or
@@ -130,10 +140,13 @@ class SessionMeter:
         if not served and self.used(MODEL_CALLS):
             self._flight.counters[MODEL_CALLS] -= 1
         cost = self.price(usage)
-        if served and (usage.input_tokens or usage.output_tokens):
+        if served and usage.tokens:
             self._backoff.served()
         self._accounts.charge(self._flight, cost, settles=None if settles is None else usd(settles))
-        self.tokens += usage.input_tokens + usage.output_tokens
+        self.tokens += usage.tokens
+        add_buckets(self.usage, usage)
+        if usage.provider_cost_usd is not None:  # docs/guide/budgets.md: reconciled in the audit
+            self.reconciled = self.reconciled.plus(usage.provider_cost_usd, cost)
         self._progress("")
         if self._accounts.enforce and self._flight.spent > self._flight.reservation:
             self._on_overspent(overspend_detail(usage, self._model.max_output_tokens))

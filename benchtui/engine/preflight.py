@@ -123,6 +123,7 @@ def cheap(campaign: Campaign, runner: ResolvedProfile, target: TargetKind, *, ne
         *runner_checks(runner, tasks=None, full=False, target=target),
         *limit_checks(runner, campaign.logical_limits),
         *key_checks(models, runner.profile),
+        *runner.kind.model_checks(runner.profile, models),
         *(endpoint_checks(models, runner.profile) if network else []),
     ]
     problems = [c for c in checks if not c.ok]

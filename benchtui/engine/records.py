@@ -16,6 +16,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
+from benchtui.core import bounds
 from benchtui.core.endings import SessionEnding, recorded_or_derived
 from benchtui.core.money import ZERO, to_float, usd
 from benchtui.engine.phases import KEYS as PHASE_KEYS
@@ -66,6 +67,53 @@ class Throttling:
 
 
 @dataclass(frozen=True, slots=True)
+class ProviderCost:
+    """The calls of an attempt whose provider said what they cost (OpenRouter's `usage.cost`,
+    litellm's response cost): the provider's sum beside ours for the same calls (on its end line;
+    report/audit.py compares them). Never what is charged (docs/design/invariants.md#f6)."""
+
+    usd: Decimal = ZERO
+    ours_usd: Decimal = ZERO
+    calls: int = 0
+
+    def plus(self, theirs: Decimal, ours: Decimal, calls: int = 1) -> ProviderCost:
+        return ProviderCost(self.usd + theirs, self.ours_usd + ours, self.calls + calls)
+
+    @property
+    def gap(self) -> Decimal | None:
+        """(theirs − ours) / ours; None when ours is 0 (then any cost of theirs is a gap: inf)."""
+        return (self.usd - self.ours_usd) / self.ours_usd if self.ours_usd else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"provider_cost": {"usd": str(self.usd), "ours_usd": str(self.ours_usd), "calls": self.calls}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> ProviderCost | None:
+        found = data.get("provider_cost")
+        if found is None:
+            return None
+        if not isinstance(found, dict):
+            raise ValueError(f"provider_cost: not an object: {str(found)[:40]!r}")
+        try:
+            usd_, ours = Decimal(str(found["usd"])), Decimal(str(found["ours_usd"]))
+        except (KeyError, ArithmeticError):
+            raise ValueError(f"provider_cost: not two amounts: {str(found)[:80]!r}") from None
+        if not (bounds.sane_amount(usd_) and bounds.sane_amount(ours)):
+            raise ValueError(f"provider_cost: not sane amounts: {str(found)[:80]!r}")
+        return cls(usd_, ours, _count(found.get("calls")))
+
+
+def usage_of(data: Mapping[str, object]) -> dict[str, int] | None:
+    """An end line's tokens by bucket (core/usage.py BUCKETS); None on lines before them."""
+    found = data.get("usage")
+    if found is None:
+        return None
+    if not isinstance(found, dict):
+        raise ValueError(f"usage: not an object: {str(found)[:40]!r}")
+    return {_text(k): _count(v) for k, v in found.items()}
+
+
+@dataclass(frozen=True, slots=True)
 class JournalRecord:
     """One line of `sessions.jsonl`; the last line of a session id is its current state."""
 
@@ -88,6 +136,10 @@ class JournalRecord:
     steps: int = 0
     calls: int = 0
     tokens: int = 0
+    usage: dict[str, int] | None = None
+    """Tokens by bucket (`input`, `cache_read`, `cache_write`, `output`, `reasoning`: core/usage.py)."""
+    provider_cost: ProviderCost | None = None
+    """What the provider said its calls cost, beside ours (where it said)."""
     certificate: bool = False
     counters: dict[str, Any] | None = None
     """Logical budget used by the attempt (campaigns with `[budget.per_session]`):
@@ -143,6 +195,10 @@ class JournalRecord:
                 tokens=self.tokens,
                 certificate=self.certificate,
             )
+            if self.usage is not None:
+                out["usage"] = dict(self.usage)
+            if self.provider_cost is not None:
+                out.update(self.provider_cost.to_json())
             if self.counters is not None:
                 out["counters"] = self.counters
             if self.exhausted:
@@ -185,6 +241,8 @@ class JournalRecord:
                 steps=_count(data.get("steps")),
                 calls=_count(data.get("calls")),
                 tokens=_count(data.get("tokens")),
+                usage=usage_of(data),
+                provider_cost=ProviderCost.from_json(data),
                 certificate=bool(data.get("certificate")),
                 counters=_counters(data["counters"]) if data.get("counters") is not None else None,
                 exhausted=tuple(map(_text, data.get("exhausted") or ())),

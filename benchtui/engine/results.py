@@ -146,6 +146,8 @@ def _row(rec: JournalRecord, detail: OutcomeDetails | None) -> tuple[dict[str, A
         "state": rec.state,
         "reason": rec.reason,
     }
+    if rec.usage is not None:
+        row["usage"] = dict(rec.usage)
     if rec.ending is not None:
         row["ending"] = rec.ending.name
     if result in ("bug_found", "rejected") and is_schema_certificate(cert):

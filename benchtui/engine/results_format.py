@@ -65,6 +65,9 @@ class ResultRow(BaseModel):
     cost: float = Field(ge=0)
     """USD spent by the attempt."""
     tokens_k: float = Field(ge=0)
+    usage: dict[str, int] | None = None
+    """The attempt's tokens by bucket (`input`, `cache_read`, `cache_write`, `output`,
+    `reasoning`: docs/guide/budgets.md); absent for attempts written before buckets."""
     steps: int = Field(default=0, ge=0)
     session: str
     """Session id (`<model slug>-<index>`)."""

@@ -39,6 +39,7 @@ from benchtui.engine import (
 from benchtui.engine import events as ev
 from benchtui.engine.accounts import Accounts
 from benchtui.engine.campaign import Campaign, ResolvedProfile
+from benchtui.engine.campaign.tables import PriceLookup
 from benchtui.engine.campaign.trial import cut
 from benchtui.engine.identity_file import RunIdentity, Trial
 from benchtui.engine.ledger import ControlState, Ledger
@@ -63,6 +64,8 @@ class Options:
     """A quick trial: at most this many sessions per model (`--limit N`)."""
     models: list[str] | None = None
     """A quick trial: only these of the campaign's models (`--models a,b`)."""
+    prices: PriceLookup | None = None
+    """How the front end prices a model the campaign file gives no price (litellm's map)."""
 
     @property
     def trial(self) -> Trial | None:
@@ -170,7 +173,9 @@ def _campaign_and_run_dir(opts: Options) -> tuple[Campaign, Path, Trial | None]:
     overrides: dict[str, Any] = {"runner": opts.runner, "parallelism": opts.parallelism}
     named = rundir.named_run(opts.campaign, opts.state_dir) if opts.resume else None
     if opts.campaign is not None and named is None:
-        campaign = campaign_file.load(opts.campaign, require_target=False, **overrides)  # checked below
+        campaign = campaign_file.load(  # the target is checked below
+            opts.campaign, require_target=False, prices=opts.prices, **overrides
+        )
         trial = opts.trial
         if trial is not None:
             campaign = cut(campaign, trial)

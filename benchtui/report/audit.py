@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from benchtui.core.endings import CAUSE_WORDS, MEANING, fix
@@ -79,6 +80,8 @@ class ModelAudit:
             "infra_errors": {"sessions": self.infra_errors, "share": self.share(self.infra_errors)},
             "input_usd_per_mtok": float(m.input_usd_per_mtok),
             "output_usd_per_mtok": float(m.output_usd_per_mtok),
+            "cache_read_usd_per_mtok": float(m.spec().cache_read_price),
+            "cache_write_usd_per_mtok": float(m.spec().cache_write_price),
             "max_output_tokens": m.max_output_tokens,
             "throttled": {
                 "answers": self.throttled,
@@ -255,6 +258,43 @@ def _throttling(audits: list[ModelAudit]) -> list[str]:
     return notes
 
 
+PROVIDER_GAP = Decimal("0.01")
+"""A session whose provider-reported cost differs from ours by more than this share is a note."""
+
+
+def _reconciliation(runs: list[RecordedRun]) -> list[str]:
+    """A note per model with sessions whose provider said they cost more than 1% apart from what
+    we charged for the same calls (OpenRouter's usage.cost, litellm's response cost): our prices
+    may be stale, or the provider bills a bucket we do not price. Ours is what was charged."""
+    gaps: dict[str, list[tuple[Decimal, SessionHistory]]] = {}
+    for run in runs:
+        for view in run.sessions:
+            cost = view.provider_cost
+            if cost is None or not cost.calls:
+                continue
+            gap = cost.gap
+            if gap is None:  # we charged nothing: any cost of theirs is the whole gap
+                if not cost.usd:
+                    continue
+                gap = Decimal("Infinity")
+            if abs(gap) > PROVIDER_GAP:
+                gaps.setdefault(view.planned.model, []).append((gap, view))
+    notes = []
+    for model, found in gaps.items():
+        gap, view = max(found, key=lambda f: abs(f[0]))
+        cost = view.provider_cost
+        assert cost is not None
+        share = "∞" if gap.is_infinite() else f"{gap * 100:+.1f}%"
+        notes.append(
+            f"provider cost: {model}: {len(found)} session(s) differ by more than "
+            f"{PROVIDER_GAP * 100:.0f}% from the provider's own cost (largest: {view.planned.id}, the "
+            f"provider ${cost.usd.normalize():f} vs ours ${cost.ours_usd.normalize():f} over "
+            f"{cost.calls} call(s), {share}); ours is charged: check the campaign's prices "
+            "(cache_read_usd_per_mtok, cache_write_usd_per_mtok) against the provider's"
+        )
+    return notes
+
+
 def _could_not_act(
     runs: list[RecordedRun], models: list[Model], grouped: dict[str, list[SessionHistory]]
 ) -> list[str]:
@@ -319,4 +359,4 @@ def audit(runs: list[RecordedRun]) -> Audit:
     findings += _logical(audits)
     findings += evidence.findings(runs)
     findings += _limits(models)
-    return Audit(audits, findings, notes + _throttling(audits))
+    return Audit(audits, findings, notes + _throttling(audits) + _reconciliation(runs))

@@ -20,12 +20,14 @@ from benchtui.report.text import (
     LEGEND,
     TESTS,
     audit_text,
+    cache_prices,
     campaigns_text,
     counts,
     dates_text,
     leaderboard_row,
     prompt_text,
     ranked_by_note,
+    usage_lines,
 )
 
 STYLE = """
@@ -89,7 +91,7 @@ def _fairness(report: CampaignReport) -> str:
             prompt_text(a),
             f"{a.skipped_budget}/{a.planned}",
             f"{a.infra_errors}/{a.planned}",
-            f"${a.model.input_usd_per_mtok} / ${a.model.output_usd_per_mtok}",
+            f"${a.model.input_usd_per_mtok} / ${a.model.output_usd_per_mtok}{cache_prices(a.model)}",
             str(a.model.max_output_tokens),
             dates_text(a),
             *((audit_text(a.logical),) if a.logical is not None else ()),
@@ -145,6 +147,15 @@ def _endings(report: CampaignReport) -> str:
     )
 
 
+def _usage(report: CampaignReport) -> str:
+    """Tokens by bucket, as they were priced (nothing for runs written before buckets)."""
+    lines = usage_lines(report)
+    if not lines:
+        return ""
+    items = "".join(f"<li>{escape(line.strip())}</li>" for line in lines[2:])
+    return f'<h2>Tokens by bucket</h2>\n<p class="note">{escape(lines[1])}</p>\n<ul>{items}</ul>\n'
+
+
 def render(report: CampaignReport, links: Links | None = None) -> str:
     campaign = campaigns_text(report)
     runs = ", ".join(str(run.path) for run in report.runs)
@@ -190,7 +201,7 @@ def render(report: CampaignReport, links: Links | None = None) -> str:
 {leaderboard}
 <p class="note">{escape(ranked_by_note(report))}.</p>
 <ul class="note" id="legend">{legend}</ul>
-{_endings(report)}{_logical(report)}{matrix}<h2>Is the difference real?</h2>
+{_endings(report)}{_usage(report)}{_logical(report)}{matrix}<h2>Is the difference real?</h2>
 <p class="note">Exact McNemar test on the task pairs where both models ran the same tasks, Fisher's exact
 test otherwise (two-sided); p-values Holm-adjusted over all pairs.</p>
 <ul id="comparisons">{comparisons or "<li>one model: nothing to compare</li>"}</ul>

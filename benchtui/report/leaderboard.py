@@ -12,6 +12,7 @@ from typing import Any
 from benchtui.core import endings as why
 from benchtui.core import registry
 from benchtui.core.target import JudgedBy
+from benchtui.core.usage import BUCKETS
 from benchtui.engine.counting import Counted, basis, distinct_bug_rules, judged_by
 from benchtui.report import stats
 from benchtui.report.logical import LogicalStats, has_logical, logical_stats
@@ -56,6 +57,8 @@ class ModelStats:
     could_not_act: int = 0
     """Sessions that ended without a single executed action, for a reason that says the model
     could not act (no tool call, empty answers, over its context window on its first call)."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """`tokens` by bucket (core/usage.py BUCKETS; empty for runs written before buckets)."""
 
     @property
     def ran(self) -> int:
@@ -111,6 +114,7 @@ class ModelStats:
             "usd_per_bug": round(float(per_bug), 9) if per_bug is not None else None,
             "usd_per_verified_bug": round(float(per_verified), 9) if per_verified is not None else None,
             "tokens": self.tokens,
+            "usage": dict(self.usage),
             "wall_s": self.wall_s,
             **({"logical": self.logical.to_json()} if self.logical is not None else {}),
         }
@@ -233,7 +237,17 @@ def model_stats(
         logical=logical_stats(views, runs) if has_logical(runs) else None,
         endings=Counter(e.name for e in ended),
         could_not_act=sum(e.could_not_act for e in ended),
+        usage=usage_of(views),
     )
+
+
+def usage_of(views: list[SessionHistory]) -> dict[str, int]:
+    """Sessions' tokens by bucket, summed (every bucket named once any session has one)."""
+    total: dict[str, int] = {}
+    for view in views:
+        for bucket, count in view.usage.items():
+            total[bucket] = total.get(bucket, 0) + count
+    return {b: total.get(b, 0) for b in BUCKETS} if total else {}
 
 
 def ranked_bugs(m: ModelStats) -> int:

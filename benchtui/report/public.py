@@ -12,7 +12,7 @@ names, and the runs' own rules and texts are searched for in it.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,7 @@ Kind = Annotated[str, Field(max_length=200, pattern=r"^[A-Za-z0-9._:-]+$")]
 Stamp = Annotated[str, Field(pattern=r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")]
 Unit = Annotated[str, Field(pattern=r"^(model_calls|shell_actions|submits|tools\.[A-Za-z0-9._+= -]{1,100})$")]
 Cut = Annotated[str, Field(pattern=r"^bugs@\d+$")]
+Bucket = Literal["input", "cache_read", "cache_write", "output", "reasoning"]
 
 
 class Strict(BaseModel):
@@ -75,6 +76,9 @@ class ModelRow(Strict):
     cap_hits: CapHits
     spent_usd: float = Field(ge=0)
     tokens: int = Field(ge=0)
+    tokens_by_bucket: dict[Bucket, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+    """`tokens` as priced: input, cache_read, cache_write, output (reasoning is part of output);
+    empty for runs written before buckets."""
     library_commits: list[Commit]
     programs: dict[Kind, list[Version]]
     """The target's programs, `<version>@sha256:<binary>` (`{"pred": ["pred 0.5.0@sha256:…"]}`)."""
@@ -143,6 +147,7 @@ def board(report: CampaignReport) -> Board:
                 ),
                 spent_usd=float(m.spent_usd),
                 tokens=m.tokens,
+                tokens_by_bucket={b: n for b, n in m.usage.items() if b in get_args(Bucket)},  # type: ignore[misc]
                 library_commits=_commits(views, runs),
                 programs=_programs(runs),
                 runners=sorted({_kind(run, v) for v in ran for run in runs if v.run == str(run.path)}),

@@ -8,7 +8,9 @@ The page's own words avoid the answer key's field names: the guard refuses them 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from html import escape
+from typing import Any
 
 from benchtui.report.public import Board, ModelRow
 
@@ -73,7 +75,7 @@ def _cells(row: ModelRow) -> tuple[str, ...]:
         f"{hits.skipped_budget} skipped, {hits.ended_by_a_counter} by a counter"
         + "".join(f" ({c} {n})" for c, n in hits.by_counter.items()),
         f"${row.spent_usd:.4f}",
-        f"{row.tokens:,}",
+        f"{row.tokens:,}" + _cached(row.tokens_by_bucket),
         ", ".join(c[:12] for c in row.library_commits) or "-",
         "; ".join(f"{n}: {', '.join(v)}" for n, v in row.programs.items()) or "-",
         ", ".join(row.runners) or "-",
@@ -121,3 +123,8 @@ sessions skipped for money, and sessions a logical limit stopped.</p>
 {DATA_OPEN}{data_text(board)}{DATA_CLOSE}
 </body></html>
 """
+
+
+def _cached(buckets: Mapping[Any, int]) -> str:
+    """` (9,000 cached)` where some of the prompt tokens were read from the provider's cache."""
+    return f" ({buckets['cache_read']:,} cached)" if buckets.get("cache_read") else ""

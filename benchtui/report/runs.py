@@ -25,7 +25,7 @@ from benchtui.engine.checkpoint import CRASHED
 from benchtui.engine.identity_file import RunIdentity
 from benchtui.engine.plan import PlannedSession
 from benchtui.engine.reader import RunDir
-from benchtui.engine.records import JournalRecord
+from benchtui.engine.records import JournalRecord, ProviderCost
 from benchtui.engine.store import JOURNAL
 
 RAN = ("done", "error", "killed")
@@ -48,6 +48,11 @@ class SessionHistory:
     ended: float | None = None
     tokens: int = 0
     """Over every attempt: tokens an interrupted attempt used were spent all the same."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """`tokens` by bucket (input, cache_read, cache_write, output, reasoning), over every attempt
+    (attempts written before buckets add nothing here)."""
+    provider_cost: ProviderCost | None = None
+    """Over every attempt: what the provider said its calls cost, beside ours (where it said)."""
     certificate: dict[str, Any] | None = None
     judgement: Judgement | None = None
     prompt_sha256: str | None = None
@@ -135,6 +140,12 @@ def read_run(run_dir: Path) -> RecordedRun:
         else:
             run.ends.append(rec)
             view.tokens += rec.tokens
+            for bucket, count in (rec.usage or {}).items():
+                view.usage[bucket] = view.usage.get(bucket, 0) + count
+            if rec.provider_cost is not None:
+                theirs = rec.provider_cost
+                was = view.provider_cost or ProviderCost()
+                view.provider_cost = was.plus(theirs.usd, theirs.ours_usd, theirs.calls)
             if rec.throttling is not None:  # what its provider's 429s cost (the engine's meter)
                 view.throttled += rec.throttling.answers
                 view.throttle_wait_s += rec.throttling.wait_s

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from benchtui.core.endings import ENDINGS, MEANING
 from benchtui.core.money import fmt
+from benchtui.engine.campaign import Model
 from benchtui.report import CampaignReport
 from benchtui.report.audit import ModelAudit
 from benchtui.report.leaderboard import CERTIFICATE_KINDS, ModelStats
@@ -222,6 +223,29 @@ def campaigns_text(report: CampaignReport) -> str:
     return f"Campaigns {', '.join(names)} (pooled){trial}"
 
 
+def usage_lines(report: CampaignReport) -> list[str]:
+    """Each model's tokens by bucket, as they were priced (none for runs from before buckets)."""
+    rows = [m for m in report.models if m.usage]
+    if not rows:
+        return []
+    out = ["", "Tokens by bucket (each charged at its price; reasoning is part of output):"]
+    for m in rows:
+        u = m.usage
+        out.append(
+            f"  {m.model}: input {u['input']:,}, cache read {u['cache_read']:,}, cache write "
+            f"{u['cache_write']:,}, output {u['output']:,} (reasoning {u['reasoning']:,})"
+        )
+    return out
+
+
+def cache_prices(m: Model) -> str:
+    """`, cache read $0.3 / write $3.75` where the campaign priced the cache apart."""
+    if m.cache_read_usd_per_mtok is None and m.cache_write_usd_per_mtok is None:
+        return ""
+    spec = m.spec()
+    return f", cache read ${spec.cache_read_price} / write ${spec.cache_write_price}"
+
+
 def render(report: CampaignReport) -> str:
     runs = ", ".join(str(run.path) for run in report.runs)
     out = [f"{campaigns_text(report)} (identity {report.identity}); runs: {runs}", ""]
@@ -242,6 +266,7 @@ def render(report: CampaignReport) -> str:
             "exact; p Holm-adjusted over the pairs):",
             *comparison_lines(report),
         ]
+    out += usage_lines(report)
     audit = report.fairness
     out += ["", f"Fairness audit: {audit.verdict}"]
     out += [f"  - {finding}" for finding in audit.findings]
@@ -249,7 +274,7 @@ def render(report: CampaignReport) -> str:
     for a in audit.models:
         m = a.model
         out += [
-            f"  {m.name}: price ${m.input_usd_per_mtok}/${m.output_usd_per_mtok} per Mtok in/out, "
+            f"  {m.name}: price ${m.input_usd_per_mtok}/${m.output_usd_per_mtok} per Mtok in/out{cache_prices(m)}, "
             f"max_output_tokens {m.max_output_tokens}; skipped for budget {a.skipped_budget}/{a.planned}, "
             f"infrastructure errors {a.infra_errors}/{a.planned}",
             f"    runners {counts(a.runners)}; reserved {counts(a.reservations, '$')}",

@@ -33,6 +33,24 @@ class Generation:
     failed: bool
     worst_case: str
     """Why the call was charged its worst case, if it was."""
+    cache_read_tokens: int = 0
+    """Prompt tokens read from the provider's cache (part of the prompt, `input_tokens` excludes them)."""
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Part of `output_tokens`, where the provider says."""
+    provider_cost_usd: str = ""
+    """What the provider said the call cost ("" where it said nothing): never what was charged."""
+
+    @property
+    def cache_note(self) -> str:
+        """` (1,536 cached, 200 written; 30 reasoning)`, or "" for a call with none of those."""
+        parts = [
+            f"{n:,} {what}"
+            for n, what in ((self.cache_read_tokens, "cached"), (self.cache_write_tokens, "written"))
+            if n
+        ]
+        said = ", ".join(parts) + (f"; {self.reasoning_tokens:,} reasoning" if self.reasoning_tokens else "")
+        return f" ({said.lstrip('; ')})" if said else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +153,10 @@ def _step(r: dict[str, Any]) -> Generation | Action | Tool | Submit | None:
             r.get("charged") is True,
             r.get("failed") is True,
             str(r.get("worst_case") or ""),
+            _int(r.get("cache_read_tokens")),
+            _int(r.get("cache_write_tokens")),
+            _int(r.get("reasoning_tokens")),
+            str(r.get("provider_cost_usd") or "")[:40],
         )
     if kind == "action":
         return Action(

@@ -134,6 +134,40 @@ def test_ping_reports_a_refused_key_and_a_missing_one(tmp_path, capsys, monkeypa
     assert len(llm.requests) == 1
 
 
+def test_ping_on_a_keyless_local_server_says_it_answers(tmp_path, capsys, monkeypatch):
+    """A local server (api_base, no api_key_env): the ping sends the placeholder key a session
+    sends, so the SDK does not refuse it as "Missing credentials" (which litellm calls a 5xx)."""
+    pred_on_path(tmp_path, monkeypatch)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./.env
+    with ScriptedLLM([PING]) as llm:
+        path = write_campaign(tmp_path, llm.url, sessions_per_model=1)
+        doc = tomllib.loads(path.read_text())
+        del doc["models"][0]["api_key_env"]
+        path.write_text(tomli_w.dumps(doc))
+        assert cli(["check", str(path), "--ping"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "acts in the tool_call format" in out and "5xx" not in out, out
+    assert [r.headers["authorization"] for r in llm.requests] == ["Bearer no-key"]
+
+
+def test_a_model_name_no_provider_routes_is_refused_at_load_in_one_line(tmp_path, capsys, monkeypatch):
+    """`qwen3-8b` behind an OpenAI-compatible server: litellm routes it nowhere; every call would
+    fail before it is sent. Refused before the run dir is written, with the `openai/` hint."""
+    pred_on_path(tmp_path, monkeypatch)
+    monkeypatch.setenv("SCRIPTED_API_KEY", "sk-test-ping-0000")
+    with ScriptedLLM([PING]) as llm:
+        path = write_campaign(tmp_path, llm.url, models=("qwen3-8b", "openai/qwen3-8b"), sessions_per_model=1)
+        state = tmp_path / "runs"
+        assert cli([str(path), "--no-ui", "--state-dir", str(state)]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and err[0].startswith("benchtui: model qwen3-8b: "), err
+        assert "openai/qwen3-8b" in err[0] and "routes 'qwen3-8b' to no provider" in err[0]
+        assert not state.exists() and llm.requests == []  # nothing written, nothing sent or charged
+        assert cli(["check", str(path)]) == 2
+        assert "model qwen3-8b: litellm routes" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("module", ["benchtui.engine.preflight", "benchtui.cli.ping"])
 def test_preflight_imports_neither_litellm_nor_textual(module):
     code = f"import sys, {module}; bad = [m for m in ('litellm', 'textual', 'minisweagent') if m in sys.modules]; assert not bad, bad"

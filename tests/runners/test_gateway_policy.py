@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from benchtui.core.usage import Usage
 from benchtui.runners.command.gateway.policy import (
     MAX_CHOICES,
     Plan,
@@ -161,7 +162,7 @@ def test_a_chat_stream_is_settled_on_its_final_usage_not_the_first_cumulative_ch
         seen.observe(chunk(n * 100))
         assert not seen.complete
     seen.observe(chunk(1000, choices=False))
-    assert seen.complete and seen.usage == (100, 1000)
+    assert seen.complete and seen.final_usage == Usage(100, 1000)
 
 
 def test_a_chat_stream_without_a_final_usage_chunk_settles_at_done_on_the_last_usage():
@@ -170,7 +171,7 @@ def test_a_chat_stream_without_a_final_usage_chunk_settles_at_done_on_the_last_u
     seen.observe(chunk(900))
     assert not seen.complete
     seen.observe(None, done=True)
-    assert seen.complete and seen.usage == (100, 900)
+    assert seen.complete and seen.final_usage == Usage(100, 900)
     nothing = StreamSettlement("chat")
     nothing.observe(None, done=True)
     assert not nothing.complete  # no usage at all: the caller charges the worst case
@@ -183,7 +184,7 @@ def test_anthropic_usage_is_cumulative_and_final_at_message_stop():
     seen.observe({"type": "message_delta", "usage": {"output_tokens": 700}})
     assert not seen.complete
     seen.observe({"type": "message_stop"})
-    assert seen.complete and seen.usage == (50, 700)
+    assert seen.complete and seen.final_usage == Usage(50, 700)
 
 
 def test_responses_usage_comes_with_the_final_event_only():
@@ -192,7 +193,7 @@ def test_responses_usage_comes_with_the_final_event_only():
     assert not seen.complete
     final = {"type": "response.completed", "response": {"usage": {"input_tokens": 80, "output_tokens": 20}}}
     seen.observe(final)
-    assert seen.complete and seen.usage == (80, 20)
+    assert seen.complete and seen.final_usage == Usage(80, 20)
 
 
 def test_a_tool_type_passes_by_its_exact_name_not_a_prefix():

@@ -26,6 +26,10 @@ class Answer:
     output_tokens: int = 50
     usage: bool = True
     """False: the answer (or the stream) carries no usage."""
+    usage_block: dict[str, Any] | None = None
+    """The usage exactly as sent, in place of the one made of the counts above (a provider's
+    cached tokens in its own shape): the whole answer's, the chat stream's usage chunk, the
+    responses stream's final event; Anthropic streams send its output_tokens at message_delta."""
     status: int = 200
     cut_after: int | None = None
     """Stream only: close the connection after this many events (a broken stream)."""
@@ -192,8 +196,8 @@ def chat_answer(call: Call, a: Answer) -> dict[str, Any]:
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if a.tool else "stop"}],
     }  # fmt: skip
     if a.usage:
-        out["usage"] = {"prompt_tokens": a.input_tokens, "completion_tokens": a.output_tokens,
-                        "total_tokens": a.input_tokens + a.output_tokens}  # fmt: skip
+        out["usage"] = a.usage_block or {"prompt_tokens": a.input_tokens, "completion_tokens": a.output_tokens,
+                                         "total_tokens": a.input_tokens + a.output_tokens}  # fmt: skip
     return out
 
 
@@ -229,8 +233,8 @@ def chat_stream(call: Call, a: Answer) -> Iterator[tuple[str, Any]]:
         {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls" if a.tool else "stop"}]},
     )
     if a.usage and (call.body.get("stream_options") or {}).get("include_usage"):
-        usage = {"prompt_tokens": a.input_tokens, "completion_tokens": a.output_tokens,
-                 "total_tokens": a.input_tokens + a.output_tokens}  # fmt: skip
+        usage = a.usage_block or {"prompt_tokens": a.input_tokens, "completion_tokens": a.output_tokens,
+                                  "total_tokens": a.input_tokens + a.output_tokens}  # fmt: skip
         yield "", {**base, "choices": [], "usage": usage}
     yield "", "[DONE]"
 
@@ -247,6 +251,8 @@ def _response(call: Call, a: Answer, status: str, output: list[dict[str, Any]]) 
                         "total_tokens": a.input_tokens + a.output_tokens,
                         "input_tokens_details": {"cached_tokens": 0},
                         "output_tokens_details": {"reasoning_tokens": 0}}  # fmt: skip
+        if a.usage_block is not None:
+            out["usage"] = a.usage_block
     return out
 
 
@@ -292,13 +298,16 @@ def messages_answer(call: Call, a: Answer) -> dict[str, Any]:
         "content": [_block(a)], "stop_reason": "tool_use" if a.tool else "end_turn", "stop_sequence": None,
     }  # fmt: skip
     if a.usage:
-        out["usage"] = {"input_tokens": a.input_tokens, "output_tokens": a.output_tokens}
+        out["usage"] = a.usage_block or {"input_tokens": a.input_tokens, "output_tokens": a.output_tokens}
     return out
 
 
 def messages_stream(call: Call, a: Answer) -> Iterator[tuple[str, Any]]:
     start = {**messages_answer(call, a), "content": [], "stop_reason": None}
     start["usage"] = {"input_tokens": a.input_tokens, "output_tokens": 1} if a.usage else {}
+    if a.usage and a.usage_block is not None:
+        start["usage"] = {**a.usage_block, "output_tokens": 1}
+    output = (a.usage_block or {}).get("output_tokens", a.output_tokens)
     block = _block(a)
     empty = {**block, "input": {}} if a.tool else {**block, "text": ""}
     delta = ({"type": "input_json_delta", "partial_json": _args(a)} if a.tool
@@ -311,7 +320,7 @@ def messages_stream(call: Call, a: Answer) -> Iterator[tuple[str, Any]]:
         ("content_block_stop", {"index": 0}),
         (
             "message_delta",
-            {"delta": final, **({"usage": {"output_tokens": a.output_tokens}} if a.usage else {})},
+            {"delta": final, **({"usage": {"output_tokens": output}} if a.usage else {})},
         ),
         ("message_stop", {}),
     ]

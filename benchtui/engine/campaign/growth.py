@@ -18,8 +18,8 @@ from typing import Any
 
 from benchtui.core.errors import BadInput
 from benchtui.core.money import fmt_exact
-from benchtui.engine.campaign.identity import SCHEDULING
 from benchtui.engine.campaign.schema import Campaign
+from benchtui.engine.campaign.tables import SCHEDULING
 
 GROWABLE = frozenset({"models", "sessions", "budget"})
 """Identity parts a growth may change; a change of any other part is refused as before."""

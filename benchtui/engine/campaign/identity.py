@@ -21,11 +21,12 @@ from pydantic import BaseModel
 
 from benchtui.core import registry
 from benchtui.core.contract import RunnerProfile
+from benchtui.engine.campaign.tables import Model
 
 
 def identity_parts(
     *,
-    models: Sequence[BaseModel],
+    models: Sequence[Model],
     sessions: Mapping[str, Any],
     budget: BaseModel,
     runners: Mapping[str, RunnerProfile],
@@ -37,7 +38,7 @@ def identity_parts(
     its `[target]` table, None for the default)."""
     parts: dict[str, Any] = _canonical(
         {
-            "models": [m.model_dump(exclude=SCHEDULING) for m in models],
+            "models": [m.identity() for m in models],
             "sessions": dict(sessions),
             "budget": _budget_identity(budget),
             "runners": {
@@ -53,10 +54,6 @@ def identity_parts(
     if protocol is not None:  # campaigns without one keep the identity they had
         parts["protocol"] = _canonical(protocol.model_dump())
     return parts
-
-
-SCHEDULING = {"max_connections"}
-"""Model keys that only say when sessions start, not what they get: outside the identity."""
 
 
 def identity_digest(parts: dict[str, Any]) -> dict[str, str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -17,15 +18,20 @@ from benchtui.core import inputs, registry
 from benchtui.core.errors import BadInput
 from benchtui.engine.campaign.messages import first_errors
 from benchtui.engine.campaign.schema import Campaign, toml_data
+from benchtui.engine.campaign.tables import PriceLookup
 
 MAX_DEPTH = 32
 """Tables and lists nested deeper are refused (deeper data would overflow later steps' recursion)."""
 
 
-def load(path: Path, *, require_target: bool = True, **overrides: Any) -> Campaign:
+def load(
+    path: Path, *, require_target: bool = True, prices: PriceLookup | None = None, **overrides: Any
+) -> Campaign:
     """Load and validate a campaign file; every problem is a one-line BadInput.
 
-    `require_target=False` lets `benchtui check` report a missing target among its other checks."""
+    `require_target=False` lets `benchtui check` report a missing target among its other checks.
+    `prices`: how a front end prices models the file gives no price (litellm's map); the prices
+    found are validated and frozen like those the file gives."""
     try:
         text = inputs.read_text(path, inputs.CAMPAIGN_MAX_BYTES, "the campaign file")
     except FileNotFoundError:
@@ -39,6 +45,8 @@ def load(path: Path, *, require_target: bool = True, **overrides: Any) -> Campai
     if _depth(data) > MAX_DEPTH:  # deeper data would overflow the recursion of later steps
         raise BadInput(f"{path}: values nested more than {MAX_DEPTH} deep")
     _resolve_paths(data, path.parent)
+    if prices is not None:
+        _fill_prices(data, prices)
     token = toml_data.set(data)
     try:
         campaign = Campaign(**{k: v for k, v in overrides.items() if v is not None})
@@ -59,6 +67,32 @@ def load(path: Path, *, require_target: bool = True, **overrides: Any) -> Campai
         what = "does not exist" if not campaign.environment.path.exists() else "is not a directory"
         raise BadInput(f"{path}: environment.path {campaign.environment.path} {what}")
     return campaign
+
+
+def _fill_prices(data: dict[str, Any], prices: PriceLookup) -> None:
+    """Models with neither price get the ones `prices` finds (a model with one of them keeps its
+    own: the missing one is an error, as always)."""
+    models = data.get("models")
+    unpriced = [
+        m
+        for m in (models if isinstance(models, list) else [])
+        if isinstance(m, dict)
+        and isinstance(m.get("name"), str)
+        and "input_usd_per_mtok" not in m
+        and "output_usd_per_mtok" not in m
+    ]
+    if not unpriced:
+        return
+    found = prices([m["name"] for m in unpriced])
+    for model in unpriced:
+        keys = found.get(model["name"])
+        if not isinstance(keys, dict):
+            continue
+        try:
+            priced = {k: Decimal(str(v)) for k, v in keys.items() if k.endswith("_usd_per_mtok")}
+        except ArithmeticError:
+            continue
+        model.update(priced, prices_from=str(keys.get("prices_from", "a price map"))[:200])
 
 
 def _env_variable(loc: tuple[int | str, ...]) -> str | None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -123,13 +124,31 @@ class Protocol(Strict):
     """The triage session's budget (model calls and shell actions; money: per_session_usd)."""
 
 
+SCHEDULING = {"max_connections"}
+"""Model keys that only say when sessions start, not what they get: outside the identity."""
+ADDED_LATER = ("cache_read_usd_per_mtok", "cache_write_usd_per_mtok", "prices_from")
+"""Model keys added after run dirs were written: outside the identity when not given."""
+
+
 class Model(Strict):
     name: str = Field(min_length=1)
     """A litellm model id (for real runners)."""
     input_usd_per_mtok: Decimal = Field(ge=0, le=bounds.MAX_USD_PER_MTOK)
     """USD per million input tokens; charges are computed from it, never from the provider."""
     output_usd_per_mtok: Decimal = Field(ge=0, le=bounds.MAX_USD_PER_MTOK)
-    """USD per million output tokens."""
+    """USD per million output tokens (reasoning included)."""
+    cache_read_usd_per_mtok: Decimal | None = Field(default=None, ge=0, le=bounds.MAX_USD_PER_MTOK)
+    """USD per million prompt tokens the provider read from its cache (OpenAI, llama.cpp and vLLM:
+    `cached_tokens`; Anthropic: `cache_read_input_tokens`; Gemini: `cachedContentTokenCount`).
+    Default: the input price (cached tokens cost what fresh ones do)."""
+    cache_write_usd_per_mtok: Decimal | None = Field(default=None, ge=0, le=bounds.MAX_USD_PER_MTOK)
+    """USD per million prompt tokens written to the provider's cache (Anthropic:
+    `cache_creation_input_tokens`). Default: the input price. The worst case a call is held at
+    prices its prompt at the dearest of the three prompt prices, never at a discount."""
+    prices_from: str | None = Field(default=None, max_length=200)
+    """Where the prices came from when the campaign file gave none (`input_usd_per_mtok` and
+    `output_usd_per_mtok` both left out): litellm's price map, read offline by the front end
+    (`"litellm 1.110.2 price map"`), the prices frozen into the run's campaign copy. Not set by hand."""
     max_output_tokens: int = Field(default=4096, gt=0, le=bounds.MAX_OUTPUT_TOKENS)
     """Sent with every call; bounds the worst case that is authorised."""
     api_base: str | None = None
@@ -162,8 +181,21 @@ class Model(Strict):
     def _env_name(cls, value: str | None) -> str | None:
         return None if value is None else bounds.check_text(value, "api_key_env")
 
+    def identity(self) -> dict[str, Any]:
+        """The keys that make its sessions comparable: not scheduling, and a price added later
+        left out at its default (the identity of campaigns before it stays what it was)."""
+        data = self.model_dump(exclude=SCHEDULING)
+        for key in ADDED_LATER:
+            if data.get(key) is None:
+                del data[key]
+        return data
+
     def spec(self) -> ModelSpec:
         return ModelSpec(**{k: getattr(self, k) for k in ModelSpec.__slots__})
+
+
+PriceLookup = Callable[[list[str]], dict[str, dict[str, Any]]]
+"""Model names -> the price keys to add for each one priced (runners/mini/prices.py: litellm's map)."""
 
 
 class Environment(Strict):

@@ -19,11 +19,13 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
 import openai
+
+from benchtui.core.usage import Usage, cost_amount, read_usage
 
 
 @dataclass
@@ -111,27 +113,54 @@ def failed_attempt_cost(
     return f"the call failed after it was sent ({type(exc).__name__}): the provider may have served it"
 
 
+def client_refusal(exc: BaseException, sent: bool) -> str | None:
+    """What the client said when it refused to send a call (no request reached the transport:
+    missing credentials, a model name no provider routes), or None. Such a failure is the
+    client's, not the server's (litellm words it InternalServerError or BadRequestError): never
+    retried, never charged. A call's deadline is never a refusal (it may have been sent)."""
+    if sent or any(isinstance(e, CallDeadline) for e in _chain(exc)):
+        return None
+    said = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    for prefix in ("litellm.InternalServerError: ", "litellm.BadRequestError: ", "InternalServerError: "):
+        said = said.removeprefix(prefix)
+    return said[:300]
+
+
 def _refused_by_the_sdk(exc: BaseException) -> bool:
     """The OpenAI SDK's own refusal before any request (its base error, not an API error)."""
     return type(exc) is openai.OpenAIError
 
 
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def billable_usage(usage: Any) -> tuple[int, int] | str:
-    """(input, output tokens) as the provider reported them, or why they cannot be trusted.
+def billable_usage(response: Any) -> Usage | str:
+    """The usage of a served answer by bucket (core/usage.py reads litellm's normalised shape:
+    prompt tokens with their cached and cache-written parts, output with its reasoning), with the
+    provider's own cost where it said one; or why the usage cannot be trusted.
 
     A served call has a prompt and an answer, so zero counts mean "missing" (litellm's fill-in)."""
+    usage = getattr(response, "usage", None)
     if usage is None:
         return "the provider reported no usage"
-    prompt, completion = (
-        _count(getattr(usage, "prompt_tokens", None)),
-        _count(getattr(usage, "completion_tokens", None)),
-    )
-    if prompt is None or prompt <= 0:
-        return f"unusable prompt_tokens in the usage ({getattr(usage, 'prompt_tokens', None)!r:.40})"
-    if completion is None or completion <= 0:
-        return f"unusable completion_tokens in the usage ({getattr(usage, 'completion_tokens', None)!r:.40})"
-    return prompt, completion
+    data = usage.model_dump() if hasattr(usage, "model_dump") else usage
+    if not isinstance(data, dict):
+        return f"the usage is not an object ({type(usage).__name__})"
+    found = read_usage(data, "chat", timings=_extra(response, "timings"))
+    if isinstance(found, str):
+        return found
+    if found.prompt_tokens <= 0:
+        return f"unusable prompt_tokens in the usage ({data.get('prompt_tokens')!r:.40})"
+    if found.output_tokens <= 0:
+        return f"unusable completion_tokens in the usage ({data.get('completion_tokens')!r:.40})"
+    if found.provider_cost_usd is None:  # litellm's own cost from its price map, where it knows one
+        hidden = getattr(response, "_hidden_params", None)
+        litellm_cost = cost_amount(hidden.get("response_cost")) if isinstance(hidden, dict) else None
+        if litellm_cost:  # 0 or None: litellm does not know the model's price
+            found = replace(found, provider_cost_usd=litellm_cost)
+    return found
+
+
+def _extra(response: Any, key: str) -> Any:
+    """A top-level field of the provider's answer that litellm kept (llama.cpp's `timings`)."""
+    try:
+        return response.get(key) if hasattr(response, "get") else getattr(response, key, None)
+    except Exception:
+        return None

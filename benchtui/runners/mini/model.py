@@ -122,6 +122,11 @@ class MeteredModel(LitellmModel):
                     response = self._send(messages, **kwargs)
                 break
             except Exception as exc:
+                refused = billing.client_refusal(exc, billing.OBSERVED.sent)
+                if refused is not None:  # nothing was sent: nothing to charge, nothing to retry
+                    self._charge(prompt_tokens, None, failed=True)
+                    exc.client_refused = refused  # type: ignore[attr-defined]  # for the error's wording
+                    raise exc from None
                 why = billing.failed_attempt_cost(exc, billing.OBSERVED.status, hit[0], billing.OBSERVED.sent)
                 throttled = why is None and getattr(exc, "status_code", None) == throttle.TOO_MANY_REQUESTS
                 self._charge(prompt_tokens, why, failed=True, throttled=throttled, after=_headers(exc))
@@ -137,11 +142,21 @@ class MeteredModel(LitellmModel):
         parsed = self._parse(response)  # what the answer holds goes with its generation's evidence
         self._parsed = (response, parsed)
         outcome = {"outcome": "action"} if isinstance(parsed, list) else formats.evidence(self.format_error)
-        usage = billing.billable_usage(getattr(response, "usage", None))
+        usage = billing.billable_usage(response)
         if isinstance(usage, str):  # served, but its usage cannot be trusted: the worst case
             self._charge(prompt_tokens, usage, outcome=outcome)
         else:
-            self.channel.send("usage", input_tokens=usage[0], output_tokens=usage[1], **outcome)
+            cost = usage.provider_cost_usd
+            self.channel.send(
+                "usage",
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=usage.cache_read_tokens,
+                cache_write_tokens=usage.cache_write_tokens,
+                reasoning_tokens=usage.reasoning_tokens,
+                **({"provider_cost_usd": str(cost)} if cost is not None else {}),
+                **outcome,
+            )
         self.calls += 1
         command = parsed[0].get("command") if isinstance(parsed, list) and parsed else None
         # What the model sent as its command, as it sent it: a tool call's arguments can hold a

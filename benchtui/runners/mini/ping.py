@@ -26,6 +26,12 @@ from benchtui.core.endings import CAUSE_WORDS, FORMAT_ERRORS, SERVER_FIX, SERVER
 from benchtui.runners.kit import secrets as keys
 from benchtui.runners.kit import serverprobe
 
+KEYLESS = "no-key"
+"""The key sent to an `api_base` whose model names no `api_key_env` (a server that checks none);
+the mini runner's sessions send the same (runners/mini/runner.py)."""
+CLIENT_REFUSED = "the client refused to send the call"
+"""The words of an error the client raised before sending (engine/breaker.py's kind)."""
+
 PROMPTS = {
     "tool_call": "Run the shell command `echo ok`: call the bash tool once, with that command.",
     "text": "Run the shell command `echo ok`: reply with exactly this block and nothing else:\n"
@@ -76,7 +82,8 @@ class PingRunner(RunnerKind):
                 "litellm": m.litellm,
             },
             "timeout": self.profile.request_timeout_s,
-            "api_key": secrets.get(key_name) if key_name else None,
+            # As a session sends it: a keyless server (api_base, no key variable) gets a placeholder.
+            "api_key": secrets.get(key_name) if key_name else (KEYLESS if m.api_base else None),
         }
         env = {**keys.public_environment(filter(None, [key_name])), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         with trio.move_on_after(self.profile.request_timeout_s + START_S):
@@ -118,21 +125,23 @@ class PingRunner(RunnerKind):
     ) -> SessionOutcome:
         if "error" in answer:
             timed_out = bool(answer.get("timeout"))  # the provider may have billed it: the worst case
-            meter.charge(Usage(PROMPT_TOKENS, max_tokens) if timed_out else Usage())
+            meter.charge(Usage(PROMPT_TOKENS, max_tokens, worst_case=True) if timed_out else Usage())
             why = keys.scrub(str(answer["error"]), secrets)
+            if answer.get("refused"):  # the client's refusal, before anything was sent: not the server
+                why = f"{CLIENT_REFUSED} (nothing sent, nothing charged): {why}"
+                return SessionOutcome("error", reason=why, infra_error=True, ending="setup_error")
             if SERVER_WITHOUT_TOOLS.search(why):  # it refused the bash tool: no answer to read
                 why = f"{CAUSE_WORDS['server']} (it refused the bash tool: {why[:200]}); fix: {SERVER_FIX}"
                 return SessionOutcome(
                     "error", reason=why, infra_error=True, ending="provider_error", cause="server"
                 )
             return SessionOutcome("error", reason=why, infra_error=True, ending="provider_error")
-        # No usage reported: the worst case, never under (docs/design/invariants.md#f6).
-        if answer.get("input_tokens") is None:
-            usage = Usage(PROMPT_TOKENS, max_tokens)
-        else:
-            usage = Usage(int(answer["input_tokens"]), int(answer["output_tokens"]))
+        # No usage that can be trusted: the worst case, never under (docs/design/invariants.md#f6).
+        found = Usage.from_buckets(answer.get("usage"))
+        usage = found if isinstance(found, Usage) else Usage(PROMPT_TOKENS, max_tokens, worst_case=True)
         cost = meter.charge(usage)
-        spent = f"{usage.input_tokens} + {usage.output_tokens} tokens, ${cost:.6f}"
+        cached = f", {usage.cache_read_tokens} of them cached" if usage.cache_read_tokens else ""
+        spent = f"{usage.prompt_tokens} + {usage.output_tokens} tokens{cached}, ${cost:.6f}"
         if usage.output_tokens > max_tokens:
             return SessionOutcome(
                 "error", reason=f"{ignores_max_tokens(usage.output_tokens, max_tokens)} ({spent})"

@@ -1,9 +1,10 @@
 """The child process of a ping: one litellm call, with the arguments a session would send.
 
 Reads {prompt, model, timeout, api_key, action_format} as JSON on stdin; prints one JSON line:
-the usage the provider returned, the reply, and the action it holds in that format (`tool_call`:
+the usage the provider returned (by bucket: core/usage.py), the reply, and the action it holds in that format (`tool_call`:
 the request offers the bash tool; `text`: none) or why it holds none, as a session would parse it
-(runners/mini/actions.py); or {"error", "timeout"}. Run as `python -m`, never imported by the
+(runners/mini/actions.py); or {"error", "timeout", "status"} (the HTTP status, where one came), or
+{"error", "refused": true} when the client refused to send it (nothing left the machine). Run as `python -m`, never imported by the
 engine (it imports litellm).
 """
 
@@ -35,8 +36,10 @@ def _call(request: dict[str, Any]) -> dict[str, Any]:
     from minisweagent.exceptions import FormatError
     from minisweagent.models.utils.actions_toolcall import BASH_TOOL
 
-    from benchtui.runners.mini import actions
+    from benchtui.runners.mini import actions, billing
     from benchtui.runners.mini.model import model_kwargs, root_cause
+
+    billing.observe_http()  # did the request leave the client? (a refusal before it is no 5xx)
 
     kwargs = model_kwargs(request["model"], request["timeout"])
     if request.get("api_key"):
@@ -52,14 +55,19 @@ def _call(request: dict[str, Any]) -> dict[str, Any]:
         )
     except Exception as exc:  # any failure is the answer: one line, the key never in it
         timeout = isinstance(exc, openai.APITimeoutError | litellm.exceptions.Timeout)
+        refused = billing.client_refusal(exc, billing.OBSERVED.sent)
+        if refused is not None:
+            return {"error": refused, "refused": True, "timeout": False}
         said = str(exc).splitlines()[0][:300] if str(exc) else ""
+        status = billing.OBSERVED.status
         answer = {"error": f"{type(exc).__name__}: {said}{root_cause(exc)}", "timeout": timeout}
+        if status is not None:
+            answer["status"] = status
     else:
-        usage = getattr(response, "usage", None)
+        usage = billing.billable_usage(response)
         reply = response.choices[0].message.content or ""
-        answer = {
-            "input_tokens": getattr(usage, "prompt_tokens", None),  # None: unknown
-            "output_tokens": getattr(usage, "completion_tokens", None) or 0,
+        answer = {  # no usage that can be trusted: "usage" says why (the worst case is charged)
+            "usage": usage if isinstance(usage, str) else usage.buckets(),
             "reply": reply.strip(),
         }
         try:

@@ -9,6 +9,7 @@ Not stdout (litellm prints there). The worker speaks first and the engine only e
     {"t": "authorise", "prompt_tokens": 812}     ->    {"t": "authorised", "ok": true, "ended": ""}
                                                        (docs/design/invariants.md#f5; ended: "accepted")
     {"t": "usage", "input_tokens": 800, "output_tokens": 90, "outcome": "action"}        (docs/design/invariants.md#f6)
+      (+ "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "provider_cost_usd": "0.01")
     {"t": "usage", "input_tokens": 0, …, "throttled": true, "retry_after_s": 2}          (a 429)
     {"t": "use", "counters": ["shell_actions"]}  ->    {"t": "used", "ok": true, "message": ""}
     {"t": "budget"}                              ->    {"t": "budget", "line": "[budget] calls 1/10 …"}
@@ -27,9 +28,12 @@ import json
 import socket
 import time
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import trio
+
+from benchtui.core.usage import cost_amount
 
 MAX_LINE = 32 * 1024 * 1024
 """The largest message either end sends or accepts. The worker keeps what the model printed
@@ -77,6 +81,12 @@ class UsageReport:
     """What the answer held: `action`, or `format_error` (no usable action; `format_error` says
     which kind); empty for an attempt that got no answer."""
     format_error: str = ""
+    cache_read_tokens: int | None = 0
+    cache_write_tokens: int | None = 0
+    reasoning_tokens: int | None = 0
+    """The other buckets (core/usage.py; None: unreadable, so the report is)."""
+    provider_cost_usd: Decimal | None = None
+    """What the provider said the call cost (for the audit, never charged)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +173,10 @@ def decode(message: dict[str, Any]) -> WorkerMessage | None:
             _seconds(message.get("retry_after_s")),
             _text(message.get("outcome"), 40),
             _text(message.get("format_error"), 40),
+            count(message.get("cache_read_tokens", 0)),
+            count(message.get("cache_write_tokens", 0)),
+            count(message.get("reasoning_tokens", 0)),
+            cost_amount(message.get("provider_cost_usd")),
         )
     if kind == "use":
         return Use()

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import signal
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,6 +26,7 @@ from benchtui.core.contract import (
     Check,
     LogicalLimits,
     Meter,
+    ModelSpec,
     RunnerKind,
     RunnerProfile,
     SessionOutcome,
@@ -39,8 +41,9 @@ from benchtui.runners.kit.evidence import Evidence
 from benchtui.runners.kit.oneshot import OneShot
 from benchtui.runners.kit.toolgate import counting
 from benchtui.runners.kit.verdict import Verification, WorkerReport, judge
-from benchtui.runners.mini import forkserver
+from benchtui.runners.mini import forkserver, routes
 from benchtui.runners.mini import preflight as checks
+from benchtui.runners.mini.ping import KEYLESS
 from benchtui.runners.mini.profile import TRIAGE_TEMPLATE, MiniSweProfile, load_templates
 from benchtui.runners.mini.protocol import EngineChannel
 from benchtui.runners.mini.serving import Worker, WorkerSession
@@ -110,10 +113,6 @@ class WorkerProcess:
             self._pidfd = None
 
 
-KEYLESS = "no-key"
-"""The key sent to an `api_base` whose model names no `api_key_env` (a server that checks none)."""
-
-
 class MiniSweRunner(RunnerKind):
     """Enter it (`async with runner:`) before running sessions: it owns the pre-warmed zygote."""
 
@@ -148,6 +147,11 @@ class MiniSweRunner(RunnerKind):
     @classmethod
     def ping_profile(cls, profile: Any) -> dict[str, Any] | None:
         return checks.ping_profile(profile)
+
+    @classmethod
+    def model_checks(cls, profile: Any, models: Sequence[ModelSpec]) -> list[Check]:
+        """A model name litellm routes to no provider (runners/mini/routes.py)."""
+        return routes.model_checks(models)
 
     @classmethod
     def notes(cls, profile: Any) -> list[str]:

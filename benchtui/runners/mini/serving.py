@@ -100,24 +100,50 @@ class WorkerSession:
         that was authorised for the attempt (docs/design/invariants.md#f6: never under), and every worst-case charge says
         why."""
         report = self.report
-        tokens: tuple[int | None, int | None] = (usage.input_tokens, usage.output_tokens)
+        counts = (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+        )
         why = usage.worst_case
-        if None in tokens:
+        if None in counts:
             why = f"unreadable usage report: {usage.raw}"
-            tokens = report.prompt_tokens, report.max_output_tokens
+            charged = Usage(report.prompt_tokens, report.max_output_tokens, worst_case=True)
+        elif why:  # the worker sent the worst case it was authorised (prompt, max output)
+            charged = Usage(counts[0] or 0, counts[1] or 0, worst_case=True)
+        else:
+            charged = Usage(
+                counts[0] or 0,
+                counts[1] or 0,
+                cache_read_tokens=counts[2] or 0,
+                cache_write_tokens=counts[3] or 0,
+                reasoning_tokens=counts[4] or 0,
+                provider_cost_usd=usage.provider_cost_usd,
+            )
         if why:
             report.worst_case.append(why[:300])
         # A failed attempt the provider surely did not bill (refused, a 429) was no model call either.
-        unserved = usage.failed and not why and tokens == (0, 0)
+        unserved = usage.failed and not why and charged.tokens == 0
         if usage.throttled and unserved:  # every session of the provider waits out its backoff
             self.meter.throttled(usage.retry_after_s)
-        charged = Usage(tokens[0] or 0, tokens[1] or 0)
         cost = self.meter.charge(charged, served=not unserved)
         if self.evidence is not None:
             self.evidence.record(
                 "generation",
                 input_tokens=charged.input_tokens,
                 output_tokens=charged.output_tokens,
+                **{
+                    f"{bucket}_tokens": n
+                    for bucket, n in charged.buckets().items()
+                    if bucket not in ("input", "output") and n
+                },
+                **(
+                    {"provider_cost_usd": str(charged.provider_cost_usd)}
+                    if charged.provider_cost_usd is not None
+                    else {}
+                ),
                 cost_usd=str(cost),
                 hold_usd=str(self.meter.worst_case_usd(report.prompt_tokens)),  # what was authorised
                 charged=not unserved,

@@ -33,6 +33,7 @@ from benchtui.runners.kit import resources as processes
 from benchtui.runners.mini import billing
 from benchtui.runners.mini.actions import strip_actions
 from benchtui.runners.mini.model import MeteredModel, model_kwargs, root_cause
+from benchtui.runners.mini.ping import CLIENT_REFUSED
 from benchtui.runners.mini.profile import load_templates
 from benchtui.runners.mini.protocol import MAX_BLOCKS_BYTES, MessageTooLarge, ParentGone, WorkerChannel
 from benchtui.runners.mini.resources import Limits, Watched
@@ -64,6 +65,9 @@ def _classify(exc: BaseException) -> tuple[str, str, bool]:
     reason = f"{type(exc).__name__}: {str(exc)[:500]}"
     if isinstance(exc, litellm.exceptions.ContextWindowExceededError):
         return "ContextWindowExceeded", reason, False
+    refused = getattr(exc, "client_refused", None)
+    if refused is not None:  # not the server's failure: it never saw the call
+        return "ApiError", f"{CLIENT_REFUSED} (nothing sent, nothing charged): {refused}", True
     if isinstance(exc, openai.APIError | billing.CallDeadline):
         n = getattr(exc, "requests_made", 1)
         reason += root_cause(exc)

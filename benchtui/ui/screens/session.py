@@ -212,7 +212,7 @@ def render_step(step: Step) -> Text:
         text.append(
             "▶ model call"
             + (
-                f" {call.n} · {call.input_tokens} in, {call.output_tokens} out · {fmt_usd(call.cost_usd)}"
+                f" {call.n} · {call.input_tokens} in, {call.output_tokens} out{call.cache_note} · {fmt_usd(call.cost_usd)}"
                 if call
                 else ""
             ),

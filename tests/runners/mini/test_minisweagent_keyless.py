@@ -11,7 +11,9 @@ import trio
 from support.mini import journal, pred_on_path, run_campaign, write_campaign
 from support.scripted_llm import SUBMIT, Reply, ScriptedLLM
 
-from benchtui.runners.mini.runner import KEYLESS
+from benchtui.engine.breaker import infra_kind
+from benchtui.engine.records import JournalRecord
+from benchtui.runners.mini.ping import CLIENT_REFUSED, KEYLESS
 
 
 @pytest.fixture(autouse=True)
@@ -55,3 +57,21 @@ async def test_a_call_the_sdk_refuses_to_send_is_charged_nothing(tmp_path):
     assert record["state"] == "error" and record["retryable"]
     assert "Missing credentials" in record["reason"] or "api_key" in record["reason"], record["reason"]
     assert record["cost_usd"] == 0
+
+
+@pytest.mark.trio
+async def test_a_refusal_before_sending_is_the_clients_never_retried_nor_a_5xx(tmp_path):
+    """litellm words the SDK's refusal "InternalServerError": it is neither the server's nor
+    worth a retry (each would be refused the same way)."""
+    path = write_campaign(tmp_path, "http://127.0.0.1:9/v1", runner={"retries": 3, "retry_backoff_s": 5})
+    without_keys(path, api_base=False)
+    with trio.fail_after(60):
+        prep, _ = await run_campaign(path, tmp_path / "runs")
+    (record,) = journal(prep.run_dir).values()
+    assert record["reason"].startswith(f"{CLIENT_REFUSED} (nothing sent, nothing charged): "), record[
+        "reason"
+    ]
+    assert "InternalServerError" not in record["reason"]
+    assert record["cost_usd"] == 0 and record["calls"] == 1  # each retry would be authorised anew
+    kind = infra_kind(JournalRecord.from_json(record))
+    assert kind is not None and kind.startswith("the client refused"), kind

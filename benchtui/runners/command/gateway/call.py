@@ -23,6 +23,7 @@ from urllib.parse import quote
 import aiohttp
 import orjson
 
+from benchtui.core.usage import Usage
 from benchtui.runners.command.gateway import policy
 from benchtui.runners.command.gateway.dialects import NO_RETRY, REFUSAL_STATUS, Dialect
 from benchtui.runners.command.gateway.grant import Grant
@@ -35,8 +36,10 @@ FORWARDED = ("content-type", "accept", "anthropic-version", "anthropic-beta", "o
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 """A provider's answer, whole or streamed; past it the call is cut and charged its hold."""
 REDACTED = b"[redacted by benchtui]"
-Used = tuple[int, int] | None
-"""(input, output) tokens to charge; None: the call's worst case (the hold)."""
+Used = Usage | None
+"""The usage to charge (core/usage.py, by bucket); None: the call's worst case (the hold)."""
+NOTHING = Usage()
+"""What an error answer, or a call that never reached the provider, costs."""
 
 
 class Meter(Protocol):
@@ -194,7 +197,7 @@ async def _forward(
     except aiohttp.ClientError as exc:
         # Not connected: the provider never saw the call. Anything later: it may have billed it.
         unseen = isinstance(exc, aiohttp.ClientConnectorError)
-        settle((0, 0) if unseen else None, served=not unseen)  # unseen: its model_calls unit returns
+        settle(NOTHING if unseen else None, served=not unseen)  # unseen: its model_calls unit returns
         await reply.fail(502, f"gateway: provider unreachable: {type(exc).__name__}: {exc}")
         return
     try:
@@ -206,7 +209,7 @@ async def _forward(
         try:
             data = await read_bounded(response)
         except aiohttp.ClientError:
-            settle(None if status == 200 else (0, 0), served=status == 200)
+            settle(None if status == 200 else NOTHING, served=status == 200)
             await reply.fail(502, "gateway: the provider's answer broke off")
             return
         if data is None:
@@ -216,7 +219,7 @@ async def _forward(
         if status == throttle.TOO_MANY_REQUESTS:
             throttled(throttle.retry_after_s(response.headers))
         if status != 200:
-            settle((0, 0), served=False)  # an error answer is no generation: not a model call
+            settle(NOTHING, served=False)  # an error answer is no generation: not a model call
         else:
             try:
                 found = policy.answer_usage(dialect.name, orjson.loads(data))
@@ -261,7 +264,7 @@ async def _relay_stream(
                 if seen.observe(event.data, event.done):
                     kept.append(event.raw)
                 if seen.complete:
-                    settle(seen.usage)
+                    settle(seen.final_usage)
             if kept:
                 await reply.body(b"".join(kept))
     except aiohttp.ClientError:

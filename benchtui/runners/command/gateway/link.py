@@ -3,7 +3,8 @@ message one JSON array on a line (orjson never writes a raw newline).
 
 relay -> engine
     ["h", id, token, prompt_tokens, output_tokens]   hold a call's worst case (awaits "h")
-    ["c", id, input_tokens, output_tokens, served]   charge call `id` (tokens null: its worst case)
+    ["c", id, buckets, served, provider_cost]        charge call `id` (buckets: core/usage.py's
+                                                     {"input", "cache_read", …}; null: its worst case)
     ["t", id, retry_after_s | null]                  the provider answered call `id` with 429
     ["a", id, payload]                               the answer to the engine's request `id`
 engine -> relay

@@ -13,12 +13,13 @@ Independent of the HTTP server (no trio, no httpx): a relay process may call it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import orjson
 
 from benchtui.core.billable import unbounded_option
+from benchtui.core.usage import Usage, read_usage
 
 Api = Literal["chat", "responses", "messages"]
 OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens", "max_new_tokens")
@@ -193,34 +194,25 @@ def _clamp_thinking(api: Api, body: dict[str, Any], bound: int) -> int | Refusal
 
 
 # -- settlement ---------------------------------------------------------------------------------
-def _count(value: Any) -> int:
-    return value if type(value) is int and value > 0 else 0
-
-
-def answer_usage(api: Api, answer: Any) -> tuple[int, int] | None:
-    """(input, output) tokens of a whole answer (or of a stream event carrying `usage`)."""
-    if not isinstance(answer, dict):
+def answer_usage(api: Api, answer: Any) -> Usage | None:
+    """The buckets of a whole answer (or of a stream event carrying `usage`), read by
+    core/usage.py in the API's shape; None when it has none, or one that cannot be trusted
+    (negative, contradictory, not counts): the call's worst case is charged then."""
+    if not isinstance(answer, dict) or not isinstance(answer.get("usage"), dict):
         return None
-    u = answer.get("usage")
-    if not isinstance(u, dict):
-        return None
-    if api == "chat":
-        if type(u.get("prompt_tokens")) is not int:
-            return None
-        return _count(u.get("prompt_tokens")), _count(u.get("completion_tokens"))
-    if api == "responses":
-        if type(u.get("input_tokens")) is not int:
-            return None
-        return _count(u.get("input_tokens")), _count(u.get("output_tokens"))
-    if type(u.get("output_tokens")) is not int:
-        return None
-    return _anthropic_input(u), _count(u.get("output_tokens"))
+    found = read_usage(answer["usage"], api, timings=answer.get("timings"))
+    return None if isinstance(found, str) else found
 
 
-def _anthropic_input(u: dict[str, Any]) -> int:
-    # Cache writes and reads are prompt tokens too; the campaign has one input price.
-    return sum(
-        _count(u.get(k)) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+def _most(a: Usage, b: Usage) -> Usage:
+    """Bucket by bucket the larger (a stream's usage is cumulative: never less than the truth)."""
+    return Usage(
+        max(a.input_tokens, b.input_tokens),
+        max(a.output_tokens, b.output_tokens),
+        cache_read_tokens=max(a.cache_read_tokens, b.cache_read_tokens),
+        cache_write_tokens=max(a.cache_write_tokens, b.cache_write_tokens),
+        reasoning_tokens=max(a.reasoning_tokens, b.reasoning_tokens),
+        provider_cost_usd=b.provider_cost_usd if b.provider_cost_usd is not None else a.provider_cost_usd,
     )
 
 
@@ -237,22 +229,31 @@ class StreamSettlement:
 
     api: Api
     client_wants_usage: bool = True
-    input_tokens: int = 0
-    output_tokens: int = 0
+    usage: Usage = field(default_factory=Usage)
     complete: bool = False
+    untrusted: bool = False
+    """An event carried a usage that cannot be trusted: the stream is charged its worst case."""
     _seen: bool = False
     _final_delta: bool = False
 
     FINAL_RESPONSES = ("response.completed", "response.incomplete", "response.failed")
 
     @property
-    def usage(self) -> tuple[int, int]:
-        return self.input_tokens, self.output_tokens
+    def final_usage(self) -> Usage | None:
+        """What to charge once `complete` (None: the worst case)."""
+        return None if self.untrusted else self.usage
 
-    def _take(self, found: tuple[int, int]) -> None:
-        self.input_tokens = max(self.input_tokens, found[0])
-        self.output_tokens = max(self.output_tokens, found[1])
+    def _take(self, usage: Any, shape: Api, timings: Any = None) -> bool:
+        """Take an event's usage; False when it had none to take."""
+        if not isinstance(usage, dict):
+            return False
+        found = read_usage(usage, shape, timings=timings)
+        if isinstance(found, str):
+            self.untrusted = True
+        else:
+            self.usage = _most(self.usage, found)
         self._seen = True
+        return True
 
     def observe(self, event: dict[str, Any] | None, done: bool = False) -> bool:
         """Note what an event carries (`done`: the `[DONE]` line); False: keep it from the client."""
@@ -262,11 +263,11 @@ class StreamSettlement:
             if done:
                 self.complete = self._seen
                 return True
-            found = answer_usage("chat", event)
-            if found is None:
+            if not isinstance(event, dict) or not self._take(
+                event.get("usage"), "chat", event.get("timings")
+            ):
                 return True
-            self._take(found)
-            choices = event.get("choices") if event else None
+            choices = event.get("choices")
             if not choices:
                 self.complete = True
                 return self.client_wants_usage
@@ -276,18 +277,15 @@ class StreamSettlement:
         kind = event.get("type")
         if self.api == "responses":
             if kind in self.FINAL_RESPONSES:
-                found = answer_usage("responses", event.get("response"))
-                if found is not None:
-                    self._take(found)
+                response = event.get("response")
+                if isinstance(response, dict) and self._take(response.get("usage"), "responses"):
                     self.complete = True
             return True
         if kind == "message_start" and isinstance(event.get("message"), dict):
-            u = event["message"].get("usage")
-            if isinstance(u, dict):
-                self._take((_anthropic_input(u), _count(u.get("output_tokens"))))
+            self._take(event["message"].get("usage"), "messages")
         elif kind == "message_delta" and isinstance(event.get("usage"), dict):
             u = event["usage"]
-            self._take((_anthropic_input(u), _count(u.get("output_tokens"))))
+            self._take(u, "messages")
             self._final_delta = type(u.get("output_tokens")) is int
         elif kind == "message_stop":
             self.complete = self._final_delta

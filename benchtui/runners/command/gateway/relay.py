@@ -112,9 +112,10 @@ class EngineLink:
 
     def charge(self, call: int, used: Used, served: bool = True) -> None:
         if used is None:
-            self._send(encode("c", call, None, None, served))
+            self._send(encode("c", call, None, served))
         else:
-            self._send(encode("c", call, used[0], used[1], served))
+            cost = used.provider_cost_usd
+            self._send(encode("c", call, used.buckets(), served, None if cost is None else str(cost)))
 
     async def read(self, reader: asyncio.StreamReader) -> None:
         """Until the engine closes the channel; then this process ends."""

@@ -21,7 +21,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ import trio
 
 from benchtui.core import tempdirs
 from benchtui.core.contract import Meter, ModelSpec, Usage
+from benchtui.core.usage import cost_amount
 from benchtui.runners.command.gateway.grant import PROMPT_OVERHEAD_TOKENS, Binding
 from benchtui.runners.command.gateway.link import Lines, default_limit, encode, relay_environment
 from benchtui.runners.command.gateway.nodes import NodeGateway
@@ -216,8 +217,8 @@ class Gateway:
         if binding is None or not binding.open:
             relay.send(encode("h", call, "gateway: unknown or expired session token"))
             return
-        worst = Usage(prompt_tokens, output_tokens)
-        hold = binding.meter.price(worst)
+        worst = Usage(prompt_tokens, output_tokens, worst_case=True)
+        hold = binding.meter.price(worst)  # its prompt at the dearest prompt price
         if not await binding.meter.authorise(hold):
             relay.send(encode("h", call, _refusal(binding.meter)))
             return
@@ -229,16 +230,17 @@ class Gateway:
         relay.send(encode("h", call, None))
 
     def _charge(
-        self, relay: _Relay, call: int, input_tokens: int | None, output_tokens: int | None, served: bool
+        self, relay: _Relay, call: int, buckets: Any, served: bool, provider_cost: Any = None
     ) -> None:
         held = relay.holds.pop(call, None)
         if held is None:
             return
         binding, hold, worst = held
         if binding.settling:
-            counts = (input_tokens, output_tokens)
-            exact = all(type(n) is int and n >= 0 for n in counts)  # else: its worst case, never less
-            used = Usage(*counts) if exact else worst  # type: ignore[arg-type]
+            found = Usage.from_buckets(buckets) if buckets is not None else None
+            if isinstance(found, Usage):  # else: its worst case, never less
+                found = replace(found, provider_cost_usd=cost_amount(provider_cost))
+            used = found if isinstance(found, Usage) else worst
             served = served is not False
             binding.meter.charge(used, settles=hold, served=served)
 
