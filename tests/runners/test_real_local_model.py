@@ -40,7 +40,7 @@ from benchtui.story.trajectory import rejected_answer
 pytestmark = pytest.mark.slow
 
 MODELS = ("openai/smollm2-a", "openai/smollm2-b")
-PRICE_IN, PRICE_OUT = Decimal("0.5"), Decimal("2")
+PRICE_IN, PRICE_CACHED, PRICE_OUT = Decimal("0.5"), Decimal("0.05"), Decimal("2")
 SERVER_ADVICE = ("--jinja", "--enable-auto-tool-choice", "switch tool calling on")
 
 
@@ -49,6 +49,19 @@ def llama(tmp_path_factory):
     server, gguf = require_llama()
     with served(server, gguf, tmp_path_factory.mktemp("llama") / "server.log") as url:
         yield url
+
+
+def started_at(run_dir, end) -> float:
+    """When the attempt of `end` started (its journal's running line)."""
+    for line in (run_dir / "sessions.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if (
+            rec.get("session") == end["session"]
+            and rec.get("state") == "running"
+            and rec["attempt"] == end["attempt"]
+        ):
+            return float(rec["t"])
+    return float(end["t"])
 
 
 def answers(run_dir, session: str, attempt: int) -> list[str]:
@@ -77,6 +90,7 @@ def test_a_real_two_model_campaign_on_one_local_server(tmp_path, monkeypatch, ca
         model={
             "max_output_tokens": 256,
             "input_usd_per_mtok": float(PRICE_IN),
+            "cache_read_usd_per_mtok": float(PRICE_CACHED),  # a tenth: what llama.cpp had cached
             "output_usd_per_mtok": float(PRICE_OUT),
         },
     )
@@ -108,15 +122,29 @@ def test_a_real_two_model_campaign_on_one_local_server(tmp_path, monkeypatch, ca
         assert end["ending"]["name"] in ENDINGS, end
         assert GROUP[end["ending"]["name"]] != "infrastructure", end  # a real server on loopback
 
-    # Usage = ledger: every call charged from the tokens the server reported, at the model's prices.
+    # Usage = ledger: every call charged from the tokens the server reported, by bucket (llama.cpp
+    # reports the prompt tokens it had cached: a session re-sends its conversation), at the
+    # model's prices — the cached ones at the cache price; cache writes at the input price.
     ledger = prep.checkpoint.ledger
+    cached = calls = 0
     for model in MODELS:
         charged = Decimal(0)
         for end in (e for e in ends if e["model"] == model):
             for call in evidence.read(run, end["session"], end["attempt"]).generations:
                 assert not call.worst_case, call  # the server reported usage for each
-                charged += token_cost(call.input_tokens, PRICE_IN) + token_cost(call.output_tokens, PRICE_OUT)
+                cost = (
+                    token_cost(call.input_tokens, PRICE_IN)
+                    + token_cost(call.cache_read_tokens, PRICE_CACHED)
+                    + token_cost(call.cache_write_tokens, PRICE_IN)
+                    + token_cost(call.output_tokens, PRICE_OUT)
+                )
+                assert Decimal(call.cost_usd) == cost, call
+                charged += cost
+                cached += call.cache_read_tokens
+                calls += 1
         assert ledger.models[model].spent_usd == charged, model
+    if calls > len(ends):  # a session with a second call: its prompt began with the first's
+        assert cached > 0, "llama.cpp's cached prompt tokens were not read"
 
     # The breaker: a model whose session could not act is stopped, with what is left and why.
     notices = [e.message for e in recorder.events if isinstance(e, ev.Notice) and "in a row" in e.message]
@@ -149,5 +177,6 @@ def test_a_real_two_model_campaign_on_one_local_server(tmp_path, monkeypatch, ca
     print(
         f"\n[{action_format}] campaign {took:.1f} s for {len(ends)} sessions; endings "
         f"{dict(Counter(e['ending']['name'] for e in ends))}; one session: {one['calls']} calls, "
-        f"{one['tokens']} tokens, ${one['cost_usd']}"
+        f"{one['tokens']} tokens, ${one['cost_usd']}, {one['t'] - started_at(run, one):.1f} s; "
+        f"{cached} cached prompt tokens in {calls} calls"
     )

@@ -66,7 +66,7 @@ def require_llama() -> tuple[Path, Path]:
     require(
         "llama.cpp's llama-server",
         server,
-        f"run {ROOT / '.ci/llama-server.sh'} (builds it from llama-cpp-python's sdist, a few minutes), "
+        f"run {ROOT / '.ci/llama-server.sh'} (builds it once from llama-cpp-python's sdist: tens of minutes on 2 busy cores), "
         "or set BENCHTUI_LLAMA_SERVER",
     )
     require(
