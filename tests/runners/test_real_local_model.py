@@ -75,6 +75,7 @@ def answers(run_dir, session: str, attempt: int) -> list[str]:
     return said
 
 
+@pytest.mark.timeout(1800)  # a CPU model on 2 shared cores: minutes per session under load
 @pytest.mark.parametrize("action_format", ["tool_call", "text"])
 def test_a_real_two_model_campaign_on_one_local_server(tmp_path, monkeypatch, capsys, llama, action_format):
     pred_on_path(tmp_path, monkeypatch)
@@ -86,9 +87,9 @@ def test_a_real_two_model_campaign_on_one_local_server(tmp_path, monkeypatch, ca
         sessions_per_model=2,
         parallelism=2,
         stop_model_after_no_action=1,
-        runner={"action_format": action_format, "step_limit": 4, "request_timeout_s": 120},
+        runner={"action_format": action_format, "step_limit": 4, "request_timeout_s": 600},
         model={
-            "max_output_tokens": 256,
+            "max_output_tokens": 48,  # a short answer is enough to see whether it acts
             "input_usd_per_mtok": float(PRICE_IN),
             "cache_read_usd_per_mtok": float(PRICE_CACHED),  # a tenth: what llama.cpp had cached
             "output_usd_per_mtok": float(PRICE_OUT),
