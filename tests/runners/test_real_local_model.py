@@ -26,7 +26,7 @@ from decimal import Decimal
 
 import pytest
 import trio
-from support import benchtui, journal
+from support import benchtui, last_states
 from support.llama import require_llama, served
 from support.mini import pred_on_path, run_campaign, write_campaign
 
@@ -117,7 +117,7 @@ def test_a_real_two_model_campaign_on_one_local_server(tmp_path, monkeypatch, ca
     prep, recorder = trio.run(run_campaign, path, tmp_path / "runs")
     took = time.monotonic() - started
     run = prep.run_dir
-    ends = [r for r in journal(run).values() if r["state"] not in ("running", "pending")]
+    ends = [r for r in last_states(run).values() if r["state"] not in ("running", "pending")]
     assert ends, "no session ended"
     for end in ends:
         assert end["ending"]["name"] in ENDINGS, end
