@@ -18,7 +18,6 @@ builds and installs them).
 
 from __future__ import annotations
 
-import html
 import json
 import time
 from collections import Counter
@@ -26,6 +25,7 @@ from decimal import Decimal
 
 import pytest
 import trio
+from markupsafe import escape
 from support import benchtui, last_states
 from support.llama import require_llama, served
 from support.mini import pred_on_path, run_campaign, write_campaign
@@ -171,9 +171,13 @@ def test_a_real_two_model_campaign_on_one_local_server(tmp_path, monkeypatch, ca
         for text in answers(run, end["session"], end["attempt"]):
             head = text.strip().splitlines()[0][:40] if text.strip() else ""
             if head.isascii() and head.isprintable() and head:
-                assert html.escape(head, quote=False) in page, (head, end["session"])
+                assert str(escape(head)) in page, (head, end["session"])  # as the page escapes it
                 shown += 1
         assert "with no answer" not in page, end["session"]
+        assert (
+            page.count("not run: the answer failed the format check") == end["calls"]
+            or end["ending"]["actions"]
+        )
     assert shown, "the model said nothing the viewer could show"
     one = [e for e in ends if e["ending"]["name"] != "killed"][0]
     print(
