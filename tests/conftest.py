@@ -38,10 +38,13 @@ def pytest_runtest_makereport(item, call):
 
 
 @pytest.fixture(autouse=True)
-def hang_guard():
+def hang_guard(request):
     """A test that hangs (a deadlock in the engine, a child that never exits) ends the run with
-    every thread's traceback after HANG_GUARD_S of real time, instead of hanging CI for 90 min."""
-    faulthandler.dump_traceback_later(HANG_GUARD_S, exit=True, file=_stderr)
+    every thread's traceback after HANG_GUARD_S of real time, instead of hanging CI for 90 min
+    (`@pytest.mark.hang_guard(seconds)`: longer, for a test that is slow by nature)."""
+    marker = request.node.get_closest_marker("hang_guard")
+    limit = max(HANG_GUARD_S, float(marker.args[0])) if marker else HANG_GUARD_S
+    faulthandler.dump_traceback_later(limit, exit=True, file=_stderr)
     yield
     faulthandler.cancel_dump_traceback_later()
 

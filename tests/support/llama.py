@@ -66,7 +66,7 @@ def require_llama() -> tuple[Path, Path]:
     require(
         "llama.cpp's llama-server",
         server,
-        f"run {ROOT / '.ci/llama-server.sh'} (builds it from llama-cpp-python's sdist, a few minutes), "
+        f"run {ROOT / '.ci/llama-server.sh'} (builds it once from llama-cpp-python's sdist: tens of minutes on 2 busy cores), "
         "or set BENCHTUI_LLAMA_SERVER",
     )
     require(
@@ -86,6 +86,14 @@ def has_amx() -> bool:
         return False
 
 
+def _die_with_parent() -> None:
+    """In the child: SIGTERM when the test process dies (the hang guard's exit leaves no server)."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -102,7 +110,7 @@ def served(server: Path, gguf: Path, log: Path, *, slots: int = 2, context: int 
         *(["--no-repack"] if has_amx() else []),
     ]  # fmt: skip
     with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120

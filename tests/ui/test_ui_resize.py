@@ -25,7 +25,8 @@ def following(log: Log) -> bool:
 
 
 async def test_after_a_resize_the_events_pane_follows_and_the_table_and_footer_fit(tmp_path):
-    app = open_app(tmp_path, sessions=40, models=MODELS, total="100", latency=0.05, parallelism=3)
+    # Long enough to be running throughout (three sizes, each waiting for new events).
+    app = open_app(tmp_path, sessions=150, models=MODELS, total="100", latency=0.1, parallelism=3)
     async with app.run_test(size=(120, 36)) as pilot:
         main = app.screen
         assert isinstance(main, MainScreen)

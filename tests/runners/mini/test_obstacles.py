@@ -110,7 +110,10 @@ async def test_a_session_that_could_not_act_records_what_stood_in_its_way(tmp_pa
 def ping_line(capsys, path, expect: int = 2) -> str:
     assert cli(["check", str(path), "--ping"]) == expect
     out = capsys.readouterr()
-    (line,) = [line for line in (out.err + out.out).splitlines() if "ping openai/scripted-a" in line]
+    said = out.err if expect == 2 else out.out  # a problem is its stderr line (stdout has the table)
+    found = [line for line in said.splitlines() if "ping openai/scripted-a" in line]
+    assert len(found) == 1, out
+    (line,) = found
     return line
 
 
