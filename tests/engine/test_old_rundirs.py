@@ -204,7 +204,7 @@ def resume(tmp_path: Path, runner: str = "quick") -> subprocess.CompletedProcess
 def test_an_old_shortlist_run_reports_as_it_did(tmp_path, capsys, monkeypatch):
     """The report of the recorded run, as 72809a4 printed it (text and JSON) with what the report
     gained since (endings and their columns, issue 34; date spans, issue 35; clustered intervals,
-    power, best of N, issue 46: keys and lines added, none changed): the shortlists, their
+    power, best of N, issue 46; tokens by bucket and cache prices, issue 45: keys and lines added, none changed): the shortlists, their
     refusals, bugs@K and the throttling note read from the typed records as they were from the
     lines' untyped keys."""
     copy_run(tmp_path, "shortlisted", tmp_path / "no-such-target")
