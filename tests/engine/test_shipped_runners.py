@@ -114,9 +114,11 @@ def test_benchtui_runners_lists_what_each_needs_and_check_says_which_would_run_h
     assert (codex["kind"], codex["program"], codex["extra"]) == ("command", "codex", "")
     mini = next(r for r in listed if r["name"] == "mini-swe-agent")
     assert (mini["kind"], mini["extra"], mini["missing_here"]) == ("mini-swe-agent", "mini", [])
-    text = benchtui("runners", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})  # no agent CLI there
+    # No agent CLI on this PATH; the project's ./.agents (where .ci/run installs codex and claude)
+    # is looked in too, so the one said missing is opencode, which nothing here installs.
+    text = benchtui("runners", cwd=tmp_path, env={"PATH": "/usr/bin:/bin"})
     assert text.returncode == 0 and "opencode" in text.stdout
-    assert "codex                not here: agent CLI: 'codex' not found" in text.stdout
+    assert "opencode             not here: agent CLI: 'opencode' not found" in text.stdout
     path = write_campaign(tmp_path)
     check = benchtui("check", path, cwd=tmp_path)
     assert "shipped runner profiles" in check.stdout and "mini-swe-agent       would run here" in check.stdout
