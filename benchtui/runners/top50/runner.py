@@ -107,9 +107,20 @@ class Top50Runner(RunnerKind):
         return found
 
     @classmethod
+    def find_toolbox(cls, profile: Any, target: type[TargetKind]) -> Toolbox:
+        """The benchmark fixes its program: the profile's `pred` (baked into each session) is
+        where the target's `pred` is found, not the PATH. Placement docker runs the image's own:
+        a host pred is then only our re-check's, and its absence makes that re-check inconclusive
+        (`target_tools`), not the run impossible."""
+        found = target.toolbox({"pred": profile.pred} if _declares_pred(target) else {})
+        if profile.placement == "docker":
+            return Toolbox(found.found, {}, found.declared)
+        return found
+
+    @classmethod
     def target_tools(cls, profile: Any, target: type[TargetKind]) -> TargetTools:
         """Our own verifier's `pred`: the profile's (the one baked into each session)."""
-        wanted = "pred" in target.programs
+        wanted = _declares_pred(target)
         pred = locate(profile.pred) if wanted else None
         return TargetTools(
             {"pred": pred} if pred else {},
@@ -549,3 +560,9 @@ def _closing(fd: int) -> Iterator[None]:
 def partial_rmtree(stage: Path) -> None:
     """The stage goes (its namespace's mounts died with the run's processes)."""
     shutil.rmtree(stage, ignore_errors=True)
+
+
+def _declares_pred(target: type[TargetKind]) -> bool:
+    """Whether the campaign's target has the program the benchmark fixes (its `programs` are
+    `Program`s since the target owns its toolbox, names before)."""
+    return any(p.name == "pred" for p in target.declared())
