@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from benchtui.core import tempdirs, volume
+from benchtui.core.target import Toolbox
 from benchtui.runners.kit.collect import MAX_FILE_BYTES
 from benchtui.runners.kit.ray.node import _read, start_janitor, where
 from benchtui.runners.kit.toolgate.node import NodeGate, NodeGateSpec
@@ -49,7 +50,12 @@ def run_worker(engine: tuple[str, int], token: str) -> dict[str, object]:
             found = request.pop("node_gate", None)
             if found is not None:  # counted tools, submits: the session's gate, here, asking the engine's
                 spec = NodeGateSpec(
-                    **{**found, "address": tuple(found["address"]), "tools": tuple(found["tools"])}
+                    **{
+                        **found,
+                        "address": tuple(found["address"]),
+                        "tools": tuple(found["tools"]),
+                        "toolbox": Toolbox.from_json(found["toolbox"]) if found.get("toolbox") else None,
+                    }
                 )
                 gate = NodeGate(spec, folder, folder / "workdir")
                 paths["gate"] = gate.open()

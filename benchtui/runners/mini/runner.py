@@ -260,7 +260,11 @@ class MiniSweRunner(RunnerKind):
                         gate, self.remote[1], sandboxed=sandboxed, toolbox=self.toolbox, tmp_bytes=tmp_bytes
                     )
                     async with node_gate as spec:
-                        request["node_gate"] = dataclasses.asdict(spec) if spec is not None else None
+                        request["node_gate"] = (  # JSON to the node: its toolbox as Toolbox.to_json
+                            {**dataclasses.asdict(spec), "toolbox": spec.toolbox and spec.toolbox.to_json()}
+                            if spec is not None
+                            else None
+                        )
                         await self._run_worker(request, served)
                 submitted = gate.submissions.checked if gate.submissions else None
             committed = None
