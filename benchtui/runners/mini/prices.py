@@ -11,15 +11,12 @@ a child process (`python -m`), only when some model has no price.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from decimal import Decimal
-from importlib.util import find_spec
 from typing import Any
 
-ASK_TIMEOUT_S = 300.0
-"""Room for the child's litellm import on a loaded machine."""
+from benchtui.runners.mini.ask import ask_litellm
+
 KEYS = {
     "input_cost_per_token": "input_usd_per_mtok",
     "output_cost_per_token": "output_usd_per_mtok",
@@ -33,21 +30,9 @@ def lookup(names: list[str]) -> dict[str, dict[str, Any]]:
     """For each name litellm's map prices (input and output both), the campaign keys to add (as
     strings of exact decimals, plus `prices_from`); the others are left out. Empty when litellm
     is not installed or cannot be asked: the campaign then needs its prices, as before."""
-    if not names or find_spec("litellm") is None:
+    if not names:
         return {}
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "benchtui.runners.mini.prices"],
-            input=json.dumps(names),
-            capture_output=True,
-            text=True,
-            timeout=ASK_TIMEOUT_S,
-            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-            check=False,
-        )
-        found = json.loads(done.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
-        return {}
+    found = ask_litellm("benchtui.runners.mini.prices", names)
     return found if isinstance(found, dict) else {}
 
 

@@ -11,15 +11,13 @@ as it is; only the others are asked, in a child process (`python -m`, run only t
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Sequence
-from importlib.util import find_spec
 from typing import Any
 
 from benchtui.core.checks import Check
 from benchtui.core.contract import ModelSpec
+from benchtui.runners.mini.ask import ask_litellm
 
 COMMON_PROVIDERS = frozenset(
     {
@@ -30,8 +28,6 @@ COMMON_PROVIDERS = frozenset(
     }
 )  # fmt: skip
 """Provider prefixes litellm has routed for years: no need to ask it about these."""
-ASK_TIMEOUT_S = 300.0
-"""Room for the child's litellm import on a loaded machine (27 s measured at a load of 12)."""
 HINT = (
     "for an OpenAI-compatible server (llama.cpp, vLLM, a proxy) name it openai/{name} "
     "with its api_base; else use the provider's prefix (anthropic/…, gemini/…)"
@@ -47,21 +43,11 @@ def model_checks(models: Sequence[ModelSpec]) -> list[Check]:
     """A problem for each model litellm routes to no provider; nothing for the others (and
     nothing at all where litellm is not installed: the runner's own preflight says so)."""
     unsure = [m for m in models if not _surely_routed(m)]
-    if not unsure or find_spec("litellm") is None:
+    if not unsure:
         return []
     asked = [{"name": m.name, "api_base": m.api_base, "litellm": m.litellm} for m in unsure]
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "benchtui.runners.mini.routes"],
-            input=json.dumps(asked),
-            capture_output=True,
-            text=True,
-            timeout=ASK_TIMEOUT_S,
-            env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-            check=False,
-        )
-        problems = json.loads(done.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+    problems = ask_litellm("benchtui.runners.mini.routes", asked)
+    if not isinstance(problems, list):
         return []  # litellm could not be asked: the sessions' own errors will say it
     return [
         Check(f"model {name}", f"litellm routes {name!r} to no provider; {HINT.format(name=name)}")
