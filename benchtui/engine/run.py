@@ -268,12 +268,17 @@ class OpenRun:
             + f"; --resume {'retries' if n else 'runs'} them{tripped}",
         )
 
-    async def write_results(self) -> None:
-        """Rewrite the results files in a worker thread, from a snapshot (never on the event loop:
-        in the TUI that loop is shared with the screen and with every `authorise`)."""
-        snapshot = results.Snapshot.of(
+    def results_snapshot(self) -> results.Snapshot:
+        """What the results files say of the run as it is now (taken on the event loop, cheap)."""
+        return results.Snapshot.of(
             self.prep.plan, self.journal, self.ledger, self.prep.fingerprint, self.store.position
         )
+
+    async def write_results(self, snapshot: results.Snapshot | None = None) -> None:
+        """Rewrite the results files in a worker thread, from a snapshot (never on the event loop:
+        in the TUI that loop is shared with the screen and with every `authorise`); by default
+        one taken now."""
+        snapshot = snapshot if snapshot is not None else self.results_snapshot()
         try:
             await trio.to_thread.run_sync(results.write_all, self.prep.run_dir, snapshot)
         except OSError as exc:

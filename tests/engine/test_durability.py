@@ -132,20 +132,30 @@ async def test_the_last_results_hold_every_row_when_a_refresh_raced_the_last_ses
     monkeypatch.setattr(results, "write_all", write_all)
     monkeypatch.setattr(engine, "_refresh_results", lambda run, bus: trio.sleep_forever())  # this one only
     rec = Recorder()
+    opened: list[engine.OpenRun] = []
+    taken: list[results.Snapshot] = []
 
     def listen(event):
         rec(event)
-        if isinstance(event, ev.SessionEnded) and len(rec.of(ev.SessionEnded)) == 20:
+        if not isinstance(event, ev.SessionEnded):
+            return
+        ends = rec.of(ev.SessionEnded)
+        if event.model == "fake/model-a" and sum(e.model == event.model for e in ends) == 9:
+            # the refresh's snapshot, taken as model-a's 9th end is durable: before its last, on
+            # any machine (waking a task for it raced the last ends under load)
+            taken.append(opened[0].results_snapshot())
+        if len(ends) == 20:
             barrier.set()  # the last end is durable: now the refresh writes what it took before
 
     async def refresh_early(run):
-        await rec.until(lambda: len(rec.of(ev.SessionEnded)) == 18)
-        await run.write_results()
+        await rec.until(lambda: bool(taken))
+        await run.write_results(taken[0])
 
     bus = ev.EventBus()
     bus.subscribe(listen)
     with prep:
         async with engine.open_run(prep, bus) as run, trio.open_nursery() as nursery:
+            opened.append(run)
             nursery.start_soon(refresh_early, run)
             await run.until_done()
     assert rows[0] < 10 and rows[-1] == 10, rows
